@@ -1,0 +1,59 @@
+"""`python -m codegen [--check]`: write (or verify) the generated models and dispatch table."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+from codegen.dispatch import handler_module, methods, render_dispatch
+from codegen.models import render_models
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUTS = {
+    ROOT / "synthorg" / "generated" / "models.py": render_models,
+    ROOT / "synthorg" / "generated" / "dispatch.py": render_dispatch,
+}
+
+
+def _missing_handlers() -> list[str]:
+    problems = []
+    for method, _ in methods():
+        path = ROOT / "handlers" / f"{handler_module(method)}.py"
+        if not path.exists():
+            problems.append(f"{method}: no handler module {path.relative_to(ROOT)}")
+            continue
+        module = importlib.import_module(f"handlers.{handler_module(method)}")
+        handle = getattr(module, "handle", None)
+        if handle is None or not inspect.iscoroutinefunction(handle):
+            problems.append(f"{method}: {path.relative_to(ROOT)} has no `async def handle`")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="fail if output is stale")
+    args = parser.parse_args(argv)
+    rendered = {path: render() for path, render in OUTPUTS.items()}
+    if args.check:
+        stale = [p for p, text in rendered.items() if not p.exists() or p.read_text() != text]
+        problems = [f"stale: {p.relative_to(ROOT)} (run `python -m codegen`)" for p in stale]
+        problems += _missing_handlers()
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        return 1 if problems else 0
+    for path, text in rendered.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+    missing = _missing_handlers()
+    for problem in missing:
+        print(f"warning: {problem}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Steps 8-12 of the inbound pipeline: parse, envelope, method, params, dispatch.
+
+The transport middleware has already admitted the peer and bounded the body, so everything
+here works on bytes already in memory. JSON-RPC-level errors answer HTTP 200; only an
+unexpected fault answers 500.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from synthorg.a2a.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RequestId,
+    RpcError,
+    error_envelope,
+)
+from synthorg.a2a.context import RpcContext
+from synthorg.generated.dispatch import DISPATCH, PARAMS_ADAPTER
+from synthorg.observability.events import a2a as events
+from synthorg.observability.log import emit
+
+MAX_DEPTH = 32
+MAX_ID_LENGTH = 128
+MAX_SAFE_INTEGER = 2**53 - 1
+_ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+# A lone UTF-16 surrogate escape decodes to a str that cannot be re-encoded as UTF-8.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class _Reject(Exception):
+    def __init__(self, code: int, message: str, request_id: RequestId = None) -> None:
+        self.code, self.message, self.request_id = code, message, request_id
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _check_structure(value: Any, check_strings: bool) -> None:
+    """Bound nesting depth and, when needed, reject strings holding lone surrogates."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = list(node.values())
+            if check_strings:
+                children.extend(node.keys())
+        elif isinstance(node, list):
+            children = node
+        else:
+            if check_strings and isinstance(node, str):
+                try:
+                    node.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise _Reject(PARSE_ERROR, "Parse error: invalid Unicode escape") from None
+            continue
+        if depth > MAX_DEPTH:
+            raise _Reject(INVALID_REQUEST, f"Invalid request: nesting deeper than {MAX_DEPTH}")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _parse(body: bytes) -> Any:
+    try:
+        text = body.decode("utf-8")
+        parsed = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _Reject(INVALID_REQUEST, f"Invalid request: nesting deeper than {MAX_DEPTH}") from None
+    except (UnicodeDecodeError, ValueError):
+        raise _Reject(PARSE_ERROR, "Parse error: body is not UTF-8 JSON") from None
+    _check_structure(parsed, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
+    return parsed
+
+
+def _valid_id(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) <= MAX_ID_LENGTH
+    return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+
+
+def _envelope(parsed: Any) -> tuple[RequestId, str, dict[str, Any]]:
+    if isinstance(parsed, list):
+        raise _Reject(INVALID_REQUEST, "Invalid request: batches are not supported")
+    if not isinstance(parsed, dict):
+        raise _Reject(INVALID_REQUEST, "Invalid request: the body must be a JSON object")
+    if "id" not in parsed or not _valid_id(parsed["id"]):
+        raise _Reject(
+            INVALID_REQUEST,
+            f"Invalid request: id must be a string of at most {MAX_ID_LENGTH} characters "
+            "or a safe integer",
+        )
+    request_id: RequestId = parsed["id"]
+    if parsed.get("jsonrpc") != "2.0":
+        raise _Reject(INVALID_REQUEST, 'Invalid request: jsonrpc must be "2.0"', request_id)
+    if not parsed.keys() <= _ENVELOPE_KEYS:
+        raise _Reject(INVALID_REQUEST, "Invalid request: unexpected envelope member", request_id)
+    method = parsed.get("method")
+    if not isinstance(method, str):
+        raise _Reject(INVALID_REQUEST, "Invalid request: method must be a string", request_id)
+    params = parsed.get("params", {})
+    if not isinstance(params, dict):
+        raise _Reject(INVALID_PARAMS, "Invalid params: params must be an object", request_id)
+    return request_id, method, params
+
+
+def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
+    issues = []
+    for item in error.errors(include_input=False, include_url=False, include_context=False):
+        loc = list(item["loc"][1:])  # drop the union tag: it is the method, already known
+        issues.append({"loc": loc, "msg": item["msg"], "type": item["type"]})
+    return issues
+
+
+def _success(request_id: RequestId, result: Any) -> dict[str, Any]:
+    if isinstance(result, BaseModel):
+        result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+async def handle_rpc(
+    body: bytes, peer: str, node: Any, agent_id: str | None = None
+) -> tuple[int, dict[str, Any]]:
+    """Run steps 8-12 for one admitted request; returns (HTTP status, response envelope)."""
+    request_id: RequestId = None
+    method = ""
+    try:
+        parsed = _parse(body)
+        request_id, method, raw_params = _envelope(parsed)
+        emit(events.INBOUND_RECEIVED, method=method[:64], request_id=request_id, peer_name=peer)
+        route = DISPATCH.get(method)
+        if route is None:
+            emit(events.JSONRPC_METHOD_NOT_FOUND, method=method[:64], request_id=request_id,
+                 peer_name=peer)
+            return 200, error_envelope(METHOD_NOT_FOUND, "Method not found", request_id)
+        try:
+            # Envelope precedence: the envelope's method always wins over params.method.
+            params = PARAMS_ADAPTER.validate_python({**raw_params, "method": method})
+        except ValidationError as exc:
+            issues = _validation_issues(exc)
+            emit(events.BOUNDARY_VALIDATION_FAILED, method=method, request_id=request_id,
+                 peer_name=peer, errors=len(issues))
+            return 200, error_envelope(
+                INVALID_PARAMS, "Invalid params", request_id, {"errors": issues}
+            )
+        result = await route.handler(params, RpcContext(peer, request_id, node, agent_id))
+        return 200, _success(request_id, result)
+    except _Reject as reject:
+        emit(events.JSONRPC_PARSE_ERROR, peer_name=peer, reason=reject.message,
+             request_id=reject.request_id)
+        return 200, error_envelope(reject.code, reject.message, reject.request_id)
+    except RpcError as error:
+        return 200, error_envelope(error.code, error.message, request_id, error.data)
+    except Exception as exc:  # an unexpected fault: no detail leaves the node
+        emit(events.INTERNAL_ERROR, level="error", method=method[:64], request_id=request_id,
+             peer_name=peer, error=type(exc).__name__)
+        return 500, error_envelope(INTERNAL_ERROR, "Internal error", request_id)

@@ -1,0 +1,52 @@
+"""Start a node from the environment: SYNTHORG_DATA_DIR, SYNTHORG_BACKEND_HOST/PORT."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from synthorg.a2a.config import CONFIG_FILE, ConfigError
+from synthorg.api.app import create_app
+from synthorg.node import Node
+from synthorg.observability.events import a2a as events
+from synthorg.observability.log import configure_logging, emit
+
+DEFAULT_DATA_DIR = "./synthorg-data"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+def data_dir_from_env() -> Path:
+    return Path(os.environ.get("SYNTHORG_DATA_DIR") or DEFAULT_DATA_DIR)
+
+
+def serve(data_dir: Path, host: str, port: int) -> int:
+    configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
+    try:
+        node = Node.build(data_dir, host)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if node.config.source is None:
+        print(f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)",
+              file=sys.stderr)
+    emit(events.NODE_STARTED, host=host, port=port, data_dir=str(data_dir),
+         a2a_enabled=node.enabled, allowed_peers=sorted(node.config.allowed_peers))
+    app = create_app(node)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        node.close()
+    return 0
+
+
+def serve_from_env() -> int:
+    host = os.environ.get("SYNTHORG_BACKEND_HOST") or DEFAULT_HOST
+    raw_port = os.environ.get("SYNTHORG_BACKEND_PORT") or str(DEFAULT_PORT)
+    if not raw_port.isdigit() or not 0 <= int(raw_port) <= 65535:
+        print(f"error: SYNTHORG_BACKEND_PORT: {raw_port!r} is not a port number", file=sys.stderr)
+        return 2
+    return serve(data_dir_from_env(), host, int(raw_port))

@@ -1,0 +1,96 @@
+"""A node's runtime: its config, stores and services, built once at start-up."""
+
+from __future__ import annotations
+
+import ipaddress
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synthorg.a2a.auth import PeerGate
+from synthorg.a2a.config import ConfigError, NodeConfig, load_config
+from synthorg.observability.events import a2a as events
+from synthorg.observability.log import emit
+from synthorg.skills import SkillDirectory
+from synthorg.store.catalog import SqliteCatalog
+from synthorg.store.db import open_database
+from synthorg.store.secretbox import SecretBox
+from synthorg.store.tasks import SqliteTaskStore
+from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
+from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _executor(kind: str) -> Executor:
+    if kind == "park":
+        return ParkExecutor()
+    return EchoExecutor()
+
+
+@dataclass
+class Node:
+    data_dir: Path
+    config: NodeConfig
+    db: sqlite3.Connection
+    catalog: SqliteCatalog
+    task_store: SqliteTaskStore
+    tasks: TaskService
+    skills: SkillDirectory
+    gate: PeerGate
+
+    # GatewaySettings, read by the transport middleware on every request.
+    @property
+    def enabled(self) -> bool:
+        return self.config.a2a.enabled
+
+    @property
+    def max_request_body_bytes(self) -> int:
+        return self.config.a2a.max_request_body_bytes
+
+    @classmethod
+    def build(cls, data_dir: Path, host: str = "127.0.0.1") -> Node:
+        config = load_config(data_dir)
+        db = open_database(data_dir)
+        catalog = SqliteCatalog(db, SecretBox.for_data_dir(data_dir))
+        task_store = SqliteTaskStore(db)
+        gate_catalog: Any = catalog
+        if config.a2a.dev_allow_without_catalog:
+            if not is_loopback(host):
+                raise ConfigError(
+                    f"{config.source or data_dir / 'config.yaml'}: a2a.dev_allow_without_catalog: "
+                    f"only allowed on a loopback address, not {host}"
+                )
+            gate_catalog = None
+            emit(events.NODE_FAIL_OPEN, level="warning", host=host,
+                 reason="a2a.dev_allow_without_catalog: the allowlist is the only gate; "
+                        "development only, never expose this node")
+        agents = {
+            a.id: AgentRuntime(a.id, _executor(a.executor.kind if a.executor else "echo"))
+            for a in config.agents
+        }
+        tasks = TaskService(
+            task_store, agents, config.default_agent, lambda: config.a2a.max_message_parts
+        )
+        skills = SkillDirectory(
+            config.agents, lambda: [p.name for p in catalog.list()], lambda name: None
+        )
+        gate = PeerGate(config.allowed_peers, gate_catalog)
+        return cls(data_dir, config, db, catalog, task_store, tasks, skills, gate)
+
+    async def startup(self) -> None:
+        recovered = await self.task_store.recover(now_iso())
+        if recovered:
+            emit(events.TASK_RECOVERED, count=recovered,
+                 reason="tasks left unfinished by a previous run were marked failed")
+
+    def close(self) -> None:
+        self.db.close()

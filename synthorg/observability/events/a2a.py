@@ -1,0 +1,22 @@
+"""A2A event names. The first six are the seed guide's; keep them verbatim."""
+
+from __future__ import annotations
+
+from typing import Final
+
+INBOUND_RECEIVED: Final = "a2a.inbound.received"
+INBOUND_AUTH_FAILED: Final = "a2a.inbound.auth_failed"
+JSONRPC_PARSE_ERROR: Final = "a2a.jsonrpc.parse_error"
+JSONRPC_METHOD_NOT_FOUND: Final = "a2a.jsonrpc.method_not_found"
+TASK_METHOD_REJECTED: Final = "a2a.task.method_rejected"
+BOUNDARY_VALIDATION_FAILED: Final = "api.boundary.validation_failed"
+
+# Transport refusals before the JSON-RPC layer (405, 413, 415, bad Content-Length).
+INBOUND_REJECTED: Final = "a2a.inbound.rejected"
+TASK_CREATED: Final = "a2a.task.created"
+TASK_STATE_CHANGED: Final = "a2a.task.state_changed"
+TASK_RECOVERED: Final = "a2a.task.recovered"
+NODE_STARTED: Final = "a2a.node.started"
+NODE_FAIL_OPEN: Final = "a2a.node.fail_open_warning"
+TASK_EXECUTOR_FAILED: Final = "a2a.task.executor_failed"
+INTERNAL_ERROR: Final = "a2a.inbound.internal_error"

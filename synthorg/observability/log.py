@@ -1,0 +1,103 @@
+"""JSON-lines event emitter.
+
+Every event is one JSON object on one line, written through the stdlib logger
+``synthorg.events`` so tests and operators can attach their own handlers.
+Logging is never allowed to break a request: every failure is swallowed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+LOGGER_NAME = "synthorg.events"
+_logger = logging.getLogger(LOGGER_NAME)
+
+_LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+# Defence in depth: callers must not pass these, but if one does the value never
+# reaches a log line. Matched case-insensitively, at any nesting depth.
+_REDACTED_KEYS = frozenset({"secret", "api_key", "token", "authorization", "password", "body"})
+_REDACTED = "[redacted]"
+_RESERVED = ("ts", "level", "event")
+_MAX_DEPTH = 8
+
+
+class _EventHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Marker type so ``configure_logging`` can recognise its own handler."""
+
+
+def configure_logging(level: str = "info") -> None:
+    """Install the stderr handler once; later calls only adjust the level."""
+    # Propagation stays on so pytest's caplog and host apps still see events; the root
+    # logger has no handler under uvicorn, so lines are not printed twice there.
+    _logger.setLevel(_LEVELS.get(level.lower(), logging.INFO))
+    if not any(isinstance(h, _EventHandler) for h in _logger.handlers):
+        handler = _EventHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        _logger.addHandler(handler)
+
+
+def _scrub(value: object, depth: int = 0) -> object:
+    if depth >= _MAX_DEPTH:
+        return _safe_str(value)
+    if isinstance(value, dict):
+        return {
+            k: _REDACTED if _is_sensitive(k) else _scrub(v, depth + 1) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_scrub(v, depth + 1) for v in value]
+    return value
+
+
+def _is_sensitive(key: object) -> bool:
+    return isinstance(key, str) and key.lower() in _REDACTED_KEYS
+
+
+def _safe_str(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:
+        return f"<unrepresentable {type(value).__name__}>"
+
+
+def _render(record: dict[str, Any]) -> str:
+    try:
+        return json.dumps(record, default=_safe_str)
+    except (TypeError, ValueError):
+        # Non-string keys or reference cycles: flatten every field to text.
+        flat = {str(k): v if isinstance(v, str) else _safe_str(v) for k, v in record.items()}
+        return json.dumps(flat)
+
+
+def emit(event: str, /, *, level: str = "info", **fields: object) -> None:
+    """Log ``event`` with ``fields`` as one JSON line. Never raises."""
+    # A logging failure must never take a request down.
+    with contextlib.suppress(Exception):
+        _emit(event, level, fields)
+
+
+def _emit(event: str, level: str, fields: dict[str, object]) -> None:
+    level_name = level.lower() if level.lower() in _LEVELS else "info"
+    levelno = _LEVELS[level_name]
+    if not _logger.isEnabledFor(levelno):
+        return
+    record: dict[str, Any] = {
+        "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "level": level_name,
+        "event": event,
+    }
+    for key, value in fields.items():
+        # A field may not overwrite the envelope keys; keep it under a suffixed name.
+        name = f"{key}_" if key in _RESERVED else key
+        record[name] = _REDACTED if _is_sensitive(key) else _scrub(value)
+    _logger.log(levelno, _render(record))

@@ -1,0 +1,121 @@
+"""Encryption at rest for peer secrets (Fernet: AES-128-CBC + HMAC-SHA256)."""
+
+from __future__ import annotations
+
+import binascii
+import contextlib
+import os
+from pathlib import Path
+
+from cryptography.fernet import Fernet, InvalidToken
+
+from synthorg.store.db import ensure_private_dir
+
+KEY_ENV = "SYNTHORG_SECRET_KEY"
+KEY_FILENAME = "secret.key"
+
+
+class SecretBoxError(Exception):
+    """A bad key or an undecryptable value. Messages never carry keys or secrets."""
+
+
+class SecretBox:
+    def __init__(self, key: bytes | str) -> None:
+        try:
+            self._fernet = Fernet(key)
+        except (ValueError, TypeError, binascii.Error):
+            # `from None`: the underlying error must not drag the key into a traceback.
+            raise SecretBoxError(
+                "invalid encryption key: expected a Fernet key (32 url-safe base64 bytes)"
+            ) from None
+
+    def __repr__(self) -> str:
+        return "SecretBox(<key redacted>)"
+
+    def encrypt(self, plaintext: str) -> bytes:
+        return self._fernet.encrypt(plaintext.encode("utf-8"))
+
+    def decrypt(self, token: bytes) -> str:
+        try:
+            return self._fernet.decrypt(token).decode("utf-8")
+        except (InvalidToken, TypeError, UnicodeDecodeError):
+            raise SecretBoxError(
+                "a stored secret could not be decrypted: the key is wrong or was rotated, "
+                "or the value is corrupt"
+            ) from None
+
+    @classmethod
+    def for_data_dir(cls, data_dir: Path) -> SecretBox:
+        """Key from $SYNTHORG_SECRET_KEY, else `data_dir/secret.key` (created on first use)."""
+        env_key = os.environ.get(KEY_ENV)
+        if env_key is not None:
+            if not env_key.strip():
+                raise SecretBoxError(f"{KEY_ENV} is set but empty")
+            try:
+                return cls(env_key.strip())
+            except SecretBoxError:
+                raise SecretBoxError(f"{KEY_ENV} is not a valid Fernet key") from None
+        path = Path(data_dir) / KEY_FILENAME
+        key = _read_key(path)
+        if key is None:
+            key = _create_key(path)
+        try:
+            return cls(key)
+        except SecretBoxError:
+            raise SecretBoxError(f"{path} does not hold a valid Fernet key") from None
+
+
+def _read_key(path: Path) -> bytes | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    if path.stat().st_mode & 0o077:
+        # Tighten a hand-made key file; a read-only mount is left as the operator made it.
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o600)
+    return data.strip()
+
+
+def _create_key(path: Path) -> bytes:
+    """Publish a fresh key at `path` atomically and return whichever key won.
+
+    The key is written and fsynced under a private temporary name, then hard-linked into
+    place: link() never replaces, so when two processes race exactly one key wins, and
+    nobody can read a half-written file.
+    """
+    ensure_private_dir(path.parent)
+    key = Fernet.generate_key()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        try:
+            os.write(fd, key + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            winner = _read_key(path)
+            if winner is None:  # pragma: no cover - removed between link() and read
+                raise SecretBoxError(f"{path} vanished while being created") from None
+            return winner
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _fsync_dir(path.parent)
+    return key
+
+
+def _fsync_dir(path: Path) -> None:
+    # Make the new directory entry durable; not every platform can open a directory.
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,3 @@
+"""The A2A task states this node distinguishes."""
+
+TERMINAL = frozenset({"completed", "canceled", "failed", "rejected"})
