@@ -6,19 +6,25 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from connexion import AsyncApp
-from connexion.middleware import MiddlewarePosition
-from connexion.middleware.context import ContextMiddleware
-from connexion.middleware.exceptions import ExceptionMiddleware
-from connexion.middleware.lifespan import LifespanMiddleware
-from connexion.middleware.routing import RoutingMiddleware
-from connexion.middleware.server_error import ServerErrorMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
+import warnings
 
-from synthorg.a2a.transport import GatewayMiddleware
-from synthorg.api.connexion_compat import allow_openapi_31
-from synthorg.node import Node
-from synthorg.spec import bundled_openapi
+# Connexion imports Starlette's test client at import time, which warns about httpx; the node
+# never uses it.
+warnings.filterwarnings("ignore", message=".*starlette.testclient.*")
+
+from connexion import AsyncApp  # noqa: E402
+from connexion.middleware import MiddlewarePosition  # noqa: E402
+from connexion.middleware.context import ContextMiddleware  # noqa: E402
+from connexion.middleware.exceptions import ExceptionMiddleware  # noqa: E402
+from connexion.middleware.lifespan import LifespanMiddleware  # noqa: E402
+from connexion.middleware.routing import RoutingMiddleware  # noqa: E402
+from connexion.middleware.server_error import ServerErrorMiddleware  # noqa: E402
+from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
+
+from synthorg.a2a.transport import GatewayMiddleware  # noqa: E402
+from synthorg.api.connexion_compat import allow_openapi_31  # noqa: E402
+from synthorg.node import Node  # noqa: E402
+from synthorg.spec import bundled_openapi  # noqa: E402
 
 # No Connexion security or validation middleware: the gateway runs the three gates on headers
 # before any body byte is read, and params are validated by the generated pydantic models.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -33,14 +34,34 @@ def serve(data_dir: Path, host: str, port: int) -> int:
     if node.config.source is None:
         print(f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)",
               file=sys.stderr)
-    emit(events.NODE_STARTED, host=host, port=port, data_dir=str(data_dir),
-         a2a_enabled=node.enabled, allowed_peers=sorted(node.config.allowed_peers))
-    app = create_app(node)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        sock = _listen(host, port)
+    except OSError as exc:
+        print(f"error: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
+        node.close()
+        return 2
+    # The socket is listening before this line is written, so a supervisor (or a test) may
+    # connect as soon as it reads the event; port 0 picks a free port and reports it here.
+    emit(events.NODE_STARTED, host=host, port=sock.getsockname()[1], data_dir=str(data_dir),
+         a2a_enabled=node.enabled, allowed_peers=sorted(node.config.allowed_peers))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(node), log_level="warning", access_log=False, lifespan="on")
+    )
+    try:
+        server.run(sockets=[sock])
     finally:
         node.close()
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve_from_env() -> int:
