@@ -43,7 +43,7 @@ def render_dispatch() -> str:
         "",
         "from pydantic import TypeAdapter",
         "",
-        f"from handlers import {', '.join(modules)}",
+        *[f"import handlers.{module}" for module in modules],
         f"from synthorg.generated.models import {', '.join([*models, UNION])}",
         "",
         "",
@@ -55,7 +55,7 @@ def render_dispatch() -> str:
         "DISPATCH: MappingProxyType[str, Route] = MappingProxyType({",
     ]
     for method, model in entries:
-        lines.append(f"    {method!r}: Route({model}, {handler_module(method)}.handle),")
+        lines.append(f"    {method!r}: Route({model}, handlers.{handler_module(method)}.handle),")
     lines += [
         "})",
         "",

@@ -47,9 +47,27 @@ NoNull = BeforeValidator(_reject_null)
 
 _SHADOWING = {"bytes", "str", "int", "float", "bool", "list", "dict", "type", "Any", "Field"}
 _SUPPORTED_KEYS = {
-    "$ref", "type", "properties", "required", "additionalProperties", "description", "title",
-    "enum", "const", "default", "minLength", "maxLength", "pattern", "minimum", "maximum",
-    "items", "minItems", "maxItems", "maxProperties", "oneOf", "discriminator",
+    "$ref",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "description",
+    "title",
+    "enum",
+    "const",
+    "default",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "items",
+    "minItems",
+    "maxItems",
+    "maxProperties",
+    "oneOf",
+    "discriminator",
 }
 
 
@@ -59,8 +77,13 @@ class CodegenError(ValueError):
 
 def _field_args(schema: dict[str, Any]) -> list[str]:
     mapping = {
-        "minLength": "min_length", "maxLength": "max_length", "pattern": "pattern",
-        "minimum": "ge", "maximum": "le", "minItems": "min_length", "maxItems": "max_length",
+        "minLength": "min_length",
+        "maxLength": "max_length",
+        "pattern": "pattern",
+        "minimum": "ge",
+        "maximum": "le",
+        "minItems": "min_length",
+        "maxItems": "max_length",
         "maxProperties": "max_length",
     }
     return [f"{mapping[key]}={schema[key]!r}" for key in mapping if key in schema]

@@ -24,8 +24,14 @@ DEFAULT_AGENT = {
     "id": "echo",
     "name": "Echo",
     "role": "Echoes the text it is sent",
-    "skills": [{"id": "echo", "name": "Echo", "description": "Replies with the text it was sent.",
-                "tags": ["echo", "test"]}],
+    "skills": [
+        {
+            "id": "echo",
+            "name": "Echo",
+            "description": "Replies with the text it was sent.",
+            "tags": ["echo", "test"],
+        }
+    ],
     "executor": {"kind": "echo"},
 }
 
@@ -69,7 +75,8 @@ def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConf
         for key in MOVED_TO_CATALOG:
             if key in a2a_raw:
                 raise _fail(
-                    source, f"a2a.{key}",
+                    source,
+                    f"a2a.{key}",
                     "is not a config key: outbound peers live in the connection catalog "
                     "(synthorg-a2a peers add NAME --endpoint URL)",
                 )
@@ -85,7 +92,8 @@ def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConf
         name = canonical_peer_name(raw)
         if name is None:
             raise _fail(
-                source, f"a2a.allowed_peers[{index}]",
+                source,
+                f"a2a.allowed_peers[{index}]",
                 "not a valid peer name (letters, digits, '.', '_', '-'; at most 63; "
                 "starting with a letter or digit)",
             )
@@ -121,5 +129,7 @@ def load_config(data_dir: Path) -> NodeConfig:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "(file)"
-        raise _fail(str(path), where, f"not valid YAML ({getattr(exc, 'problem', 'syntax')})") from None
+        raise _fail(
+            str(path), where, f"not valid YAML ({getattr(exc, 'problem', 'syntax')})"
+        ) from None
     return parse_config(data, str(path), path)

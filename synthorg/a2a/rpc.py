@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from synthorg.a2a.context import RpcContext
 from synthorg.a2a.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -23,7 +24,6 @@ from synthorg.a2a.errors import (
     RpcError,
     error_envelope,
 )
-from synthorg.a2a.context import RpcContext
 from synthorg.generated.dispatch import DISPATCH, PARAMS_ADAPTER
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
@@ -73,7 +73,9 @@ def _parse(body: bytes) -> Any:
         text = body.decode("utf-8")
         parsed = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
-        raise _Reject(INVALID_REQUEST, f"Invalid request: nesting deeper than {MAX_DEPTH}") from None
+        raise _Reject(
+            INVALID_REQUEST, f"Invalid request: nesting deeper than {MAX_DEPTH}"
+        ) from None
     except (UnicodeDecodeError, ValueError):
         raise _Reject(PARSE_ERROR, "Parse error: body is not UTF-8 JSON") from None
     _check_structure(parsed, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
@@ -137,28 +139,47 @@ async def handle_rpc(
         emit(events.INBOUND_RECEIVED, method=method[:64], request_id=request_id, peer_name=peer)
         route = DISPATCH.get(method)
         if route is None:
-            emit(events.JSONRPC_METHOD_NOT_FOUND, method=method[:64], request_id=request_id,
-                 peer_name=peer)
+            emit(
+                events.JSONRPC_METHOD_NOT_FOUND,
+                method=method[:64],
+                request_id=request_id,
+                peer_name=peer,
+            )
             return 200, error_envelope(METHOD_NOT_FOUND, "Method not found", request_id)
         try:
             # Envelope precedence: the envelope's method always wins over params.method.
             params = PARAMS_ADAPTER.validate_python({**raw_params, "method": method})
         except ValidationError as exc:
             issues = _validation_issues(exc)
-            emit(events.BOUNDARY_VALIDATION_FAILED, method=method, request_id=request_id,
-                 peer_name=peer, errors=len(issues))
+            emit(
+                events.BOUNDARY_VALIDATION_FAILED,
+                method=method,
+                request_id=request_id,
+                peer_name=peer,
+                errors=len(issues),
+            )
             return 200, error_envelope(
                 INVALID_PARAMS, "Invalid params", request_id, {"errors": issues}
             )
         result = await route.handler(params, RpcContext(peer, request_id, node, agent_id))
         return 200, _success(request_id, result)
     except _Reject as reject:
-        emit(events.JSONRPC_PARSE_ERROR, peer_name=peer, reason=reject.message,
-             request_id=reject.request_id)
+        emit(
+            events.JSONRPC_PARSE_ERROR,
+            peer_name=peer,
+            reason=reject.message,
+            request_id=reject.request_id,
+        )
         return 200, error_envelope(reject.code, reject.message, reject.request_id)
     except RpcError as error:
         return 200, error_envelope(error.code, error.message, request_id, error.data)
     except Exception as exc:  # an unexpected fault: no detail leaves the node
-        emit(events.INTERNAL_ERROR, level="error", method=method[:64], request_id=request_id,
-             peer_name=peer, error=type(exc).__name__)
+        emit(
+            events.INTERNAL_ERROR,
+            level="error",
+            method=method[:64],
+            request_id=request_id,
+            peer_name=peer,
+            error=type(exc).__name__,
+        )
         return 500, error_envelope(INTERNAL_ERROR, "Internal error", request_id)

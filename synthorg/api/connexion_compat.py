@@ -23,4 +23,4 @@ def _validate_spec(cls: type[OpenAPISpecification], spec: dict[str, Any]) -> Non
 
 
 def allow_openapi_31() -> None:
-    OpenAPISpecification._validate_spec = classmethod(_validate_spec)  # type: ignore[method-assign,assignment]
+    OpenAPISpecification._validate_spec = classmethod(_validate_spec)

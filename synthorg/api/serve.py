@@ -32,8 +32,9 @@ def serve(data_dir: Path, host: str, port: int) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if node.config.source is None:
-        print(f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)",
-              file=sys.stderr)
+        print(
+            f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)", file=sys.stderr
+        )
     try:
         sock = _listen(host, port)
     except OSError as exc:
@@ -42,8 +43,14 @@ def serve(data_dir: Path, host: str, port: int) -> int:
         return 2
     # The socket is listening before this line is written, so a supervisor (or a test) may
     # connect as soon as it reads the event; port 0 picks a free port and reports it here.
-    emit(events.NODE_STARTED, host=host, port=sock.getsockname()[1], data_dir=str(data_dir),
-         a2a_enabled=node.enabled, allowed_peers=sorted(node.config.allowed_peers))
+    emit(
+        events.NODE_STARTED,
+        host=host,
+        port=sock.getsockname()[1],
+        data_dir=str(data_dir),
+        a2a_enabled=node.enabled,
+        allowed_peers=sorted(node.config.allowed_peers),
+    )
     server = uvicorn.Server(
         uvicorn.Config(create_app(node), log_level="warning", access_log=False, lifespan="on")
     )

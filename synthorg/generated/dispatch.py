@@ -9,7 +9,11 @@ from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
-from handlers import message_send, skills_negotiate, skills_query, tasks_cancel, tasks_get
+import handlers.message_send
+import handlers.skills_negotiate
+import handlers.skills_query
+import handlers.tasks_cancel
+import handlers.tasks_get
 from synthorg.generated.models import MessageSendParams, SkillsNegotiateParams, SkillsQueryParams, TasksCancelParams, TasksGetParams, RpcParams
 
 
@@ -19,11 +23,11 @@ class Route(NamedTuple):
 
 
 DISPATCH: MappingProxyType[str, Route] = MappingProxyType({
-    'message/send': Route(MessageSendParams, message_send.handle),
-    'tasks/get': Route(TasksGetParams, tasks_get.handle),
-    'tasks/cancel': Route(TasksCancelParams, tasks_cancel.handle),
-    'skills/query': Route(SkillsQueryParams, skills_query.handle),
-    'skills/negotiate': Route(SkillsNegotiateParams, skills_negotiate.handle),
+    'message/send': Route(MessageSendParams, handlers.message_send.handle),
+    'tasks/get': Route(TasksGetParams, handlers.tasks_get.handle),
+    'tasks/cancel': Route(TasksCancelParams, handlers.tasks_cancel.handle),
+    'skills/query': Route(SkillsQueryParams, handlers.skills_query.handle),
+    'skills/negotiate': Route(SkillsNegotiateParams, handlers.skills_negotiate.handle),
 })
 
 PARAMS_ADAPTER: TypeAdapter[RpcParams] = TypeAdapter(RpcParams)

@@ -41,6 +41,19 @@ _SCHEMA = (
         task_id TEXT NOT NULL,
         PRIMARY KEY (peer, message_id)
     )""",
+    """CREATE TABLE IF NOT EXISTS delegations (
+        id TEXT PRIMARY KEY,
+        peer TEXT NOT NULL,
+        remote_task_id TEXT NOT NULL,
+        context_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        origin_task_id TEXT,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS delegations_origin ON delegations (origin_task_id)",
     """CREATE TABLE IF NOT EXISTS settings (
         namespace TEXT,
         key TEXT,

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from synthorg.a2a.errors import (
+    DELEGATION_LOOP,
     INVALID_PARAMS,
     MESSAGE_ID_CONFLICT,
     TASK_NOT_CANCELABLE,
@@ -29,6 +30,7 @@ from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.store.tasks import TaskStore
 from synthorg.tasks.executors import Executor, Outcome
+from synthorg.tasks.peer_executor import MAX_HOPS, visited_nodes
 from synthorg.tasks.states import TERMINAL
 
 
@@ -54,7 +56,9 @@ class TaskService:
         agents: Mapping[str, AgentRuntime],
         default_agent: str,
         max_message_parts: Callable[[], int],
+        node_name: str | None = None,
     ) -> None:
+        self._node_name = node_name
         self._store = store
         self._agents = agents
         self._default_agent = default_agent
@@ -74,6 +78,7 @@ class TaskService:
             )
         if message["role"] != "user":
             raise RpcError(INVALID_PARAMS, 'Invalid params: an inbound message has role "user"')
+        self._check_hops(peer, message)
         digest = message_digest(message)
         if "taskId" in message:
             return await self._continue(peer, message, digest)
@@ -96,6 +101,17 @@ class TaskService:
 
     # internals
 
+    def _check_hops(self, peer: str, message: dict[str, Any]) -> None:
+        visited = visited_nodes(message)
+        if (self._node_name and self._node_name in visited) or len(visited) >= MAX_HOPS:
+            self._rejected("message/send", peer, message.get("taskId", ""), "delegation_loop")
+            raise RpcError(
+                DELEGATION_LOOP,
+                f"Delegation loop: this task already passed through {' -> '.join(visited)}"
+                if self._node_name in visited
+                else f"Delegation hop limit of {MAX_HOPS} reached",
+            )
+
     def _agent(self, message: dict[str, Any], explicit: str | None) -> AgentRuntime:
         requested = explicit or (message.get("metadata") or {}).get("agentId")
         agent_id = requested if isinstance(requested, str) else self._default_agent
@@ -116,8 +132,13 @@ class TaskService:
         return task
 
     def _rejected(self, method: str, peer: str, task_id: str, reason: str) -> None:
-        emit(events.TASK_METHOD_REJECTED, method=method, peer_name=peer, task_id=task_id,
-             reason=reason)
+        emit(
+            events.TASK_METHOD_REJECTED,
+            method=method,
+            peer_name=peer,
+            task_id=task_id,
+            reason=reason,
+        )
 
     async def _create(
         self, peer: str, message: dict[str, Any], digest: str, agent: AgentRuntime
@@ -134,7 +155,9 @@ class TaskService:
             "artifacts": [],
             "metadata": {"agentId": agent.agent_id},
         }
-        existing, existing_digest = await self._store.create(peer, message["messageId"], digest, task)
+        existing, existing_digest = await self._store.create(
+            peer, message["messageId"], digest, task
+        )
         if existing["id"] != task_id:
             return self._replay(existing, existing_digest, digest)
         emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
@@ -153,16 +176,16 @@ class TaskService:
             raise RpcError(INVALID_PARAMS, "Invalid params: contextId does not match the task")
         claimed = await self._store.claim_message(peer, message["messageId"], digest, task_id)
         if claimed is not None:  # a concurrent retry recorded the key first
-            return self._replay(await self._owned(peer, claimed[0], "message/send"), claimed[1], digest)
+            return self._replay(
+                await self._owned(peer, claimed[0], "message/send"), claimed[1], digest
+            )
         stored_message = {**message, "contextId": task["contextId"]}
         task = {**task, "history": [*task.get("history", []), stored_message]}
         return await self._run(peer, task, stored_message, self._runtime(task))
 
     def _replay(self, task: dict[str, Any], stored: str, digest: str) -> dict[str, Any]:
         if stored != digest:
-            raise RpcError(
-                MESSAGE_ID_CONFLICT, "messageId was already used with different content"
-            )
+            raise RpcError(MESSAGE_ID_CONFLICT, "messageId was already used with different content")
         return task
 
     async def _run(
@@ -172,8 +195,13 @@ class TaskService:
         try:
             outcome = await agent.executor.run(task, message)
         except Exception as exc:
-            emit(events.TASK_EXECUTOR_FAILED, level="error", peer_name=peer, task_id=task["id"],
-                 error=type(exc).__name__)
+            emit(
+                events.TASK_EXECUTOR_FAILED,
+                level="error",
+                peer_name=peer,
+                task_id=task["id"],
+                error=type(exc).__name__,
+            )
             outcome = Outcome("failed", message_text="the agent failed to run this task")
         return await self._settle(peer, task, outcome)
 

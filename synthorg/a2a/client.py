@@ -1,0 +1,217 @@
+"""The outbound A2A client: this node calling one catalog peer over JSON-RPC.
+
+Every call carries `X-A2A-Peer-Name` (this node's name as the peer knows it) and the link
+secret under the record's scheme. Transient failures (connect errors, 429 with Retry-After,
+502/503/504) are retried with bounded exponential backoff and full jitter; that is safe for
+`message/send` because its `messageId` is fixed before the first attempt and the peer treats
+`(peer, messageId)` as an idempotency key. A peer's JSON-RPC error surfaces with its code and
+message whatever the HTTP status; results are validated with the generated models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from synthorg.a2a.errors import RequestId
+from synthorg.generated.models import Task
+from synthorg.store.catalog import PeerRecord
+
+RPC_PATH = "/api/v1/a2a/"
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+MAX_RETRY_AFTER = 30.0
+
+
+class PeerError(Exception):
+    """Calling a peer failed; the message is safe to show (no secret, no raw body)."""
+
+
+class PeerRpcError(PeerError):
+    """The peer answered with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, http_status: int, data: Any = None) -> None:
+        super().__init__(f"peer error {code}: {message} (HTTP {http_status})")
+        self.code, self.message, self.http_status, self.data = code, message, http_status, data
+
+
+class PeerUnavailable(PeerError):
+    """The peer could not be reached, or kept answering with a transient failure."""
+
+
+class PeerProtocolError(PeerError):
+    """The peer answered something that is not a valid response to our request."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 4
+    base_delay: float = 0.2
+    max_delay: float = 5.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(retry_after, MAX_RETRY_AFTER)
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+
+
+def credential_headers(record: PeerRecord, local_name: str) -> dict[str, str]:
+    headers = {"X-A2A-Peer-Name": local_name}
+    if record.scheme == "api_key":
+        headers["X-API-Key"] = record.secret
+    else:
+        headers["Authorization"] = f"Bearer {record.secret}"
+    return headers
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after", "")
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class A2AClient:
+    def __init__(
+        self,
+        record: PeerRecord,
+        local_name: str,
+        timeout: Callable[[], float],
+        *,
+        retry: RetryPolicy = RetryPolicy(),
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.record = record
+        self._headers = credential_headers(record, local_name)
+        self._timeout = timeout
+        self._retry = retry
+        self._max_bytes = max_response_bytes
+        self._transport = transport
+        self._sleep = sleep
+
+    @property
+    def rpc_url(self) -> str:
+        return self.record.endpoint.rstrip("/") + RPC_PATH
+
+    async def send_message(
+        self,
+        parts: list[dict[str, Any]],
+        *,
+        agent_id: str | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        message_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Task:
+        message: dict[str, Any] = {
+            "kind": "message",
+            "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
+            "role": "user",
+            "parts": parts,
+        }
+        if task_id:
+            message["taskId"] = task_id
+        if context_id:
+            message["contextId"] = context_id
+        meta = dict(metadata or {})
+        if agent_id:
+            meta["agentId"] = agent_id
+        if meta:
+            message["metadata"] = meta
+        return await self._task_call("message/send", {"message": message})
+
+    async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
+        params: dict[str, Any] = {"id": task_id}
+        if history_length is not None:
+            params["historyLength"] = history_length
+        return await self._task_call("tasks/get", params)
+
+    async def cancel_task(self, task_id: str) -> Task:
+        return await self._task_call("tasks/cancel", {"id": task_id})
+
+    async def _task_call(self, method: str, params: dict[str, Any]) -> Task:
+        result = await self.call(method, params)
+        try:
+            return Task.model_validate(result)
+        except ValidationError as exc:
+            raise PeerProtocolError(
+                f"{self.record.name}: {method} result is not a valid Task "
+                f"({exc.error_count()} problems)"
+            ) from None
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        """One JSON-RPC call with retries; returns the `result` member."""
+        request_id = str(uuid.uuid4())
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        ).encode()
+        name = self.record.name
+        problem = "no attempt made"
+        for attempt in range(self._retry.attempts):
+            retry_after: float | None = None
+            try:
+                status, payload, retry_after = await self._post(body)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                problem = f"cannot connect ({type(exc).__name__})"
+            except httpx.TimeoutException:
+                raise PeerUnavailable(f"{name}: no answer within {self._timeout():g}s") from None
+            except httpx.HTTPError as exc:
+                raise PeerUnavailable(f"{name}: {type(exc).__name__}") from None
+            else:
+                if status not in RETRY_STATUSES:
+                    return self._result(status, payload, request_id)
+                problem = f"HTTP {status}"
+            if attempt + 1 < self._retry.attempts:
+                await self._sleep(self._retry.delay(attempt, retry_after))
+        raise PeerUnavailable(f"{name}: gave up after {self._retry.attempts} attempts ({problem})")
+
+    async def _post(self, body: bytes) -> tuple[int, Any, float | None]:
+        """POST with a capped, streamed read: (status, parsed JSON or None, Retry-After)."""
+        headers = {**self._headers, "Content-Type": "application/json"}
+        timeout = httpx.Timeout(self._timeout())
+        async with (
+            httpx.AsyncClient(transport=self._transport, timeout=timeout) as http,
+            http.stream("POST", self.rpc_url, content=body, headers=headers) as response,
+        ):
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self._max_bytes:
+                    raise PeerProtocolError(
+                        f"{self.record.name}: response larger than {self._max_bytes} bytes"
+                    )
+                chunks.append(chunk)
+        raw = b"".join(chunks)
+        try:
+            payload = json.loads(raw) if raw else None
+        except ValueError:
+            payload = None
+        return response.status_code, payload, _retry_after(response)
+
+    def _result(self, status: int, payload: Any, request_id: RequestId) -> Any:
+        name = self.record.name
+        if not isinstance(payload, dict):
+            raise PeerProtocolError(f"{name}: HTTP {status} with no JSON-RPC envelope")
+        error = payload.get("error")
+        if isinstance(error, dict):
+            code, message = error.get("code"), error.get("message")
+            if isinstance(code, int) and isinstance(message, str):
+                raise PeerRpcError(code, message, status, error.get("data"))
+            raise PeerProtocolError(f"{name}: malformed JSON-RPC error (HTTP {status})")
+        if payload.get("id") != request_id:
+            raise PeerProtocolError(f"{name}: response id does not match the request id")
+        if status != 200 or "result" not in payload:
+            raise PeerProtocolError(f"{name}: HTTP {status} without a result")
+        return payload["result"]

@@ -1,0 +1,149 @@
+"""Outbound delegation: hand a task to a catalog peer, record it, and follow it.
+
+Records live in the node's store, so a CLI in another process and the node itself see the
+same delegations. Following polls `tasks/get` with capped exponential backoff until the task
+is final or needs input; a peer that goes away meanwhile is retried by the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from synthorg.a2a.client import A2AClient, PeerError
+from synthorg.generated.models import Task
+from synthorg.store.catalog import Catalog
+from synthorg.store.db import utc_now
+from synthorg.store.delegations import Delegation, DelegationStore
+from synthorg.tasks.states import TERMINAL
+
+SETTLED = TERMINAL | {"input-required", "auth-required"}
+
+
+class DelegationError(Exception):
+    """A delegation could not be started or followed; the message is safe to show."""
+
+
+def _task_json(task: Task) -> dict[str, Any]:
+    return task.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Delegator:
+    def __init__(
+        self,
+        catalog: Catalog,
+        store: DelegationStore,
+        local_name: str | None,
+        timeout: Callable[[], float],
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._catalog = catalog
+        self.store = store
+        self._local_name = local_name
+        self._timeout = timeout
+        self._transport = transport
+
+    def client(self, peer: str) -> A2AClient:
+        if not self._local_name:
+            raise DelegationError(
+                "a2a.node_name is not set: add the name peers know this node by to config.yaml"
+            )
+        record = self._catalog.get(peer)
+        if record is None:
+            raise DelegationError(f"no catalog record for peer {peer!r}")
+        return A2AClient(record, self._local_name, self._timeout, transport=self._transport)
+
+    async def delegate(
+        self,
+        peer: str,
+        parts: list[dict[str, Any]],
+        *,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        origin_task_id: str | None = None,
+    ) -> Delegation:
+        client = self.client(peer)
+        message_id = str(uuid.uuid4())
+        task = await client.send_message(
+            parts, agent_id=agent_id, message_id=message_id, metadata=metadata
+        )
+        now = utc_now()
+        record = Delegation(
+            id=str(uuid.uuid4()),
+            peer=client.record.name,
+            remote_task_id=task.id,
+            context_id=task.contextId,
+            message_id=message_id,
+            state=task.status.state,
+            origin_task_id=origin_task_id,
+            task=_task_json(task),
+            created_at=now,
+            updated_at=now,
+        )
+        await self.store.add(record)
+        return record
+
+    async def get(self, local_id: str) -> Delegation:
+        record = await self.store.get(local_id)
+        if record is None:
+            raise DelegationError(f"no outbound task {local_id!r}")
+        return record
+
+    async def send_followup(
+        self, record: Delegation, parts: list[dict[str, Any]], metadata: dict[str, Any] | None
+    ) -> Delegation:
+        task = await self.client(record.peer).send_message(
+            parts, task_id=record.remote_task_id, context_id=record.context_id, metadata=metadata
+        )
+        return await self.store.update(record.id, _task_json(task))
+
+    async def refresh(self, local_id: str) -> Delegation:
+        record = await self.get(local_id)
+        task = await self.client(record.peer).get_task(record.remote_task_id)
+        return await self.store.update(record.id, _task_json(task))
+
+    async def cancel(self, local_id: str) -> Delegation:
+        record = await self.get(local_id)
+        task = await self.client(record.peer).cancel_task(record.remote_task_id)
+        return await self.store.update(record.id, _task_json(task))
+
+    async def follow(
+        self,
+        local_id: str,
+        timeout: float,
+        on_update: Callable[[Delegation], None] = lambda _: None,
+        *,
+        first_delay: float = 0.1,
+        max_delay: float = 2.0,
+    ) -> Delegation:
+        """Poll until final or needing input; raises DelegationError on timeout."""
+        deadline = time.monotonic() + timeout
+        record = await self.get(local_id)
+        delay = first_delay
+        seen = record.state
+        on_update(record)
+        while record.state not in SETTLED:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DelegationError(
+                    f"task {local_id} still {record.state} after {timeout:g}s; "
+                    "it goes on at the peer"
+                )
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, max_delay)
+            try:
+                record = await self.refresh(local_id)
+            except PeerError as exc:  # the peer may be restarting: keep following
+                on_update(record)
+                if time.monotonic() >= deadline:
+                    raise DelegationError(str(exc)) from None
+                continue
+            if record.state != seen:
+                seen = record.state
+                on_update(record)
+        return record
