@@ -7,24 +7,22 @@ import socket
 import sys
 from pathlib import Path
 
-import uvicorn
-
 from synthorg.a2a.config import CONFIG_FILE, ConfigError
-from synthorg.api.app import create_app
 from synthorg.node import Node
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import configure_logging, emit
+from synthorg.paths import data_dir_from_env
 
-DEFAULT_DATA_DIR = "./synthorg-data"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
 
-def data_dir_from_env() -> Path:
-    return Path(os.environ.get("SYNTHORG_DATA_DIR") or DEFAULT_DATA_DIR)
-
-
 def serve(data_dir: Path, host: str, port: int) -> int:
+    # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
+    import uvicorn
+
+    from synthorg.api.app import create_app
+
     configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
     try:
         node = Node.build(data_dir, host)

@@ -1,0 +1,37 @@
+# `make demo` runs a node; `make test` runs every check CI runs. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test codegen lint clean
+
+venv: $(STAMP)
+
+# The stamp makes repeat runs a no-op until pyproject.toml (the dependency list) changes.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -e '.[dev]'
+	touch $@
+
+demo: venv
+	$(BIN)/synthorg-a2a serve
+
+test: venv
+	$(BIN)/python -m codegen --check
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+codegen: venv
+	$(BIN)/python -m codegen
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+# Removes what the targets above create; never a data directory (it holds peer secrets).
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache \
+		.hypothesis .schemathesis schemathesis-report
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

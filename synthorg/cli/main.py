@@ -1,0 +1,65 @@
+"""`synthorg-a2a`: the node's command line.
+
+Each command group is a module with `register(subparsers)`, which adds its parser and sets
+`handler` (args -> exit code) on every leaf command; adding a group is one line in COMMANDS.
+Exit codes: 0 ok, 1 not found, 2 usage, validation or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+
+from synthorg.cli import peers_cmd, serve_cmd
+from synthorg.cli.common import EXIT_USAGE, CliError, CliParser, CommandGroup, Handler
+
+PROG = "synthorg-a2a"
+COMMANDS: tuple[CommandGroup, ...] = (serve_cmd, peers_cmd)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("synthorg-a2a")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = CliParser(
+        prog=PROG,
+        description="A node of an A2A federation: allowlisted peers delegate tasks to its "
+        "agents over JSON-RPC 2.0.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for group in COMMANDS:
+        group.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors; already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `synthorg-a2a peers list | head`: the reader left. Point stdout at /dev/null so
+        # the interpreter's final flush does not complain about it again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""`synthorg-a2a peers ...`: the connection catalog's `a2a_peer` records.
+
+A running node reads the catalog on every request, so changes apply to its next request.
+Secrets go in through standard input or an environment variable (never a command-line
+argument, which other users can see in the process list) and are never printed back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from synthorg.a2a.names import canonical_peer_name
+from synthorg.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    add_data_dir_option,
+    data_dir,
+    fail,
+    open_catalog,
+    print_json,
+    shown,
+)
+from synthorg.store.catalog import MAX_SECRET_LENGTH, SCHEMES, PeerRecord, canonical_endpoint
+
+if TYPE_CHECKING:
+    from synthorg.cli.common import Subparsers
+
+SECRET_SHOWN = "(stored, encrypted)"
+# Enough to tell an over-long secret from a valid one without reading an unbounded stream.
+_STDIN_LIMIT = 4 * MAX_SECRET_LENGTH + 2
+
+
+def register(subparsers: Subparsers) -> None:
+    peers = subparsers.add_parser(
+        "peers",
+        help="manage the connection catalog (peers, their endpoints and credentials)",
+        description="Manage a2a_peer records: a peer's endpoint and the credential it "
+        "presents (inbound) or is sent (outbound). A running node applies changes to its "
+        "next request.",
+    )
+    commands = peers.add_subparsers(dest="peers_command", metavar="COMMAND", required=True)
+
+    add = commands.add_parser(
+        "add",
+        help="add or replace a peer",
+        description="Add a peer, or replace its record if it exists. The secret is read "
+        "from standard input (one trailing newline is dropped; a terminal prompts without "
+        "echo) or from the environment variable named by --secret-env.",
+    )
+    add.add_argument("name", metavar="NAME", help="peer name (a-z, 0-9, '.', '_', '-')")
+    add.add_argument("--endpoint", required=True, metavar="URL",
+                     help="the peer node's base URL, e.g. http://127.0.0.1:8000")
+    add.add_argument("--scheme", choices=sorted(SCHEMES), default="api_key",
+                     help="how the credential travels: api_key (X-API-Key) or bearer "
+                     "(Authorization: Bearer); default api_key")
+    add.add_argument("--secret-env", metavar="VAR",
+                     help="read the secret from environment variable VAR instead of stdin")
+    add_data_dir_option(add)
+    add.set_defaults(handler=run_add)
+
+    list_ = commands.add_parser("list", help="list peers (never their secrets)")
+    list_.add_argument("--json", action="store_true", help="print a JSON array")
+    add_data_dir_option(list_)
+    list_.set_defaults(handler=run_list)
+
+    show = commands.add_parser("show", help="show one peer (never its secret)")
+    show.add_argument("name", metavar="NAME")
+    show.add_argument("--json", action="store_true", help="print a JSON object")
+    add_data_dir_option(show)
+    show.set_defaults(handler=run_show)
+
+    remove = commands.add_parser("remove", help="remove a peer")
+    remove.add_argument("name", metavar="NAME")
+    add_data_dir_option(remove)
+    remove.set_defaults(handler=run_remove)
+
+
+def run_add(args: argparse.Namespace) -> int:
+    # Check what we can before asking for the secret, so an operator at a terminal is not
+    # prompted for a credential that would then be refused for a typo in the name.
+    name = canonical_peer_name(args.name)
+    if name is None:
+        fail(f"invalid peer name {shown(args.name)}: use 1-63 characters of a-z, 0-9, '.', "
+             "'_' or '-', starting with a letter or digit")
+    try:
+        canonical_endpoint(args.endpoint)
+    except ValueError as exc:
+        fail(str(exc))
+    secret = _read_secret(args.secret_env, name)
+    with open_catalog(data_dir(args)) as catalog:
+        try:
+            created = catalog.put(name, args.endpoint, args.scheme, secret)
+        except ValueError as exc:  # the catalog's messages never echo the secret
+            fail(str(exc))
+        record = catalog.get(name)
+    assert record is not None
+    print(f"{'added' if created else 'updated'} peer {record.name} "
+          f"(endpoint {record.endpoint}, scheme {record.scheme})")
+    return EXIT_OK
+
+
+def _read_secret(env_var: str | None, name: str) -> str:
+    if env_var is not None:
+        value = os.environ.get(env_var)
+        if value is None:
+            fail(f"--secret-env: environment variable {shown(env_var)} is not set")
+        if not value.strip():
+            fail(f"--secret-env: environment variable {shown(env_var)} is empty")
+        return value
+    stdin = sys.stdin
+    if stdin is not None and stdin.isatty():
+        try:
+            return getpass.getpass(f"secret for {name}: ")
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            fail("no secret entered")
+    secret = _read_stdin(stdin)
+    # Exactly one trailing newline: `echo KEY |` adds one, and the catalog refuses any
+    # other surrounding whitespace rather than silently altering the credential.
+    if secret.endswith("\r\n"):
+        secret = secret[:-2]
+    elif secret.endswith("\n"):
+        secret = secret[:-1]
+    if not secret:
+        fail("no secret given: pipe it on standard input or name an environment variable "
+             "with --secret-env VAR")
+    return secret
+
+
+def _read_stdin(stdin: Any) -> str:
+    if stdin is None:
+        return ""
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is None:
+        return str(stdin.read(_STDIN_LIMIT))
+    try:
+        return bytes(buffer.read(_STDIN_LIMIT)).decode("utf-8")
+    except UnicodeDecodeError:
+        fail("the secret on standard input is not UTF-8 text")
+
+
+def _public(record: PeerRecord) -> dict[str, str]:
+    """A record without its secret: the only shape the CLI ever prints."""
+    return {
+        "name": record.name,
+        "endpoint": record.endpoint,
+        "scheme": record.scheme,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    }
+
+
+def run_list(args: argparse.Namespace) -> int:
+    directory = data_dir(args)
+    with open_catalog(directory) as catalog:
+        records = catalog.list()
+    if args.json:
+        print_json([_public(r) for r in records])
+    elif not records:
+        print(f"no peers in {directory} (add one with: synthorg-a2a peers add NAME "
+              "--endpoint URL)")
+    else:
+        header = ("NAME", "ENDPOINT", "SCHEME", "CREATED", "UPDATED")
+        rows = [header] + [
+            (r.name, r.endpoint, r.scheme, r.created_at, r.updated_at) for r in records
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        for row in rows:
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return EXIT_OK
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with open_catalog(data_dir(args)) as catalog:
+        record = catalog.get(args.name)
+    if record is None:
+        _not_found(args.name)
+    if args.json:
+        print_json(_public(record))
+    else:
+        fields = {**_public(record), "secret": SECRET_SHOWN}
+        width = max(len(key) for key in fields) + 1
+        for key in ("name", "endpoint", "scheme", "secret", "created_at", "updated_at"):
+            print(f"{key + ':':<{width}} {fields[key]}")
+    return EXIT_OK
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    with open_catalog(data_dir(args)) as catalog:
+        removed = catalog.remove(args.name)
+    if not removed:
+        _not_found(args.name)
+    print(f"removed peer {canonical_peer_name(args.name)}")
+    return EXIT_OK
+
+
+def _not_found(raw: str) -> NoReturn:
+    fail(f"no peer named {shown(canonical_peer_name(raw) or raw)}", EXIT_NOT_FOUND)
