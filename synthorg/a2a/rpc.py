@@ -113,11 +113,23 @@ def _envelope(parsed: Any) -> tuple[RequestId, str, dict[str, Any]]:
     return request_id, method, params
 
 
+def _safe_msg(item: Any) -> str:
+    """pydantic's message, unless it quotes the caller's input (e.g. an unknown union tag)."""
+    if item["type"] == "union_tag_invalid":
+        expected = item.get("ctx", {}).get("expected_tags", "")
+        return f"Input tag does not match any of the expected tags: {expected}"
+    value = item.get("input")
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        if str(value) and str(value) in item["msg"]:
+            return "Invalid value"
+    return str(item["msg"])
+
+
 def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
     issues = []
-    for item in error.errors(include_input=False, include_url=False, include_context=False):
+    for item in error.errors(include_url=False):
         loc = list(item["loc"][1:])  # drop the union tag: it is the method, already known
-        issues.append({"loc": loc, "msg": item["msg"], "type": item["type"]})
+        issues.append({"loc": loc, "msg": _safe_msg(item), "type": item["type"]})
     return issues
 
 

@@ -20,6 +20,7 @@ Task = dict[str, Any]
 
 RESTART_MESSAGE = "the node restarted before this task finished"
 _UNFINISHED = ("submitted", "working")
+TERMINAL_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
 
 
 class TaskStore(Protocol):
@@ -44,8 +45,11 @@ class TaskStore(Protocol):
         """The (task_id, digest) a message key was recorded with, or None."""
         ...
 
-    async def save(self, peer: str, task: Task) -> None:
-        """Replace the stored JSON of the peer's existing task; LookupError if there is none."""
+    async def save(self, peer: str, task: Task) -> Task:
+        """Replace the stored JSON of the peer's existing task and return what is stored.
+
+        Terminal states are final: over a terminal task nothing is written and the stored
+        task is returned. LookupError if the peer has no such task."""
         ...
 
     async def recover(self, now_iso: str | None = None) -> int:
@@ -94,8 +98,8 @@ class SqliteTaskStore:
     async def get_message_key(self, peer: str, message_id: str) -> tuple[str, str] | None:
         return await asyncio.to_thread(self._get_message_key, peer, message_id)
 
-    async def save(self, peer: str, task: Task) -> None:
-        await asyncio.to_thread(self._save, peer, task)
+    async def save(self, peer: str, task: Task) -> Task:
+        return await asyncio.to_thread(self._save, peer, task)
 
     async def recover(self, now_iso: str | None = None) -> int:
         return await asyncio.to_thread(self._recover, now_iso or utc_now())
@@ -143,15 +147,21 @@ class SqliteTaskStore:
         with transaction(self._conn, self._lock) as conn:
             return _insert_key(conn, peer, message_id, digest, task_id)
 
-    def _save(self, peer: str, task: Task) -> None:
+    def _save(self, peer: str, task: Task) -> Task:
         task_id, _, state = _columns(task)
         with transaction(self._conn, self._lock) as conn:
-            cursor = conn.execute(
+            row = conn.execute(
+                "SELECT state, body FROM tasks WHERE id = ? AND peer = ?", (task_id, peer)
+            ).fetchone()
+            if row is None:
+                raise LookupError("no such task for this peer")
+            if row[0] in TERMINAL_STATES:  # final is final, whoever raced us to it
+                return _loads(row[1])
+            conn.execute(
                 "UPDATE tasks SET body = ?, state = ?, updated_at = ? WHERE id = ? AND peer = ?",
                 (_dumps(task), state, utc_now(), task_id, peer),
             )
-            if cursor.rowcount == 0:
-                raise LookupError("no such task for this peer")
+        return task
 
     def _recover(self, now_iso: str) -> int:
         placeholders = ", ".join("?" for _ in _UNFINISHED)

@@ -7,6 +7,7 @@ returns the same task, a reuse with different content is refused.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import uuid
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from weakref import WeakValueDictionary
 
 from synthorg.a2a.errors import (
     DELEGATION_LOOP,
@@ -63,6 +65,10 @@ class TaskService:
         self._agents = agents
         self._default_agent = default_agent
         self._max_parts = max_message_parts
+        # One operation at a time per task within this process, so concurrent follow-ups
+        # and cancels never overwrite each other's history (the store keeps terminal states
+        # final across processes too).
+        self._task_locks: WeakValueDictionary[str, asyncio.Lock] = WeakValueDictionary()
 
     async def send(
         self, peer: str, params: MessageSendParams, agent_id: str | None = None
@@ -81,7 +87,8 @@ class TaskService:
         self._check_hops(peer, message)
         digest = message_digest(message)
         if "taskId" in message:
-            return await self._continue(peer, message, digest)
+            async with self._lock(message["taskId"]):
+                return await self._continue(peer, message, digest)
         return await self._create(peer, message, digest, self._agent(message, agent_id))
 
     async def get(self, peer: str, task_id: str, history_length: int | None) -> dict[str, Any]:
@@ -91,7 +98,17 @@ class TaskService:
             task = {**task, "history": history[-history_length:] if history_length else []}
         return task
 
+    def _lock(self, task_id: str) -> asyncio.Lock:
+        lock = self._task_locks.get(task_id)
+        if lock is None:
+            lock = self._task_locks[task_id] = asyncio.Lock()
+        return lock
+
     async def cancel(self, peer: str, task_id: str) -> dict[str, Any]:
+        async with self._lock(task_id):
+            return await self._cancel(peer, task_id)
+
+    async def _cancel(self, peer: str, task_id: str) -> dict[str, Any]:
         task = await self._owned(peer, task_id, "tasks/cancel")
         if task["status"]["state"] in TERMINAL:
             self._rejected("tasks/cancel", peer, task_id, "not_cancelable")
@@ -225,6 +242,11 @@ class TaskService:
             "history": history,
             "artifacts": [*task.get("artifacts", []), *outcome.artifacts],
         }
-        await self._store.save(peer, updated)
-        emit(events.TASK_STATE_CHANGED, peer_name=peer, task_id=task["id"], state=outcome.state)
-        return updated
+        stored: dict[str, Any] = await self._store.save(peer, updated)
+        emit(
+            events.TASK_STATE_CHANGED,
+            peer_name=peer,
+            task_id=task["id"],
+            state=stored["status"]["state"],
+        )
+        return stored

@@ -1,3 +1,5 @@
 """The A2A task states this node distinguishes."""
 
-TERMINAL = frozenset({"completed", "canceled", "failed", "rejected"})
+from synthorg.store.tasks import TERMINAL_STATES
+
+TERMINAL = TERMINAL_STATES
