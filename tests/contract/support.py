@@ -154,28 +154,12 @@ def parse_body(raw: bytes) -> Any:
         raise ValueError(str(exc)) from None
 
 
-def with_envelope_precedence(value: Any) -> Any:
-    """The request as the gateway validates it: the envelope's method copied over
-    params.method (DESIGN §3, seed guide)."""
-    if (
-        isinstance(value, dict)
-        and isinstance(value.get("method"), str)
-        and isinstance(value.get("params"), dict)
-        and "method" in value["params"]
-    ):
-        return {**value, "params": {**value["params"], "method": value["method"]}}
-    return value
-
-
-def body_conforms(raw: bytes, *, precedence: bool = False) -> bool:
-    """Whether the bytes sent are UTF-8 JSON that the spec's request schema accepts
-    (optionally after envelope precedence is applied)."""
+def body_conforms(raw: bytes) -> bool:
+    """Whether the bytes sent are UTF-8 JSON that the spec's request schema accepts."""
     try:
         value = parse_body(raw)
     except ValueError:
         return False
-    if precedence:
-        value = with_envelope_precedence(value)
     return bool(_request_validator().is_valid(value))
 
 
