@@ -64,54 +64,86 @@ def _fail(source: str, key: str, problem: str) -> ConfigError:
     return ConfigError(f"{source}: {key}: {problem}")
 
 
-def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConfig:
-    """Validate an already-loaded YAML document."""
+Loc = tuple[str | int, ...]
+Problem = tuple[Loc, str]
+MOVED_PROBLEM = (
+    "is not a config key: outbound peers live in the connection catalog "
+    "(synthorg-a2a peers add NAME --endpoint URL)"
+)
+BAD_PEER_NAME = (
+    "not a valid peer name (letters, digits, '.', '_', '-'; at most 63; "
+    "starting with a letter or digit)"
+)
+
+
+def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
+    """What the schema cannot say; defensive about shape, the schema reports that."""
+    problems: list[Problem] = []
+    a2a = data.get("a2a")
+    peers = a2a.get("allowed_peers") if isinstance(a2a, dict) else None
+    for index, raw in enumerate(peers if isinstance(peers, list) else []):
+        if isinstance(raw, str) and canonical_peer_name(raw) is None:
+            problems.append((("a2a", "allowed_peers", index), BAD_PEER_NAME))
+    agents = data.get("agents")
+    seen: set[str] = set()
+    for index, agent in enumerate(agents if isinstance(agents, list) else []):
+        if not isinstance(agent, dict):
+            continue
+        agent_id = agent.get("id")
+        if isinstance(agent_id, str):
+            if agent_id in seen:
+                problems.append((("agents", index, "id"), f"duplicate agent id {agent_id!r}"))
+            seen.add(agent_id)
+        executor = agent.get("executor")
+        if (
+            isinstance(executor, dict)
+            and executor.get("kind") == "peer"
+            and not executor.get("peer")
+        ):
+            problems.append((("agents", index, "executor", "peer"), "required when kind is peer"))
+    return problems
+
+
+def find_problems(data: Any) -> tuple[list[Problem], CompanyFile | None]:
+    """Every problem in a loaded document, in document order where the schema gives one."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise _fail(source, "(top level)", "must be a mapping of keys to values")
+        return [((), "must be a mapping of keys to values")], None
+    problems: list[Problem] = []
     a2a_raw = data.get("a2a")
-    if isinstance(a2a_raw, dict):
-        for key in MOVED_TO_CATALOG:
-            if key in a2a_raw:
-                raise _fail(
-                    source,
-                    f"a2a.{key}",
-                    "is not a config key: outbound peers live in the connection catalog "
-                    "(synthorg-a2a peers add NAME --endpoint URL)",
-                )
+    if isinstance(a2a_raw, dict) and any(key in a2a_raw for key in MOVED_TO_CATALOG):
+        problems += [(("a2a", key), MOVED_PROBLEM) for key in MOVED_TO_CATALOG if key in a2a_raw]
+        kept = {k: v for k, v in a2a_raw.items() if k not in MOVED_TO_CATALOG}
+        data = {**data, "a2a": kept}  # reported once, not again as an unknown key
+    parsed: CompanyFile | None = None
     try:
         parsed = CompanyFile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors(include_input=False, include_url=False, include_context=False)[0]
-        problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-        raise _fail(source, format_loc(first["loc"]), problem) from None
+        for item in exc.errors(include_input=False, include_url=False, include_context=False):
+            problem = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+            problems.append((tuple(item["loc"]), problem))
+    problems += _semantic_problems(data)
+    return problems, (parsed if not problems else None)
+
+
+def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConfig:
+    """Validate an already-loaded YAML document; the first problem is raised."""
+    problems, parsed = find_problems(data)
+    if problems or parsed is None:
+        loc, problem = problems[0]
+        raise _fail(source, format_loc(loc), problem)
     a2a = parsed.a2a or A2AConfig()
-    allowed: set[str] = set()
-    for index, raw in enumerate(a2a.allowed_peers or []):
-        name = canonical_peer_name(raw)
-        if name is None:
-            raise _fail(
-                source,
-                f"a2a.allowed_peers[{index}]",
-                "not a valid peer name (letters, digits, '.', '_', '-'; at most 63; "
-                "starting with a letter or digit)",
-            )
-        allowed.add(name)
+    allowed = frozenset(
+        name for raw in a2a.allowed_peers or [] if (name := canonical_peer_name(raw)) is not None
+    )
     agents = tuple(parsed.agents) if parsed.agents else (AgentConfig.model_validate(DEFAULT_AGENT),)
-    seen: set[str] = set()
-    for index, agent in enumerate(agents):
-        if agent.id in seen:
-            raise _fail(source, f"agents[{index}].id", f"duplicate agent id {agent.id!r}")
-        seen.add(agent.id)
-        if agent.executor and agent.executor.kind == "peer" and not agent.executor.peer:
-            raise _fail(source, f"agents[{index}].executor.peer", "required when kind is peer")
     return NodeConfig(
         source=origin,
         company=parsed.company or CompanyConfig(),
         agents=agents,
         a2a=a2a,
-        allowed_peers=frozenset(allowed),
+        allowed_peers=allowed,
     )
 
 

@@ -1,0 +1,105 @@
+"""`config check`: every problem at once, with the line it is on; README examples validate."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from synthorg.a2a.config_check import check_text
+from synthorg.spec import load_schema_files
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BROKEN = """\
+company:
+  name: Acme
+  bogus: 1
+agents:
+  - id: echo
+    name: E
+    executor: {kind: peer}
+  - id: echo
+    name: X
+a2a:
+  enabled: yes-please
+  allowed_peers: [ok, 'Bad Name!']
+  peer_url: http://x
+  max_message_parts: 0
+"""
+
+
+def test_every_problem_is_reported_with_its_line() -> None:
+    found = [(f.line, f.key) for f in check_text(BROKEN)]
+    assert found == [
+        (3, "company.bogus"),
+        (7, "agents[0].executor.peer"),
+        (8, "agents[1].id"),
+        (11, "a2a.enabled"),
+        (12, "a2a.allowed_peers[1]"),
+        (13, "a2a.peer_url"),
+        (14, "a2a.max_message_parts"),
+    ]
+
+
+def test_problems_name_the_catalog_for_moved_keys_and_the_range_for_values() -> None:
+    by_key = {f.key: f.problem for f in check_text(BROKEN)}
+    assert "connection catalog" in by_key["a2a.peer_url"]
+    assert "greater than or equal to 1" in by_key["a2a.max_message_parts"]
+    assert by_key["company.bogus"] == "unknown key"
+
+
+def test_yaml_syntax_error_names_its_line() -> None:
+    [finding] = check_text("a2a:\n  enabled: true\n  allowed_peers: [a,\n")
+    assert finding.line == 4 and "not valid YAML" in finding.problem
+
+
+def test_a_valid_file_has_no_findings() -> None:
+    assert check_text("a2a:\n  enabled: true\n  allowed_peers: [Synthorg-A]\n") == []
+
+
+def readme_yaml_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_config_examples_validate_against_the_schema_and_the_checks() -> None:
+    blocks = readme_yaml_blocks()
+    assert blocks, "the README shows at least one config.yaml"
+    schema = load_schema_files()["config.json"]
+    for block in blocks:
+        jsonschema.validate(yaml.safe_load(block), schema)  # what an editor would check
+        assert check_text(block) == [], block
+
+
+def test_cli_reports_all_problems_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(BROKEN)
+    done = subprocess.run(
+        [sys.executable, "-m", "synthorg.cli.main", "config", "check", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1] == f"7 problem(s) in {path}"
+    assert lines[0] == f"{path}:3: company.bogus: unknown key"
+
+
+def test_cli_accepts_a_valid_file(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("a2a:\n  enabled: true\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "synthorg.cli.main", "config", "check", "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith(": ok")
