@@ -10,14 +10,22 @@ from typing import Any
 
 from synthorg.a2a.auth import PeerGate
 from synthorg.a2a.config import ConfigError, NodeConfig, load_config
+from synthorg.cards.discovery import CardDiscovery
+from synthorg.cards.publisher import CardPublisher
+from synthorg.delegation import Delegator
+from synthorg.generated.models import AgentConfig
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
+from synthorg.settings.runtime import RuntimeSettings
+from synthorg.settings.store import SqliteSettingsStore
 from synthorg.skills import SkillDirectory
 from synthorg.store.catalog import SqliteCatalog
 from synthorg.store.db import open_database
+from synthorg.store.delegations import SqliteDelegationStore
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.tasks import SqliteTaskStore
 from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
+from synthorg.tasks.peer_executor import PeerExecutor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 
 
@@ -30,10 +38,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _executor(kind: str) -> Executor:
-    if kind == "park":
+def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -> Executor:
+    executor = agent.executor
+    if executor is None or executor.kind == "echo":
+        return EchoExecutor()
+    if executor.kind == "park":
         return ParkExecutor()
-    return EchoExecutor()
+    assert executor.peer is not None  # the config loader requires it for kind peer
+    return PeerExecutor(delegator, node_name, executor.peer, executor.agent)
 
 
 @dataclass
@@ -46,6 +58,11 @@ class Node:
     tasks: TaskService
     skills: SkillDirectory
     gate: PeerGate
+    cards: CardPublisher  # this node's own cards
+    discovery: CardDiscovery  # its peers' cards
+    agent_ids: frozenset[str]
+    settings: RuntimeSettings
+    delegator: Delegator
 
     # GatewaySettings, read by the transport middleware on every request.
     @property
@@ -70,27 +87,65 @@ class Node:
                     f"only allowed on a loopback address, not {host}"
                 )
             gate_catalog = None
-            emit(events.NODE_FAIL_OPEN, level="warning", host=host,
-                 reason="a2a.dev_allow_without_catalog: the allowlist is the only gate; "
-                        "development only, never expose this node")
+            emit(
+                events.NODE_FAIL_OPEN,
+                level="warning",
+                host=host,
+                reason="a2a.dev_allow_without_catalog: the allowlist is the only gate; "
+                "development only, never expose this node",
+            )
+        settings = RuntimeSettings(SqliteSettingsStore(db), config.a2a)
+        node_name = config.a2a.node_name
+        # Read through callables, so a runtime settings write applies to the next use.
+        delegator = Delegator(
+            catalog, SqliteDelegationStore(db), node_name, lambda: settings.client_timeout_seconds
+        )
         agents = {
-            a.id: AgentRuntime(a.id, _executor(a.executor.kind if a.executor else "echo"))
-            for a in config.agents
+            a.id: AgentRuntime(a.id, _executor(a, delegator, node_name)) for a in config.agents
         }
         tasks = TaskService(
-            task_store, agents, config.default_agent, lambda: config.a2a.max_message_parts
+            task_store,
+            agents,
+            config.default_agent,
+            lambda: settings.max_message_parts,
+            node_name=node_name,
         )
-        skills = SkillDirectory(
-            config.agents, lambda: [p.name for p in catalog.list()], lambda name: None
+        discovery = CardDiscovery(
+            catalog,
+            lambda: settings.client_timeout_seconds,
+            lambda: settings.card_cache_max_entries,
         )
+        settings.on_change(
+            lambda key, value: (
+                discovery.resize(int(value)) if key == "card_cache_max_entries" else None
+            )
+        )
+        skills = SkillDirectory(config.agents, discovery)
         gate = PeerGate(config.allowed_peers, gate_catalog)
-        return cls(data_dir, config, db, catalog, task_store, tasks, skills, gate)
+        return cls(
+            data_dir,
+            config,
+            db,
+            catalog,
+            task_store,
+            tasks,
+            skills,
+            gate,
+            cards=CardPublisher(config),
+            discovery=discovery,
+            agent_ids=frozenset(agent.id for agent in config.agents),
+            settings=settings,
+            delegator=delegator,
+        )
 
     async def startup(self) -> None:
         recovered = await self.task_store.recover(now_iso())
         if recovered:
-            emit(events.TASK_RECOVERED, count=recovered,
-                 reason="tasks left unfinished by a previous run were marked failed")
+            emit(
+                events.TASK_RECOVERED,
+                count=recovered,
+                reason="tasks left unfinished by a previous run were marked failed",
+            )
 
     def close(self) -> None:
         self.db.close()

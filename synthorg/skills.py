@@ -1,61 +1,66 @@
-"""skills/query and skills/negotiate, answered from local agents and known peer cards."""
+"""skills/query and skills/negotiate, answered from local agents and peers' cards.
+
+Local agents are matched on the company YAML; peers on the cards discovery holds (fetched or
+revalidated as needed, concurrently, never past the client timeout). A match is by skill id or
+by tag, case-insensitively.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from synthorg.a2a.errors import PEER_UNAVAILABLE, UNKNOWN_PEER, RpcError
+from synthorg.cards.discovery import PeerCardStatus
 from synthorg.generated.models import AgentConfig, SkillsNegotiateResult
 
-# A peer's card as a JSON dict, or None when it is not known (yet) or unreachable.
-CardLookup = Callable[[str], Any]
+
+class PeerCards(Protocol):
+    """The read side of `synthorg.cards.discovery.CardDiscovery`."""
+
+    async def lookup(self, name: str) -> PeerCardStatus | None: ...
+
+    async def lookup_all(self) -> list[PeerCardStatus]: ...
 
 
-def _skill_matches(skill: dict[str, Any] | Any, wanted: str) -> bool:
-    """By id or tag, case-insensitively. Accepts card skills (dicts) and config skills."""
-    get = skill.get if isinstance(skill, dict) else lambda key, default=None: getattr(
-        skill, key, default
-    )
-    tags = get("tags", None) or []
-    return get("id", "").casefold() == wanted or any(t.casefold() == wanted for t in tags)
+def skill_matches(skill_id: str, tags: Iterable[str] | None, wanted: str) -> bool:
+    """`wanted` must already be case-folded."""
+    return skill_id.casefold() == wanted or any(t.casefold() == wanted for t in tags or ())
 
 
 class SkillDirectory:
-    def __init__(
-        self,
-        agents: Sequence[AgentConfig],
-        peer_names: Callable[[], list[str]],
-        peer_card: CardLookup,
-    ) -> None:
+    def __init__(self, agents: Sequence[AgentConfig], peer_cards: PeerCards) -> None:
         self._agents = agents
-        self._peer_names = peer_names
-        self._peer_card = peer_card
+        self._peer_cards = peer_cards
 
     async def query(self, skill: str) -> tuple[list[str], list[str]]:
+        """(local agent ids, catalog peer names) offering `skill`, each sorted."""
         wanted = skill.casefold()
         agents = sorted(
-            a.id for a in self._agents if any(_skill_matches(s, wanted) for s in a.skills or [])
+            agent.id for agent in self._agents
+            if any(skill_matches(s.id, s.tags, wanted) for s in agent.skills or [])
         )
-        peers = []
-        for name in self._peer_names():
-            card = self._peer_card(name)
-            if card and any(_skill_matches(s, wanted) for s in card.get("skills", [])):
-                peers.append(name)
-        return agents, sorted(peers)
+        peers = sorted(
+            status.peer for status in await self._peer_cards.lookup_all()
+            if status.card is not None
+            and any(skill_matches(s.id, s.tags, wanted) for s in status.card.skills)
+        )
+        return agents, peers
 
     async def negotiate(self, skill: str, peer_name: str) -> SkillsNegotiateResult:
-        if peer_name not in self._peer_names():
+        status = await self._peer_cards.lookup(peer_name)
+        if status is None:
             raise RpcError(UNKNOWN_PEER, "Unknown peer: no catalog record by that name")
-        card = self._peer_card(peer_name)
-        if not card:
-            raise RpcError(PEER_UNAVAILABLE, "The peer's card is not available")
+        card = status.card
+        if card is None:
+            raise RpcError(PEER_UNAVAILABLE, "The peer's card is not available",
+                           {"reason": status.reason or "unknown"})
         wanted = skill.casefold()
-        matched = sorted(s["id"] for s in card.get("skills", []) if _skill_matches(s, wanted))
+        matched = sorted({s.id for s in card.skills if skill_matches(s.id, s.tags, wanted)})
         return SkillsNegotiateResult(
             skill=skill,
-            peerName=peer_name,
+            peerName=status.peer,
             accepted=bool(matched),
-            url=str(card.get("url", "")),
+            url=card.url,
             matchedSkills=matched,
         )

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-SCHEMA_FILES = ("a2a.json", "methods.json", "jsonrpc.json", "config.json")
+SCHEMA_FILES = ("a2a.json", "methods.json", "jsonrpc.json", "config.json", "card.json")
 
 
 def spec_dir() -> Path:

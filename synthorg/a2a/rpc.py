@@ -129,9 +129,9 @@ def _safe_msg(item: Any) -> str:
         expected = item.get("ctx", {}).get("expected_tags", "")
         return f"Input tag does not match any of the expected tags: {expected}"
     value = item.get("input")
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        if str(value) and str(value) in item["msg"]:
-            return "Invalid value"
+    quoted = isinstance(value, str | int | float) and not isinstance(value, bool)
+    if quoted and str(value) and str(value) in item["msg"]:
+        return "Invalid value"
     return str(item["msg"])
 
 

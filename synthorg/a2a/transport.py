@@ -1,11 +1,15 @@
 """Pure-ASGI gateway middleware: DESIGN §4 steps 0-7 for the JSON-RPC endpoint.
 
-Steps 0-7 run in order on ``POST /api/v1/a2a`` and ``/api/v1/a2a/``; every refusal is
-written here as a JSON-RPC error envelope with ``id: null``. The gates (3-5) look at
+Steps 0-7 run in order on ``POST /api/v1/a2a`` and ``/api/v1/a2a/``, and on each agent's
+own endpoint ``/api/v1/a2a/agents/{agent_id}`` (with or without the trailing slash); every
+refusal is written here as a JSON-RPC error envelope with ``id: null``. The gates (3-5) look at
 headers only, so no body byte is read before the caller is admitted. An admitted
 request reaches the app with the path normalised to the slash form (no 307 redirect),
 ``scope["synthorg.peer"]`` set to the canonical peer name and ``scope["synthorg.body"]``
-holding the buffered body, which is also replayed through ``receive``.
+holding the buffered body, which is also replayed through ``receive``. On an agent's endpoint
+``scope["synthorg.agent"]`` holds the agent id; an id that is not well formed is refused with
+404 (-32012) right after the gates, since it cannot name an agent (and could not be put back
+into an ASCII path). Whether a well-formed id names an agent is the handler's business.
 
 Step 0 (gateway disabled): the routes must look absent, so rather than inventing a 404
 body the request is handed to the app under the path ``/__a2a_disabled__``, which no
@@ -16,21 +20,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from synthorg.a2a.auth import Admitted, PeerGate
-from synthorg.a2a.errors import INTERNAL_ERROR, INVALID_REQUEST, error_body
+from synthorg.a2a.errors import INTERNAL_ERROR, INVALID_REQUEST, UNKNOWN_AGENT, error_body
+from synthorg.cards.agent_ids import is_agent_id
 from synthorg.observability.events.a2a import INBOUND_AUTH_FAILED, INBOUND_REJECTED
 from synthorg.observability.log import emit
 
 RPC_PATHS = frozenset({"/api/v1/a2a", "/api/v1/a2a/"})
 CANONICAL_PATH = "/api/v1/a2a/"
+AGENT_PATH_PREFIX = "/api/v1/a2a/agents/"
 DISABLED_PATH = "/__a2a_disabled__"
 SCOPE_PEER = "synthorg.peer"
 SCOPE_BODY = "synthorg.body"
+SCOPE_AGENT = "synthorg.agent"
 
+# One non-empty segment, optionally followed by "/": at least everything the app's
+# `/api/v1/a2a/agents/{agent_id}/` route could match, so no request reaches it ungated.
+_AGENT_PATH = re.compile(r"/api/v1/a2a/agents/([^/]+)/?")
 _DIGITS = re.compile(r"[0-9]+")
 _LOGGABLE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_LOGGED = 64
@@ -64,7 +74,8 @@ class GatewayMiddleware:
         self.settings_provider = settings_provider
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") not in RPC_PATHS:
+        target = rpc_target(scope.get("path")) if scope["type"] == "http" else None
+        if target is None:
             await self.app(scope, receive, send)
             return
         try:
@@ -77,12 +88,18 @@ class GatewayMiddleware:
         if not enabled:  # step 0
             await self.app(_with_path(scope, DISABLED_PATH), receive, send)
             return
-        await self._gateway(limit, gate, scope, receive, send)
+        await self._gateway(limit, gate, target, scope, receive, send)
 
     async def _gateway(
-        self, limit: int, gate: PeerGate, scope: Scope, receive: Receive, send: Send
+        self,
+        limit: int,
+        gate: PeerGate,
+        target: RpcTarget,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
     ) -> None:
-        path: str = scope["path"]
+        path = target.log_path
         method = scope.get("method", "")
         if method != "POST":  # step 1
             _rejected("method_not_allowed", 405, path, method=_clip(str(method)))
@@ -117,6 +134,11 @@ class GatewayMiddleware:
             await _refuse(send, result.status, result.code, result.message)
             return
         peer = result.peer
+        agent = target.agent
+        if agent is not None and not is_agent_id(agent):
+            _rejected("unknown_agent", 404, path, peer_name=peer)
+            await _refuse(send, 404, UNKNOWN_AGENT, "Unknown agent")
+            return
         if not _is_json(headers.get("content-type")):  # step 6
             _rejected("unsupported_media_type", 415, path, peer_name=peer)
             await _refuse(send, 415, INVALID_REQUEST, "Content-Type must be application/json")
@@ -129,10 +151,35 @@ class GatewayMiddleware:
             _rejected("body_too_large_streamed", 413, path, peer_name=peer, limit=limit)
             await _too_large(send, limit)
             return
-        inner = _with_path(scope, CANONICAL_PATH)
+        inner = _with_path(scope, target.canonical_path)
         inner[SCOPE_PEER] = peer
         inner[SCOPE_BODY] = body
+        if agent is not None:
+            inner[SCOPE_AGENT] = agent
         await self.app(inner, _replay(body, receive), send)
+
+
+class RpcTarget(NamedTuple):
+    canonical_path: str
+    agent: str | None  # the raw path segment; validated after the gates
+    log_path: str  # the path as logged: never an ill-formed (caller-chosen) segment
+
+
+def rpc_target(path: object) -> RpcTarget | None:
+    """The JSON-RPC endpoint `path` names, or None when it is not one."""
+    if not isinstance(path, str):
+        return None
+    if path in RPC_PATHS:
+        return RpcTarget(CANONICAL_PATH, None, path)
+    match = _AGENT_PATH.fullmatch(path)
+    if match is None:
+        return None
+    agent = match.group(1)
+    if not is_agent_id(agent):
+        # Refused right after the gates; the canonical path is never used for it.
+        return RpcTarget(CANONICAL_PATH, agent, f"{AGENT_PATH_PREFIX}<invalid>/")
+    canonical = f"{AGENT_PATH_PREFIX}{agent}/"
+    return RpcTarget(canonical, agent, canonical)
 
 
 def _with_path(scope: Scope, path: str) -> Scope:

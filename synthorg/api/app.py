@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-
-import warnings
 
 # Connexion imports Starlette's test client at import time, which warns about httpx; the node
 # never uses it.

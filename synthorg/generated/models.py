@@ -330,6 +330,152 @@ class A2AConfig(SpecModel):
     max_message_parts: Annotated[int, Field(ge=1, le=1000)] = 100
 
 
+CardText = Annotated[str, Field(max_length=8192)]
+
+
+CardUrl = Annotated[str, Field(min_length=1, max_length=2048)]
+
+
+MediaTypes = Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=64)]
+
+
+SecurityRequirement = Annotated[dict[str, Any], Field(max_length=16)]
+
+
+class AgentSkill(SpecModel):
+    """One capability an agent offers; skills/query matches its id or a tag."""
+
+    id: Annotated[str, Field(min_length=1, max_length=128)]
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: CardText
+    tags: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]], Field(max_length=256)]
+    examples: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=1024)]], Field(max_length=64)] | None, NoNull] = None
+    inputModes: Annotated[MediaTypes | None, NoNull] = None
+    outputModes: Annotated[MediaTypes | None, NoNull] = None
+    security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
+
+
+class AgentExtension(SpecModel):
+    """A protocol extension the agent supports, named by URI."""
+
+    uri: CardUrl
+    description: Annotated[CardText | None, NoNull] = None
+    required: Annotated[bool | None, NoNull] = None
+    params: Annotated[Annotated[dict[str, Any], Field(max_length=64)] | None, NoNull] = None
+
+
+class AgentCapabilities(SpecModel):
+    streaming: Annotated[bool | None, NoNull] = None
+    pushNotifications: Annotated[bool | None, NoNull] = None
+    stateTransitionHistory: Annotated[bool | None, NoNull] = None
+    extensions: Annotated[Annotated[list[AgentExtension], Field(max_length=64)] | None, NoNull] = None
+
+
+class AgentProvider(SpecModel):
+    """The organisation that runs the agent."""
+
+    organization: Annotated[str, Field(min_length=1, max_length=255)]
+    url: CardUrl
+
+
+class AgentInterface(SpecModel):
+    """Another transport and URL the same agent answers on."""
+
+    transport: Annotated[str, Field(min_length=1, max_length=64)]
+    url: CardUrl
+
+
+class AgentCardSignature(SpecModel):
+    """A JWS over the card (RFC 7515)."""
+
+    protected: Annotated[str, Field(min_length=1, max_length=8192)]
+    signature: Annotated[str, Field(min_length=1, max_length=8192)]
+    header: Annotated[Annotated[dict[str, Any], Field(max_length=64)] | None, NoNull] = None
+
+
+class APIKeySecurityScheme(SpecModel):
+    type_: Literal['apiKey'] = Field(alias='type')
+    in_: Literal['header', 'query', 'cookie'] = Field(alias='in')
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: Annotated[CardText | None, NoNull] = None
+
+
+class HTTPAuthSecurityScheme(SpecModel):
+    type_: Literal['http'] = Field(alias='type')
+    scheme: Annotated[str, Field(min_length=1, max_length=64)]
+    bearerFormat: Annotated[Annotated[str, Field(max_length=255)] | None, NoNull] = None
+    description: Annotated[CardText | None, NoNull] = None
+
+
+class OAuth2SecurityScheme(SpecModel):
+    type_: Literal['oauth2'] = Field(alias='type')
+    flows: Annotated[dict[str, Any], Field(max_length=16)]
+    oauth2MetadataUrl: Annotated[CardUrl | None, NoNull] = None
+    description: Annotated[CardText | None, NoNull] = None
+
+
+class OpenIdConnectSecurityScheme(SpecModel):
+    type_: Literal['openIdConnect'] = Field(alias='type')
+    openIdConnectUrl: CardUrl
+    description: Annotated[CardText | None, NoNull] = None
+
+
+class MutualTLSSecurityScheme(SpecModel):
+    type_: Literal['mutualTLS'] = Field(alias='type')
+    description: Annotated[CardText | None, NoNull] = None
+
+
+SecurityScheme = APIKeySecurityScheme | HTTPAuthSecurityScheme | OAuth2SecurityScheme | OpenIdConnectSecurityScheme | MutualTLSSecurityScheme
+
+
+class AgentCard(SpecModel):
+    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear."""
+
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: CardText
+    url: CardUrl
+    version: Annotated[str, Field(min_length=1, max_length=64)]
+    protocolVersion: Literal['0.3.0']
+    preferredTransport: Annotated[Literal['JSONRPC', 'GRPC', 'HTTP+JSON'] | None, NoNull] = None
+    additionalInterfaces: Annotated[Annotated[list[AgentInterface], Field(max_length=16)] | None, NoNull] = None
+    capabilities: AgentCapabilities
+    defaultInputModes: MediaTypes
+    defaultOutputModes: MediaTypes
+    skills: Annotated[list[AgentSkill], Field(max_length=16384)]
+    securitySchemes: Annotated[Annotated[dict[str, Any], Field(max_length=16)] | None, NoNull] = None
+    security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
+    provider: Annotated[AgentProvider | None, NoNull] = None
+    documentationUrl: Annotated[CardUrl | None, NoNull] = None
+    iconUrl: Annotated[CardUrl | None, NoNull] = None
+    supportsAuthenticatedExtendedCard: Annotated[bool | None, NoNull] = None
+    signatures: Annotated[Annotated[list[AgentCardSignature], Field(max_length=16)] | None, NoNull] = None
+
+
+class PeerSkill(SpecModel):
+    """The members of a peer's skill that discovery reads."""
+
+    id: Annotated[str, Field(min_length=1, max_length=256)]
+    name: Annotated[Annotated[str, Field(max_length=1024)] | None, NoNull] = None
+    tags: Annotated[Annotated[list[Annotated[str, Field(max_length=256)]], Field(max_length=256)] | None, NoNull] = None
+
+
+class PeerCard(SpecModel):
+    """The members of a peer's card that discovery reads: a peer's card is projected onto these (other members are ignored) before it is validated, so cards from other A2A implementations are accepted as long as what we use is well formed."""
+
+    name: Annotated[str, Field(min_length=1, max_length=1024)]
+    url: Annotated[str, Field(max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$')]
+    version: Annotated[Annotated[str, Field(max_length=256)] | None, NoNull] = None
+    protocolVersion: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
+    skills: Annotated[list[PeerSkill], Field(max_length=4096)]
+
+
+class CardError(SpecModel):
+    """Why no card was served."""
+
+    error: Literal['invalid_agent_id', 'unknown_agent', 'gateway_disabled']
+    message: str
+
+
 TextPart.model_rebuild()
 FileWithBytes.model_rebuild()
 FileWithUri.model_rebuild()
@@ -365,3 +511,18 @@ SkillConfig.model_rebuild()
 ExecutorConfig.model_rebuild()
 AgentConfig.model_rebuild()
 A2AConfig.model_rebuild()
+AgentSkill.model_rebuild()
+AgentExtension.model_rebuild()
+AgentCapabilities.model_rebuild()
+AgentProvider.model_rebuild()
+AgentInterface.model_rebuild()
+AgentCardSignature.model_rebuild()
+APIKeySecurityScheme.model_rebuild()
+HTTPAuthSecurityScheme.model_rebuild()
+OAuth2SecurityScheme.model_rebuild()
+OpenIdConnectSecurityScheme.model_rebuild()
+MutualTLSSecurityScheme.model_rebuild()
+AgentCard.model_rebuild()
+PeerSkill.model_rebuild()
+PeerCard.model_rebuild()
+CardError.model_rebuild()

@@ -1,0 +1,47 @@
+"""Reading a peer's card: project onto PeerCard, then validate strictly.
+
+A peer's card comes from another implementation and may carry members our strict AgentCard
+does not know (a newer 0.3.x field, a vendor extension). Rejecting those would cut us off from
+a working peer; accepting the card wholesale would store and pass on whatever the peer sent.
+So discovery copies only the members it uses (the same allowlist idea as our own cards), then
+validates those against `PeerCard` in spec/schemas/card.json with the generated model. What is
+kept is small and typed, and nothing else of the peer's document survives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from synthorg.generated.models import PeerCard
+
+PEER_CARD_MEMBERS = ("name", "url", "version", "protocolVersion", "skills")
+PEER_SKILL_MEMBERS = ("id", "name", "tags")
+
+
+class InvalidCard(ValueError):
+    """The card lacks, or mistypes, a member we use. The message names it, never its value."""
+
+
+def _pick(document: dict[str, Any], members: tuple[str, ...]) -> dict[str, Any]:
+    return {key: document[key] for key in members if key in document}
+
+
+def read_peer_card(document: Any) -> PeerCard:
+    if not isinstance(document, dict):
+        raise InvalidCard("the card is not a JSON object")
+    picked = _pick(document, PEER_CARD_MEMBERS)
+    skills = picked.get("skills")
+    if isinstance(skills, list):
+        # Items that are not objects are kept as they are, so validation reports them.
+        picked["skills"] = [
+            _pick(skill, PEER_SKILL_MEMBERS) if isinstance(skill, dict) else skill
+            for skill in skills
+        ]
+    try:
+        return PeerCard.model_validate(picked)
+    except ValidationError as exc:
+        first = exc.errors(include_input=False, include_url=False, include_context=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(card)"
+        raise InvalidCard(f"{where}: {first['msg']}") from None

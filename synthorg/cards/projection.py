@@ -1,0 +1,145 @@
+"""The allowlist projection: company YAML -> A2A 0.3.0 AgentCard.
+
+Every card member is named here and copied from one named config field. Nothing iterates over
+a config object or dumps it, so a private field (budget, authority, model, executor, or any
+field added later) can never reach a card. The result is validated by the generated
+`AgentCard` model, so a card this node serves always matches the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from importlib import metadata
+from typing import Any
+
+from synthorg.a2a.config import NodeConfig
+from synthorg.generated.models import AgentCard, AgentConfig, CompanyConfig, SkillConfig
+
+PROTOCOL_VERSION = "0.3.0"
+RPC_PATH = "/api/v1/a2a/"
+AGENT_RPC_PATH = "/api/v1/a2a/agents/{agent_id}/"
+SKILLS_EXTENSION_URI = "https://synthorg.example/a2a/extensions/skills/v1"
+SKILLS_EXTENSION_METHODS = ("skills/query", "skills/negotiate")
+# What message/send accepts and what the built-in executors answer with.
+DEFAULT_MODES = ("text/plain", "application/json")
+MAX_TAGS = 256  # AgentSkill.tags maxItems in spec/schemas/card.json
+
+SECURITY_SCHEMES: dict[str, dict[str, str]] = {
+    "PeerName": {
+        "type": "apiKey", "in": "header", "name": "X-A2A-Peer-Name",
+        "description": "The calling peer's name; it must be on this node's allowlist.",
+    },
+    "ApiKey": {
+        "type": "apiKey", "in": "header", "name": "X-API-Key",
+        "description": "The secret this node's operator registered for the calling peer.",
+    },
+    "Bearer": {
+        "type": "http", "scheme": "bearer",
+        "description": "The same secret, sent as Authorization: Bearer.",
+    },
+}
+# Either pair admits a caller: its name plus its secret in one of the two headers.
+SECURITY: list[dict[str, list[str]]] = [
+    {"PeerName": [], "ApiKey": []},
+    {"PeerName": [], "Bearer": []},
+]
+
+
+def card_version() -> str:
+    try:
+        return metadata.version("synthorg-a2a")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+def company_card(config: NodeConfig, base_url: str, version: str) -> AgentCard:
+    """The company card: every agent's skills, de-duplicated by id."""
+    company = config.company
+    skills = _merged_skills(skill for agent in config.agents for skill in agent.skills or [])
+    return _card(
+        company, name=company.name, description=company.description,
+        url=base_url + RPC_PATH, version=version, skills=skills,
+    )
+
+
+def agent_card(config: NodeConfig, agent: AgentConfig, base_url: str, version: str) -> AgentCard:
+    """One agent's card; its url is that agent's own JSON-RPC endpoint."""
+    company = config.company
+    return _card(
+        company, name=agent.name, description=_agent_description(agent, company),
+        url=base_url + AGENT_RPC_PATH.format(agent_id=agent.id), version=version,
+        skills=[_skill(skill) for skill in agent.skills or []],
+    )
+
+
+def _card(
+    company: CompanyConfig, *, name: str, description: str, url: str, version: str,
+    skills: list[dict[str, Any]],
+) -> AgentCard:
+    card: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "url": url,
+        "version": version,
+        "protocolVersion": PROTOCOL_VERSION,
+        "preferredTransport": "JSONRPC",
+        "capabilities": {
+            "streaming": False,
+            "pushNotifications": False,
+            "stateTransitionHistory": True,
+            "extensions": [{
+                "uri": SKILLS_EXTENSION_URI,
+                "description": "SynthOrg skill discovery: the JSON-RPC methods skills/query "
+                               "(who offers a skill) and skills/negotiate (does a peer offer it).",
+                "required": False,
+                "params": {"methods": list(SKILLS_EXTENSION_METHODS)},
+            }],
+        },
+        "defaultInputModes": list(DEFAULT_MODES),
+        "defaultOutputModes": list(DEFAULT_MODES),
+        "skills": skills,
+        "securitySchemes": SECURITY_SCHEMES,
+        "security": SECURITY,
+    }
+    if company.provider_url:
+        card["provider"] = {
+            "organization": company.provider_organization or company.name,
+            "url": company.provider_url,
+        }
+    return AgentCard.model_validate(card)
+
+
+def _skill(skill: SkillConfig) -> dict[str, Any]:
+    card: dict[str, Any] = {
+        "id": skill.id,
+        "name": skill.name,
+        "description": skill.description or skill.name,
+        "tags": list(skill.tags or []),
+    }
+    if skill.examples:
+        card["examples"] = list(skill.examples)
+    if skill.input_modes:
+        card["inputModes"] = list(skill.input_modes)
+    if skill.output_modes:
+        card["outputModes"] = list(skill.output_modes)
+    return card
+
+
+def _merged_skills(skills: Iterable[SkillConfig]) -> list[dict[str, Any]]:
+    """First definition of an id wins; tags are merged so a query by any agent's tag matches."""
+    merged: dict[str, dict[str, Any]] = {}
+    for skill in skills:
+        seen = merged.get(skill.id)
+        if seen is None:
+            merged[skill.id] = _skill(skill)
+            continue
+        tags: list[str] = seen["tags"]
+        tags.extend(t for t in skill.tags or [] if t not in tags and len(tags) < MAX_TAGS)
+    return list(merged.values())
+
+
+def _agent_description(agent: AgentConfig, company: CompanyConfig) -> str:
+    if agent.description:
+        return agent.description
+    about = [agent.role or "", f"{agent.department} department" if agent.department else ""]
+    return ", ".join(part for part in about if part) or f"An agent of {company.name}."

@@ -1,0 +1,97 @@
+"""This node's own cards: rendered once per (base URL, agent), then served from memory.
+
+The company YAML cannot change while the process runs, so a rendered card (canonical JSON
+bytes and the strong ETag hashed from them) stays valid for the life of the node.
+
+The card `url` is `a2a.public_url` when it is configured. Without it the URL is built from
+the address of the socket that accepted the connection (ASGI `scope["server"]`), never from
+the `Host` header: the Host header is whatever the caller typed, and a card cached under it
+would hand the next caller an attacker's URL. Socket addresses are the node's own, so the
+cache holds at most one copy per local address; a small bound guards even that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from synthorg.a2a.config import NodeConfig
+from synthorg.cards.http_cache import DEFAULT_MAX_AGE
+from synthorg.cards.projection import agent_card, card_version, company_card
+from synthorg.generated.models import AgentCard
+
+CACHE_CONTROL = f"public, max-age={DEFAULT_MAX_AGE}"
+FALLBACK_BASE_URL = "http://localhost"
+MAX_BASE_URLS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedCard:
+    body: bytes
+    etag: str
+
+
+def render(card: AgentCard) -> RenderedCard:
+    document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
+    # Canonical bytes: the same card always hashes to the same ETag, on every node.
+    body = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+    return RenderedCard(body, f'"{hashlib.sha256(body).hexdigest()[:32]}"')
+
+
+def socket_base_url(scope: Mapping[str, Any]) -> str:
+    """`scheme://host:port` of the local socket that took the request (not the Host header)."""
+    scheme = scope.get("scheme")
+    scheme = scheme if scheme in ("http", "https") else "http"
+    server = scope.get("server")
+    if not server or server[1] is None:  # e.g. a Unix socket: no address a peer could use
+        return FALLBACK_BASE_URL
+    host, port = str(server[0]), int(server[1])
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            host = f"[{host}]"
+    except ValueError:
+        return FALLBACK_BASE_URL
+    default_port = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}" + ("" if port == default_port else f":{port}")
+
+
+class CardPublisher:
+    def __init__(self, config: NodeConfig, version: str | None = None) -> None:
+        self._config = config
+        self._version = version or card_version()
+        self._agents = {agent.id: agent for agent in config.agents}
+        public = config.a2a.public_url
+        self._public_url = public.rstrip("/") if public else None
+        self._rendered: dict[tuple[str, str | None], RenderedCard] = {}
+        self._bases: set[str] = set()
+
+    def base_url(self, scope: Mapping[str, Any]) -> str:
+        return self._public_url or socket_base_url(scope)
+
+    def company(self, base_url: str) -> RenderedCard:
+        return self._cached(base_url, None)
+
+    def agent(self, agent_id: str, base_url: str) -> RenderedCard | None:
+        """None when no agent has this id."""
+        if agent_id not in self._agents:
+            return None
+        return self._cached(base_url, agent_id)
+
+    def _cached(self, base_url: str, agent_id: str | None) -> RenderedCard:
+        key = (base_url, agent_id)
+        found = self._rendered.get(key)
+        if found is not None:
+            return found
+        if agent_id is None:
+            card = company_card(self._config, base_url, self._version)
+        else:
+            card = agent_card(self._config, self._agents[agent_id], base_url, self._version)
+        rendered = render(card)
+        if base_url in self._bases or len(self._bases) < MAX_BASE_URLS:
+            self._bases.add(base_url)
+            self._rendered[key] = rendered
+        return rendered

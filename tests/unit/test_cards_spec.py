@@ -1,0 +1,87 @@
+"""The card parts of the contract: card.json mirrors the A2A 0.3.0 reference field names, and
+openapi.yaml documents the card operations and the per-agent endpoint as served."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from synthorg.cards.peer_card import PEER_CARD_MEMBERS, PEER_SKILL_MEMBERS
+from synthorg.spec import all_definitions, bundled_openapi
+
+REFERENCE = Path("/work/shared/reference/a2a-v0.3.0.schema.json")
+SAME_SHAPE = [
+    "AgentCard", "AgentSkill", "AgentCapabilities", "AgentExtension", "AgentProvider",
+    "AgentInterface", "AgentCardSignature", "APIKeySecurityScheme", "HTTPAuthSecurityScheme",
+    "OAuth2SecurityScheme", "OpenIdConnectSecurityScheme", "MutualTLSSecurityScheme",
+]
+
+
+def reference() -> dict[str, Any]:
+    if not REFERENCE.exists():
+        pytest.skip(f"the official A2A reference schema is not at {REFERENCE}")
+    loaded: dict[str, Any] = json.loads(REFERENCE.read_text("utf-8"))["definitions"]
+    return loaded
+
+
+@pytest.mark.parametrize("name", SAME_SHAPE)
+def test_card_objects_match_the_reference_field_names(name: str) -> None:
+    theirs = reference()[name]
+    ours = all_definitions()[name][1]
+    assert set(ours["properties"]) == set(theirs["properties"])
+    assert sorted(ours.get("required", [])) == sorted(theirs.get("required", []))
+    assert ours["additionalProperties"] is False
+
+
+def test_security_scheme_union_covers_the_reference_variants() -> None:
+    theirs = reference()["SecurityScheme"]["anyOf"]
+    ours = all_definitions()["SecurityScheme"][1]["oneOf"]
+    assert {r["$ref"].rsplit("/", 1)[1] for r in ours} == {
+        r["$ref"].rsplit("/", 1)[1] for r in theirs
+    }
+
+
+def test_peer_card_reads_only_what_discovery_uses() -> None:
+    assert set(all_definitions()["PeerCard"][1]["properties"]) == set(PEER_CARD_MEMBERS)
+    assert set(all_definitions()["PeerSkill"][1]["properties"]) == set(PEER_SKILL_MEMBERS)
+
+
+def operation(path: str, method: str) -> dict[str, Any]:
+    found: dict[str, Any] = bundled_openapi()["paths"][path][method]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("path", "operation_id", "statuses"),
+    [
+        ("/.well-known/agent-card.json", "handlers.cards.company_card",
+         {"200", "304", "404"}),
+        ("/.well-known/agents/{agent_id}/agent-card.json", "handlers.cards.agent_card",
+         {"200", "304", "400", "404"}),
+    ],
+)
+def test_card_operations_are_public_and_document_every_answer(
+    path: str, operation_id: str, statuses: set[str]
+) -> None:
+    op = operation(path, "get")
+    assert op["operationId"] == operation_id
+    assert op["security"] == []
+    assert set(op["responses"]) == statuses
+    card = bundled_openapi()["components"]["responses"]["Card"]
+    assert card["content"]["application/json"]["schema"]["$ref"].endswith("/AgentCard")
+    assert {"Cache-Control", "ETag"} <= set(card["headers"])
+    assert {"Cache-Control", "ETag"} <= set(
+        bundled_openapi()["components"]["responses"]["CardNotModified"]["headers"]
+    )
+
+
+def test_the_agent_endpoint_is_documented_like_the_company_one() -> None:
+    company = operation("/api/v1/a2a/", "post")
+    agent = operation("/api/v1/a2a/agents/{agent_id}/", "post")
+    assert agent["operationId"] == "handlers.rpc.post_agent"
+    assert agent["security"] == company["security"]
+    assert agent["requestBody"] == company["requestBody"]
+    assert set(agent["responses"]) == set(company["responses"])
