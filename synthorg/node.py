@@ -111,7 +111,7 @@ class Node:
             node_name=node_name,
         )
         discovery = CardDiscovery(
-            catalog,
+            catalog.addresses(),
             lambda: settings.client_timeout_seconds,
             lambda: settings.card_cache_max_entries,
         )

@@ -100,11 +100,44 @@ class SqliteCatalog:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
         return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at)
 
+    def addresses(self) -> PeerAddresses:
+        """A read-only view of names and endpoints that never decrypts a secret."""
+        return PeerAddresses(self._conn, self._lock)
+
     # Last, so the annotations above resolve `list` to the builtin, not this method.
     def list(self) -> list[PeerRecord]:
         with self._lock:
             rows = self._conn.execute(f"SELECT {_COLUMNS} FROM peers ORDER BY name").fetchall()
         return [self._record(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class PeerAddress:
+    name: str
+    endpoint: str
+
+
+class PeerAddresses:
+    """Where each catalog peer lives, for card discovery: no secret is read, so a record
+    that cannot be decrypted never breaks a skills query."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn, self._lock = conn, lock
+
+    def get(self, name: str, /) -> PeerAddress | None:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return None
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT name, endpoint FROM peers WHERE name = ?", (canonical,)
+            ).fetchone()
+        return None if row is None else PeerAddress(*row)
+
+    def list(self) -> list[PeerAddress]:
+        with self._lock:
+            rows = self._conn.execute("SELECT name, endpoint FROM peers ORDER BY name").fetchall()
+        return [PeerAddress(*row) for row in rows]
 
 
 def _validate(name: str, endpoint: str, scheme: str, secret: str) -> tuple[str, str, str]:

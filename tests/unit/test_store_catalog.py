@@ -278,3 +278,20 @@ def test_wrong_key_names_the_peer_not_the_secret(conn: Database, data_dir: Path)
     with pytest.raises(SecretBoxError, match="peer-a") as info:
         wrong.get("peer-a")
     assert SECRET not in str(info.value)
+
+
+def test_addresses_view_reads_no_secret_so_an_undecryptable_record_does_not_break_it(
+    tmp_path: Path,
+) -> None:
+    conn = open_database(tmp_path)
+    SqliteCatalog(conn, SecretBox(Fernet.generate_key())).put(
+        "node-b", "http://127.0.0.1:9/", "api_key", "link-secret"
+    )
+    other_key = SqliteCatalog(conn, SecretBox(Fernet.generate_key()))
+    with pytest.raises(SecretBoxError):
+        other_key.list()
+    addresses = other_key.addresses()
+    assert [(a.name, a.endpoint) for a in addresses.list()] == [("node-b", "http://127.0.0.1:9")]
+    found = addresses.get(" Node-B ")
+    assert found is not None and found.endpoint == "http://127.0.0.1:9"
+    assert addresses.get("node-c") is None and addresses.get("-bad") is None
