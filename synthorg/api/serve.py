@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -12,6 +14,8 @@ from synthorg.node import Node
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import configure_logging, emit
 from synthorg.paths import data_dir_from_env
+from synthorg.store.db import SchemaVersionError
+from synthorg.store.secretbox import SecretBoxError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -26,8 +30,14 @@ def serve(data_dir: Path, host: str, port: int) -> int:
     configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
     try:
         node = Node.build(data_dir, host)
+        # Recover before announcing the node: a task left working by a previous run is
+        # failed before anyone can ask about it.
+        asyncio.run(node.startup())
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, sqlite3.Error, SecretBoxError, SchemaVersionError) as exc:
+        print(f"error: cannot open the data dir {data_dir}: {exc}", file=sys.stderr)
         return 2
     if node.config.source is None:
         print(
