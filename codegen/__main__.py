@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import json
 import sys
 from pathlib import Path
 
+from codegen import fingerprint
 from codegen.dispatch import handler_module, methods, render_dispatch
 from codegen.models import render_models
 
@@ -16,6 +18,12 @@ OUTPUTS = {
     ROOT / "synthorg" / "generated" / "models.py": render_models,
     ROOT / "synthorg" / "generated" / "dispatch.py": render_dispatch,
 }
+
+
+def _fingerprint() -> tuple[Path, str, list[str]]:
+    path = ROOT / "spec" / "fingerprint.json"
+    recorded = json.loads(path.read_text()) if path.exists() else None
+    return path, *fingerprint.render(recorded, ROOT)
 
 
 def _missing_handlers() -> list[str]:
@@ -37,13 +45,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if output is stale")
     args = parser.parse_args(argv)
     rendered = {path: render() for path, render in OUTPUTS.items()}
+    fingerprint_path, rendered[fingerprint_path], version_problems = _fingerprint()
     if args.check:
         stale = [p for p, text in rendered.items() if not p.exists() or p.read_text() != text]
         problems = [f"stale: {p.relative_to(ROOT)} (run `python -m codegen`)" for p in stale]
-        problems += _missing_handlers()
+        problems += version_problems + _missing_handlers()
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0
+    if version_problems:
+        for problem in version_problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1
     for path, text in rendered.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text() != text:

@@ -73,6 +73,9 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(
         ROOT / "handlers", tmp_path / "handlers", ignore=shutil.ignore_patterns("__pycache__")
     )
+    (tmp_path / "spec").mkdir(exist_ok=True)
+    shutil.copyfile(ROOT / "spec" / "fingerprint.json", tmp_path / "spec" / "fingerprint.json")
+    shutil.copyfile(ROOT / "CHANGELOG.md", tmp_path / "CHANGELOG.md")
     outputs: dict[Path, Callable[[], str]] = {
         tmp_path / GENERATED[0]: render_models,
         tmp_path / GENERATED[1]: render_dispatch,
