@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
+from jsonschema import Draft202012Validator
 
 from synthorg.spec import bundled_openapi
 

@@ -126,6 +126,8 @@ class NodeProcess:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30.0)
 
     def __enter__(self) -> NodeProcess:
+        if self.proc is not None and self.proc.poll() is None:
+            return self  # already started: `with NodeProcess(...).start() as node`
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
