@@ -1,4 +1,5 @@
-# `make demo` runs a node; `make test` runs every check CI runs. Both set up .venv first.
+# `make demo` runs two federated nodes on loopback and one delegation between them;
+# `make test` runs every check CI runs. Both set up .venv first.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -15,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 demo: venv
-	$(BIN)/synthorg-a2a serve
+	$(BIN)/python -m synthorg.demo
 
 test: venv
 	$(BIN)/python -m codegen --check

@@ -95,12 +95,18 @@ def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
                 problems.append((("agents", index, "id"), f"duplicate agent id {agent_id!r}"))
             seen.add(agent_id)
         executor = agent.get("executor")
-        if (
-            isinstance(executor, dict)
-            and executor.get("kind") == "peer"
-            and not executor.get("peer")
-        ):
-            problems.append((("agents", index, "executor", "peer"), "required when kind is peer"))
+        if isinstance(executor, dict) and executor.get("kind") == "peer":
+            if not executor.get("peer"):
+                problems.append(
+                    (("agents", index, "executor", "peer"), "required when kind is peer")
+                )
+            if not (isinstance(a2a, dict) and a2a.get("node_name")):
+                problems.append(
+                    (
+                        ("agents", index, "executor", "kind"),
+                        "peer forwarding needs a2a.node_name (the name peers know this node by)",
+                    )
+                )
     return problems
 
 

@@ -113,7 +113,17 @@ class TaskService:
         if task["status"]["state"] in TERMINAL:
             self._rejected("tasks/cancel", peer, task_id, "not_cancelable")
             raise RpcError(TASK_NOT_CANCELABLE, "Task cannot be canceled: it is already final")
-        await self._runtime(task).executor.cancel(task)
+        try:
+            await self._runtime(task).executor.cancel(task)
+        except Exception as exc:  # e.g. the downstream peer is down: cancel here regardless
+            emit(
+                events.TASK_EXECUTOR_FAILED,
+                level="warning",
+                peer_name=peer,
+                task_id=task_id,
+                reason="downstream_cancel_failed",
+                error=type(exc).__name__,
+            )
         return await self._settle(peer, task, Outcome("canceled"))
 
     # internals

@@ -241,11 +241,24 @@ def test_peer_executor_requires_a_peer() -> None:
 
 def test_peer_executor_with_a_peer_is_accepted() -> None:
     config = parse_config(
-        {"agents": [{"id": "fwd", "name": "F", "executor": {"kind": "peer", "peer": "peer-b"}}]},
+        {
+            "agents": [{"id": "fwd", "name": "F", "executor": {"kind": "peer", "peer": "peer-b"}}],
+            "a2a": {"node_name": "node-a"},
+        },
         SOURCE,
     )
     executor = config.agents[0].executor
     assert executor is not None and executor.peer == "peer-b"
+
+
+def test_peer_executor_needs_this_nodes_name() -> None:
+    message = config_error(
+        {"agents": [{"id": "fwd", "name": "F", "executor": {"kind": "peer", "peer": "peer-b"}}]}
+    )
+    assert message == (
+        f"{SOURCE}: agents[0].executor.kind: peer forwarding needs a2a.node_name "
+        "(the name peers know this node by)"
+    )
 
 
 @pytest.mark.parametrize("kind", ["shell", "", "ECHO"])

@@ -37,6 +37,7 @@ def test_every_problem_is_reported_with_its_line() -> None:
     found = [(f.line, f.key) for f in check_text(BROKEN)]
     assert found == [
         (3, "company.bogus"),
+        (7, "agents[0].executor.kind"),
         (7, "agents[0].executor.peer"),
         (8, "agents[1].id"),
         (11, "a2a.enabled"),
@@ -88,7 +89,7 @@ def test_cli_reports_all_problems_and_exits_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert lines[-1] == f"7 problem(s) in {path}"
+    assert lines[-1] == f"8 problem(s) in {path}"
     assert lines[0] == f"{path}:3: company.bogus: unknown key"
 
 

@@ -1,0 +1,366 @@
+"""`synthorg-a2a delegate PEER TEXT`: hand a task to a catalog peer, and optionally follow it.
+
+The CLI works on the node's data dir like the node itself: it reads `config.yaml` for
+`a2a.node_name` (the name this node presents as `X-A2A-Peer-Name`), the catalog for the
+peer's endpoint and link secret, and records the delegation in the node's database, so
+`synthorg-a2a tasks ...` (and the node) see it. The client timeout is the runtime setting
+`a2a.client_timeout_seconds`, so a runtime write applies to the next call.
+
+This module also holds what `tasks` shares with it: opening the outbound side of a data dir,
+the exit codes for peer and task outcomes, and the readable rendering of a task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from synthorg.a2a.client import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
+from synthorg.a2a.config import ConfigError, NodeConfig, load_config
+from synthorg.a2a.names import canonical_peer_name
+from synthorg.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    add_data_dir_option,
+    data_dir,
+    fail,
+    print_json,
+    shown,
+)
+from synthorg.delegation import SETTLED, DelegationError, Delegator
+from synthorg.settings.runtime import RuntimeSettings
+from synthorg.settings.store import SqliteSettingsStore
+from synthorg.store.catalog import SqliteCatalog
+from synthorg.store.db import Database, SchemaVersionError, open_database
+from synthorg.store.delegations import Delegation, SqliteDelegationStore
+from synthorg.store.secretbox import SecretBox, SecretBoxError
+from synthorg.store.tasks import SqliteTaskStore
+from synthorg.tasks.peer_executor import VISITED_KEY
+from synthorg.tasks.states import TERMINAL
+
+if TYPE_CHECKING:
+    from synthorg.cli.common import Subparsers
+
+EXIT_PEER = 3  # the peer refused the call, could not be reached, or answered badly
+EXIT_UNSUCCESSFUL = 4  # the task ended failed/canceled/rejected, or cannot be canceled
+EXIT_STOPPED = 5  # gave up following before the task settled (it goes on at the peer)
+EXIT_INTERRUPTED = 130
+
+DEFAULT_WAIT_SECONDS = 120.0
+UNSUCCESSFUL = TERMINAL - {"completed"}
+
+EXIT_CODES = f"""\
+exit codes:
+  {EXIT_OK}  success
+  {EXIT_NOT_FOUND}  no such peer in the catalog, or no such task
+  2  usage, validation or configuration error (e.g. a2a.node_name not set)
+  {EXIT_PEER}  the peer refused the call (its JSON-RPC error code is printed, e.g.
+     -32003 not authenticated, -32004 not allowed, -32001 task not found), could not
+     be reached, or answered something invalid
+  {EXIT_UNSUCCESSFUL}  the task ended failed, canceled or rejected (delegate, follow);
+     the task is already final and cannot be canceled (cancel)
+  {EXIT_STOPPED}  --wait/follow gave up before the task settled; it goes on at the peer
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)"""
+
+
+def register(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "delegate",
+        help="send a task to a catalog peer (optionally wait for its result)",
+        description="Send TEXT as a new task to the catalog peer PEER, as this node "
+        "(a2a.node_name in config.yaml), and record it as an outbound task. With --wait, "
+        "follow it until it completes, fails, is canceled or rejected, or needs input, "
+        "printing each state change and then the task's artifacts.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("peer", metavar="PEER", help="the peer's name in the catalog")
+    parser.add_argument("text", metavar="TEXT", help="the message text")
+    parser.add_argument("--agent", metavar="ID", help="the peer's agent to run the task "
+                        "(default: the peer's default agent)")
+    parser.add_argument("--wait", action="store_true",
+                        help="follow the task until it is final or needs input")
+    add_timeout_option(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print the (final) outbound record as JSON instead of text")
+    add_data_dir_option(parser)
+    parser.set_defaults(handler=run_delegate)
+
+
+def add_timeout_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_WAIT_SECONDS,
+                        metavar="S", help="stop following after S seconds "
+                        f"(default {DEFAULT_WAIT_SECONDS:g}); the task goes on at the peer")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0-86400]")
+    return value
+
+
+# -- the outbound side of a data dir ----------------------------------------------------
+
+
+@dataclass
+class Outbound:
+    """What the CLI opens on a data dir to delegate, follow and list tasks."""
+
+    directory: Path
+    config: NodeConfig
+    db: Database
+    catalog: SqliteCatalog
+    delegator: Delegator
+
+    @cached_property
+    def tasks(self) -> SqliteTaskStore:
+        """Inbound tasks (what peers gave this node)."""
+        return SqliteTaskStore(self.db)
+
+    def require_node_name(self) -> str:
+        name = self.config.a2a.node_name
+        if not name:
+            source = self.config.source or self.directory / "config.yaml"
+            fail(f"{source}: a2a.node_name is not set: add the name your peers know this "
+                 "node by (it is sent as X-A2A-Peer-Name)")
+        return name
+
+    def require_peer(self, raw: str) -> str:
+        name = canonical_peer_name(raw)
+        if name is None or self.catalog.get(name) is None:
+            fail(f"no peer named {shown(name or raw)} in the catalog (add it with: "
+                 "synthorg-a2a peers add NAME --endpoint URL)", EXIT_NOT_FOUND)
+        return name
+
+
+def load_node_config(directory: Path) -> NodeConfig:
+    try:
+        return load_config(directory)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+@contextmanager
+def open_outbound(directory: Path) -> Iterator[Outbound]:
+    """The data dir's config, catalog, delegation records and client settings.
+
+    Store failures become CliErrors; their messages never carry keys or secrets."""
+    config = load_node_config(directory)
+    try:
+        db = open_database(directory)
+    except OSError as exc:
+        fail(f"cannot open data directory {directory}: {exc.strerror or exc}")
+    except (sqlite3.Error, SchemaVersionError) as exc:
+        fail(f"{directory}: {exc}")
+    try:
+        catalog = SqliteCatalog(db, SecretBox.for_data_dir(directory))
+        settings = RuntimeSettings(SqliteSettingsStore(db), config.a2a)
+        delegator = Delegator(
+            catalog,
+            SqliteDelegationStore(db),
+            config.a2a.node_name,
+            lambda: settings.client_timeout_seconds,  # read per call: runtime writes apply
+        )
+        yield Outbound(directory, config, db, catalog, delegator)
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        fail(f"{directory}: {exc.strerror or exc}")
+    except (SecretBoxError, sqlite3.Error) as exc:
+        fail(str(exc))
+    finally:
+        db.close()
+
+
+# -- errors -----------------------------------------------------------------------------
+
+
+def peer_error_line(peer: str, exc: PeerError) -> str:
+    """One readable line naming the peer; never a secret or a raw body."""
+    if isinstance(exc, PeerRpcError):
+        status = "" if exc.http_status == 200 else f" (HTTP {exc.http_status})"
+        return f"peer {peer} refused: {exc.code} {exc.message}{status}"
+    detail = str(exc).removeprefix(f"{peer}: ")
+    if isinstance(exc, PeerUnavailable):
+        return f"peer {peer} unavailable: {detail}"
+    if isinstance(exc, PeerProtocolError):
+        return f"peer {peer} answered badly: {detail}"
+    return f"peer {peer}: {detail}"
+
+
+def peer_failure(peer: str, exc: PeerError) -> NoReturn:
+    fail(peer_error_line(peer, exc), EXIT_PEER)
+
+
+# -- rendering --------------------------------------------------------------------------
+
+
+def record_json(record: Delegation) -> dict[str, Any]:
+    return asdict(record)
+
+
+def status_text(task: dict[str, Any]) -> str | None:
+    message = (task.get("status") or {}).get("message") or {}
+    texts = [p.get("text", "") for p in message.get("parts", []) if p.get("kind") == "text"]
+    return "\n".join(texts) or None
+
+
+def safe_line(line: str) -> str:
+    """A peer's text made safe for a terminal: control characters shown escaped."""
+    return "".join(ch if ch.isprintable() or ch == "\t" else repr(ch)[1:-1] for ch in line)
+
+
+def safe_lines(text: str) -> list[str]:
+    return [safe_line(line) for line in text.splitlines()] or [""]
+
+
+def _indented(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in safe_lines(text))
+
+
+def _part_text(part: dict[str, Any]) -> str:
+    kind = part.get("kind")
+    if kind == "text":
+        return str(part.get("text", ""))
+    if kind == "data":
+        return json.dumps(part.get("data"), indent=2, ensure_ascii=False)
+    if kind == "file":
+        file = part.get("file") or {}
+        what = file.get("name") or file.get("uri") or "unnamed"
+        return f"(file {what}, {file.get('mimeType') or 'no media type'})"
+    return f"(a {kind} part)"
+
+
+def print_artifacts(task: dict[str, Any]) -> None:
+    for artifact in task.get("artifacts") or []:
+        label = artifact.get("name") or artifact.get("artifactId", "")
+        print(f"artifact {safe_line(shown(label))}:")
+        for part in artifact.get("parts") or []:
+            print(_indented(_part_text(part)))
+
+
+def print_fields(fields: list[tuple[str, str | None]]) -> None:
+    width = max(len(key) for key, _ in fields) + 1
+    for key, value in fields:
+        if value is not None:
+            lines = safe_lines(value)
+            print(f"  {key:<{width}} {lines[0]}")
+            for line in lines[1:]:
+                print(f"  {'':<{width}} {line}")
+
+
+def print_record(record: Delegation, title: str) -> None:
+    print(title)
+    print_fields([
+        ("local id", record.id),
+        ("remote task", record.remote_task_id),
+        ("context", record.context_id),
+        ("state", record.state),
+        ("message", status_text(record.task)),
+        ("forwards", f"inbound task {record.origin_task_id}" if record.origin_task_id else None),
+        ("created", record.created_at),
+        ("updated", record.updated_at),
+    ])
+    print_artifacts(record.task)
+
+
+def outcome_code(state: str) -> int:
+    return EXIT_UNSUCCESSFUL if state in UNSUCCESSFUL else EXIT_OK
+
+
+# -- following --------------------------------------------------------------------------
+
+
+class Progress:
+    """Prints one line per state change while following; quiet in --json mode.
+
+    Delegator.follow calls back once at the start, on every state change, and, with the
+    state unchanged, when a poll failed (it keeps following until the deadline)."""
+
+    def __init__(self, peer: str, quiet: bool) -> None:
+        self._peer = peer
+        self._quiet = quiet
+        self._start = time.monotonic()
+        self._last: str | None = None
+
+    def __call__(self, record: Delegation) -> None:
+        if self._quiet:
+            return
+        elapsed = f"[{time.monotonic() - self._start:6.1f}s]"
+        if record.state != self._last:
+            self._last = record.state
+            text = status_text(record.task)
+            detail = f": {' / '.join(safe_lines(text))}" if text else ""
+            print(f"  {elapsed} {safe_line(record.state)}{detail}", flush=True)
+        else:
+            print(f"  {elapsed} could not reach {self._peer} (or it answered with an error); "
+                  "still following", flush=True)
+
+
+async def follow(out: Outbound, record: Delegation, timeout: float, quiet: bool) -> Delegation:
+    if not quiet:
+        print(f"following {record.id} at {record.peer} (at most {timeout:g}s)", flush=True)
+    try:
+        return await out.delegator.follow(record.id, timeout, Progress(record.peer, quiet))
+    except DelegationError as exc:
+        fail(f"stopped following: {exc}; see later with: synthorg-a2a tasks follow "
+             f"{record.id}", EXIT_STOPPED)
+
+
+def interrupted(record: Delegation) -> int:
+    print(f"\nstopped following; the task goes on at {record.peer}: "
+          f"synthorg-a2a tasks follow {record.id}", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def finish(record: Delegation, as_json: bool, title: str) -> int:
+    if as_json:
+        print_json(record_json(record))
+    else:
+        print_record(record, title)
+    return outcome_code(record.state)
+
+
+# -- the command ------------------------------------------------------------------------
+
+
+def run_delegate(args: argparse.Namespace) -> int:
+    with open_outbound(data_dir(args)) as out:
+        return asyncio.run(_delegate(out, args))
+
+
+async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
+    node_name = out.require_node_name()
+    peer = out.require_peer(args.peer)
+    parts = [{"kind": "text", "text": args.text}]
+    # This node is the first hop: a peer that forwards the task back here is refused.
+    metadata = {VISITED_KEY: [node_name]}
+    try:
+        record = await out.delegator.delegate(peer, parts, agent_id=args.agent, metadata=metadata)
+    except PeerError as exc:
+        peer_failure(peer, exc)
+    agent = f", agent {args.agent}" if args.agent else ""
+    if not args.wait or record.state in SETTLED:
+        return finish(record, args.json, f"delegated to {peer}{agent}")
+    if not args.json:
+        print(f"delegated to {peer}{agent}: local id {record.id}, remote task "
+              f"{record.remote_task_id}")
+    try:
+        record = await follow(out, record, args.timeout, args.json)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return interrupted(record)
+    return finish(record, args.json, "result")

@@ -1,0 +1,334 @@
+"""`synthorg-a2a tasks ...`: this node's tasks, both directions.
+
+Outbound tasks are the delegation records this node wrote when it handed tasks to peers
+(`delegate`, or an agent with a `peer` executor); their ids are local ids, and `--refresh`,
+`follow` and `cancel` ask the peer. Inbound tasks are the ones peers gave this node.
+
+An inbound cancel runs here, on the data dir, through the node's own task service: the same
+rules as a peer's `tasks/cancel` (a final task is not cancelable; a forwarding agent cancels
+its downstream task first), and the peer that gave the task sees `canceled` on its next
+`tasks/get`. A running node needs no restart to see it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from synthorg.a2a.client import PeerError, PeerRpcError
+from synthorg.a2a.config import ConfigError
+from synthorg.a2a.errors import TASK_NOT_CANCELABLE, RpcError
+from synthorg.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    add_data_dir_option,
+    data_dir,
+    fail,
+    print_json,
+    shown,
+)
+from synthorg.cli.delegate_cmd import (
+    EXIT_CODES,
+    EXIT_PEER,
+    EXIT_UNSUCCESSFUL,
+    Outbound,
+    add_timeout_option,
+    finish,
+    follow,
+    interrupted,
+    open_outbound,
+    peer_error_line,
+    peer_failure,
+    print_artifacts,
+    print_fields,
+    print_record,
+    record_json,
+    status_text,
+)
+from synthorg.store.delegations import Delegation
+from synthorg.tasks.states import TERMINAL
+
+if TYPE_CHECKING:
+    from synthorg.cli.common import Subparsers
+
+DEFAULT_LIMIT = 50
+
+
+def register(subparsers: Subparsers) -> None:
+    tasks = subparsers.add_parser(
+        "tasks",
+        help="list, show, follow and cancel tasks (outbound and inbound)",
+        description="Outbound tasks: what this node delegated to peers (local ids). "
+        "Inbound tasks: what peers delegated to this node.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = tasks.add_subparsers(dest="tasks_command", metavar="COMMAND", required=True)
+
+    list_ = _command(commands, "list", "list recent tasks, newest first")
+    direction = list_.add_mutually_exclusive_group()
+    direction.add_argument("--outbound", action="store_true",
+                           help="only tasks this node delegated to peers")
+    direction.add_argument("--inbound", action="store_true",
+                           help="only tasks peers delegated to this node")
+    list_.add_argument("--limit", type=_limit, default=DEFAULT_LIMIT, metavar="N",
+                       help=f"at most N of each (default {DEFAULT_LIMIT})")
+    list_.set_defaults(handler=run_list)
+
+    get = _command(commands, "get", "show one task")
+    get.add_argument("id", metavar="ID", help="a local (outbound) id or an inbound task id")
+    get.add_argument("--refresh", action="store_true",
+                     help="for an outbound task: ask the peer for its current state first")
+    get.set_defaults(handler=run_get)
+
+    follow_ = _command(commands, "follow",
+                       "follow an outbound task until it is final or needs input")
+    follow_.add_argument("id", metavar="ID", help="a local (outbound) id")
+    add_timeout_option(follow_)
+    follow_.set_defaults(handler=run_follow)
+
+    cancel = _command(commands, "cancel", "cancel a task (an outbound one at its peer)")
+    cancel.add_argument("id", metavar="ID", help="a local (outbound) id or an inbound task id")
+    cancel.set_defaults(handler=run_cancel)
+
+
+def _command(commands: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_data_dir_option(parser)
+    return parser
+
+
+def _limit(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (1-1000)")
+    return int(text)
+
+
+# -- inbound tasks: the store is keyed on the owning peer --------------------------------
+
+
+def _known_peers(out: Outbound) -> list[str]:
+    """Every peer that may own an inbound task: the catalog and the allowlist."""
+    return sorted({r.name for r in out.catalog.list()} | set(out.config.allowed_peers))
+
+
+async def _inbound(out: Outbound, limit: int) -> list[tuple[str | None, dict[str, Any]]]:
+    store = out.tasks
+    owner: dict[str, str] = {}
+    for peer in _known_peers(out):
+        for task in await store.list(peer, limit):
+            owner[task["id"]] = peer
+    return [(owner.get(t["id"]), t) for t in await store.list(None, limit)]
+
+
+async def _find_inbound(out: Outbound, task_id: str) -> tuple[str, dict[str, Any]] | None:
+    for peer in _known_peers(out):
+        task = await out.tasks.get(peer, task_id)
+        if task is not None:
+            return peer, task
+    return None
+
+
+def _agent_of(task: dict[str, Any]) -> str:
+    return str((task.get("metadata") or {}).get("agentId", "-"))
+
+
+def _print_inbound(peer: str, task: dict[str, Any]) -> None:
+    print(f"inbound task (from {peer}, agent {_agent_of(task)})")
+    status = task.get("status") or {}
+    print_fields([
+        ("id", task["id"]),
+        ("context", task.get("contextId")),
+        ("state", status.get("state")),
+        ("message", status_text(task)),
+        ("updated", status.get("timestamp")),
+        ("history", f"{len(task.get('history') or [])} messages"),
+    ])
+    print_artifacts(task)
+
+
+def _inbound_json(peer: str | None, task: dict[str, Any]) -> dict[str, Any]:
+    return {"peer": peer, "task": task}
+
+
+# -- list -------------------------------------------------------------------------------
+
+
+def _table(rows: Iterable[tuple[str, ...]], header: tuple[str, ...]) -> None:
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _print_outbound_list(records: list[Delegation]) -> None:
+    print("outbound (delegated by this node to peers)")
+    if not records:
+        print("  none")
+        return
+    _table(((r.id, r.peer, r.state, r.remote_task_id, r.updated_at) for r in records),
+           ("LOCAL ID", "PEER", "STATE", "REMOTE TASK", "UPDATED"))
+
+
+def _print_inbound_list(tasks: list[tuple[str | None, dict[str, Any]]]) -> None:
+    print("inbound (delegated to this node by peers)")
+    if not tasks:
+        print("  none")
+        return
+    rows = (
+        (t["id"], peer or "?", _agent_of(t), t["status"]["state"],
+         str(t["status"].get("timestamp", "")))
+        for peer, t in tasks
+    )
+    _table(rows, ("TASK ID", "PEER", "AGENT", "STATE", "UPDATED"))
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with open_outbound(data_dir(args)) as out:
+        return asyncio.run(_list(out, args))
+
+
+async def _list(out: Outbound, args: argparse.Namespace) -> int:
+    both = not (args.outbound or args.inbound)
+    result: dict[str, Any] = {}
+    if args.outbound or both:
+        records = await out.delegator.store.recent(args.limit)
+        result["outbound"] = [record_json(r) for r in records]
+        if not args.json:
+            _print_outbound_list(records)
+    if args.inbound or both:
+        tasks = await _inbound(out, args.limit)
+        result["inbound"] = [_inbound_json(peer, t) for peer, t in tasks]
+        if not args.json:
+            _print_inbound_list(tasks)
+    if args.json:
+        print_json(result)
+    return EXIT_OK
+
+
+# -- get, follow, cancel ----------------------------------------------------------------
+
+
+def run_get(args: argparse.Namespace) -> int:
+    with open_outbound(data_dir(args)) as out:
+        return asyncio.run(_get(out, args))
+
+
+async def _get(out: Outbound, args: argparse.Namespace) -> int:
+    record = await out.delegator.store.get(args.id)
+    if record is not None:
+        if args.refresh:
+            out.require_node_name()
+            try:
+                record = await out.delegator.refresh(record.id)
+            except PeerError as exc:
+                peer_failure(record.peer, exc)
+        return _show_outbound(record, args.json)
+    if args.refresh:
+        fail(f"no outbound task {shown(args.id)} (--refresh asks a peer about a task this "
+             "node delegated)", EXIT_NOT_FOUND)
+    found = await _find_inbound(out, args.id)
+    if found is None:
+        _not_found(args.id)
+    if args.json:
+        print_json(_inbound_json(*found))
+    else:
+        _print_inbound(*found)
+    return EXIT_OK
+
+
+def _show_outbound(record: Delegation, as_json: bool) -> int:
+    if as_json:
+        print_json(record_json(record))
+    else:
+        print_record(record, f"outbound task (delegated to {record.peer})")
+    return EXIT_OK
+
+
+def run_follow(args: argparse.Namespace) -> int:
+    with open_outbound(data_dir(args)) as out:
+        return asyncio.run(_follow(out, args))
+
+
+async def _follow(out: Outbound, args: argparse.Namespace) -> int:
+    out.require_node_name()
+    record = await out.delegator.store.get(args.id)
+    if record is None:
+        fail(f"no outbound task {shown(args.id)}", EXIT_NOT_FOUND)
+    try:
+        record = await follow(out, record, args.timeout, args.json)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return interrupted(record)
+    return finish(record, args.json, "result")
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    with open_outbound(data_dir(args)) as out:
+        return asyncio.run(_cancel(out, args))
+
+
+async def _cancel(out: Outbound, args: argparse.Namespace) -> int:
+    record = await out.delegator.store.get(args.id)
+    if record is not None:
+        return await _cancel_outbound(out, record, args.json)
+    found = await _find_inbound(out, args.id)
+    if found is None:
+        _not_found(args.id)
+    return await _cancel_inbound(out, found[0], found[1], args.json)
+
+
+async def _cancel_outbound(out: Outbound, record: Delegation, as_json: bool) -> int:
+    out.require_node_name()
+    try:
+        record = await out.delegator.cancel(record.id)
+    except PeerRpcError as exc:
+        code = EXIT_UNSUCCESSFUL if exc.code == TASK_NOT_CANCELABLE else EXIT_PEER
+        fail(peer_error_line(record.peer, exc), code)
+    except PeerError as exc:
+        peer_failure(record.peer, exc)
+    if as_json:
+        print_json(record_json(record))
+    else:
+        print_record(record, f"canceled at {record.peer}" if record.state == "canceled"
+                     else f"{record.peer} answered the cancel with state {record.state}")
+    return EXIT_OK if record.state == "canceled" else EXIT_UNSUCCESSFUL
+
+
+async def _cancel_inbound(out: Outbound, peer: str, task: dict[str, Any], as_json: bool) -> int:
+    state = task["status"]["state"]
+    if state in TERMINAL:
+        fail(f"task {task['id']} cannot be canceled: it is already {state}", EXIT_UNSUCCESSFUL)
+    # The node's own service, so the rules and the downstream cancel are the node's.
+    from synthorg.node import Node  # heavy: only this command needs it
+
+    try:
+        node = Node.build(out.directory)
+    except ConfigError as exc:
+        fail(str(exc))
+    try:
+        updated = await node.tasks.cancel(peer, task["id"])
+    except RpcError as exc:
+        code = EXIT_UNSUCCESSFUL if exc.code == TASK_NOT_CANCELABLE else EXIT_NOT_FOUND
+        fail(f"task {task['id']} cannot be canceled: {exc.message}", code)
+    except PeerError as exc:  # a forwarding agent could not cancel its downstream task
+        downstream = await out.delegator.store.by_origin(task["id"])
+        line = peer_error_line(downstream.peer if downstream else "downstream", exc)
+        fail(f"task {task['id']} was not canceled: {line}", EXIT_PEER)
+    finally:
+        node.close()
+    if as_json:
+        print_json(_inbound_json(peer, updated))
+    else:
+        _print_inbound(peer, updated)
+    return EXIT_OK if updated["status"]["state"] == "canceled" else EXIT_UNSUCCESSFUL
+
+
+def _not_found(task_id: str) -> NoReturn:
+    fail(f"no task {shown(task_id)}: neither a local (outbound) id nor an inbound task of "
+         "a known peer (see: synthorg-a2a tasks list)", EXIT_NOT_FOUND)

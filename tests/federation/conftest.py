@@ -1,0 +1,50 @@
+"""Three live nodes for the federation suite, linked as an operator would link them.
+
+    node-a  allows node-b           agents: echo, bounce (-> node-b/bounce)
+    node-b  allows node-a, node-c   agents: echo, parker, relay (-> node-c/echo),
+                                            relay-park (-> node-c/parker),
+                                            bounce (-> node-a/bounce), back (-> node-a/echo)
+    node-c  allows node-b           agents: echo, parker
+
+Links (one shared secret each): a <-> b, b <-> c. node-a also holds a record for node-c,
+which does not list node-a: the unlisted-peer case.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.federation.harness import FedNode, link, running
+
+
+@dataclass
+class Federation:
+    a: FedNode
+    b: FedNode
+    c: FedNode
+    ab_secret: str
+
+
+@pytest.fixture(scope="session")
+def fed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Federation]:
+    root: Path = tmp_path_factory.mktemp("federation")
+    a = FedNode(root, "node-a", ["node-b"], {"echo": "echo", "bounce": "node-b/bounce"})
+    b = FedNode(root, "node-b", ["node-a", "node-c"], {
+        "echo": "echo",
+        "parker": "park",
+        "relay": "node-c/echo",
+        "relay-park": "node-c/parker",
+        "bounce": "node-a/bounce",
+        "back": "node-a/echo",
+    })
+    c = FedNode(root, "node-c", ["node-b"], {"echo": "echo", "parker": "park"})
+    with running(a, b, c):
+        ab_secret = link(a, b)
+        link(b, c)
+        a.add_peer(c.name, c.url, secrets.token_urlsafe(24))
+        yield Federation(a, b, c, ab_secret)

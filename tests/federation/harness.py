@@ -1,0 +1,120 @@
+"""Live federation: real nodes as separate processes, configured only as an operator would.
+
+Each `FedNode` is a real `python -m synthorg.api` process on a loopback port with its own
+data dir. Its config.yaml (node name, allowlist, agents) is written before start; everything
+else goes through the `synthorg-a2a` CLI: links between nodes (`peers add` on both sides with
+one shared link secret), delegations, follows, cancels, listings.
+
+A node can be SIGKILLed and restarted on the same data dir and the same port
+(`SYNTHORG_BACKEND_PORT` set explicitly), so its peers' catalog records stay valid.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.support.node import NodeProcess, cli
+
+CLIENT_TIMEOUT = 10.0
+
+
+def agents_yaml(agents: dict[str, str]) -> str:
+    """`{id: executor}` -> the agents list; an executor is `echo`, `park` or `PEER/AGENT`."""
+    lines = ["agents:"]
+    for agent_id, executor in agents.items():
+        if "/" in executor:
+            peer, agent = executor.split("/", 1)
+            kind = f"{{kind: peer, peer: {peer}, agent: {agent}}}"
+        else:
+            kind = f"{{kind: {executor}}}"
+        lines.append(f"  - {{id: {agent_id}, name: {agent_id}, executor: {kind}}}")
+    return "\n".join(lines) + "\n"
+
+
+def node_config(name: str, allowed: list[str], agents: dict[str, str]) -> str:
+    return (
+        "a2a:\n"
+        "  enabled: true\n"
+        f"  node_name: {name}\n"
+        f"  allowed_peers: [{', '.join(allowed)}]\n"
+        f"  client_timeout_seconds: {CLIENT_TIMEOUT}\n"
+        + agents_yaml(agents)
+    )
+
+
+class FedNode(NodeProcess):
+    def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str]):
+        super().__init__(root / name, node_config(name, allowed, agents))
+        self.name = name
+
+    def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """`synthorg-a2a ARGS` on this node's data dir (never raises on a non-zero exit)."""
+        return cli(self.data_dir, *args, stdin=stdin if stdin is not None else "", check=False)
+
+    def cli_json(self, *args: str) -> Any:
+        result = self.cli(*args, "--json")
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def add_peer(self, peer: str, endpoint: str, secret: str) -> None:
+        result = self.cli("peers", "add", peer, "--endpoint", endpoint, stdin=secret)
+        assert result.returncode == 0, result.stderr
+
+    def restart(self) -> FedNode:
+        """Start again on the same data dir and, when it had one, the same port."""
+        if self.port:
+            self.env["SYNTHORG_BACKEND_PORT"] = str(self.port)
+        self.start()
+        return self
+
+
+@contextmanager
+def running(*nodes: FedNode) -> Iterator[tuple[FedNode, ...]]:
+    """Start the nodes side by side (each start waits for its own started event), and
+    stop every one that started, whatever happens."""
+    with ThreadPoolExecutor(len(nodes)) as pool:
+        starts = [pool.submit(node.start) for node in nodes]
+    try:
+        for start in starts:
+            start.result()  # re-raises a node's start failure
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def link(x: FedNode, y: FedNode) -> str:
+    """Register x and y with each other, both records holding one new link secret."""
+    secret = secrets.token_urlsafe(24)
+    x.add_peer(y.name, y.url, secret)
+    y.add_peer(x.name, x.url, secret)
+    return secret
+
+
+def delegate(node: FedNode, peer: str, text: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    """`delegate PEER TEXT EXTRA --json`: (exit code, the outbound record)."""
+    result = node.cli("delegate", peer, text, *extra, "--json")
+    assert result.stdout, f"no record printed (exit {result.returncode}): {result.stderr}"
+    record: dict[str, Any] = json.loads(result.stdout)
+    return result.returncode, record
+
+
+def artifact_texts(task: dict[str, Any]) -> list[str]:
+    return [
+        part["text"]
+        for artifact in task.get("artifacts") or []
+        for part in artifact["parts"]
+        if part["kind"] == "text"
+    ]
+
+
+def status_text(task: dict[str, Any]) -> str:
+    message = task["status"].get("message") or {}
+    return "\n".join(p["text"] for p in message.get("parts", []) if p["kind"] == "text")
