@@ -10,11 +10,16 @@ from typing import Any
 
 from synthorg.a2a.auth import PeerGate
 from synthorg.a2a.config import ConfigError, NodeConfig, load_config
+from synthorg.admin.audit import AuditLog
+from synthorg.admin.guard import AdminTokenGuardedGate
+from synthorg.admin.service import AdminService, PeersAdmin, SettingsAdmin
+from synthorg.admin.token import AdminToken
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.cards.publisher import CardPublisher
 from synthorg.delegation import Delegator
 from synthorg.generated.models import AgentConfig
 from synthorg.observability.events import a2a as events
+from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.settings.store import SqliteSettingsStore
@@ -63,6 +68,8 @@ class Node:
     agent_ids: frozenset[str]
     settings: RuntimeSettings
     delegator: Delegator
+    admin_token: AdminToken  # the operator's; only its digest is held
+    admin: AdminService  # what the admin API does (settings, peers), audited
 
     # GatewaySettings, read by the transport middleware on every request.
     @property
@@ -76,6 +83,13 @@ class Node:
     @classmethod
     def build(cls, data_dir: Path, host: str = "127.0.0.1") -> Node:
         config = load_config(data_dir)
+        admin_token = AdminToken.load(data_dir)  # before the store: a bad token stops the start
+        audit = AuditLog(data_dir)
+        try:
+            audit.prepare()
+        except OSError as exc:
+            raise ConfigError(f"{audit.path}: cannot write the audit log ({exc.strerror})"
+                              ) from None
         db = open_database(data_dir)
         catalog = SqliteCatalog(db, SecretBox.for_data_dir(data_dir))
         task_store = SqliteTaskStore(db)
@@ -121,7 +135,11 @@ class Node:
             )
         )
         skills = SkillDirectory(config.agents, discovery)
-        gate = PeerGate(config.allowed_peers, gate_catalog)
+        # The admin token is never accepted as a peer credential, whatever the catalog holds.
+        gate = AdminTokenGuardedGate(config.allowed_peers, gate_catalog, admin_token)
+        admin = AdminService(
+            SettingsAdmin(settings, config.a2a, audit), PeersAdmin(catalog, audit, [admin_token])
+        )
         return cls(
             data_dir,
             config,
@@ -136,9 +154,29 @@ class Node:
             agent_ids=frozenset(agent.id for agent in config.agents),
             settings=settings,
             delegator=delegator,
+            admin_token=admin_token,
+            admin=admin,
         )
 
+    def warn_about_admin_token_reuse(self) -> None:
+        """A catalog secret equal to the admin token (possible when the token comes from the
+        environment) is never accepted by the gate; say so, once, at start-up."""
+        try:
+            records = self.catalog.list()
+        except Exception:
+            return  # an undecryptable secret is reported where it is used
+        for record in records:
+            if self.admin_token.matches_text(record.secret):
+                emit(
+                    admin_events.PEER_SECRET_IS_ADMIN_TOKEN,
+                    level="warning",
+                    peer_name=record.name,
+                    reason="this peer's stored secret is the admin token, which the peer gate "
+                    "never accepts: give the peer a secret of its own",
+                )
+
     async def startup(self) -> None:
+        self.warn_about_admin_token_reuse()
         recovered = await self.task_store.recover(now_iso())
         if recovered:
             emit(

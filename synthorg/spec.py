@@ -15,7 +15,14 @@ from typing import Any
 
 import yaml
 
-SCHEMA_FILES = ("a2a.json", "methods.json", "jsonrpc.json", "config.json", "card.json")
+SCHEMA_FILES = (
+    "a2a.json",
+    "methods.json",
+    "jsonrpc.json",
+    "config.json",
+    "card.json",
+    "admin.json",
+)
 
 
 def spec_dir() -> Path:

@@ -21,7 +21,9 @@ from connexion.middleware.server_error import ServerErrorMiddleware  # noqa: E40
 from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
 
 from synthorg.a2a.transport import GatewayMiddleware  # noqa: E402
+from synthorg.admin.middleware import AdminMiddleware  # noqa: E402
 from synthorg.api.connexion_compat import allow_openapi_31  # noqa: E402
+from synthorg.api.spec_routes import SpecRoutes  # noqa: E402
 from synthorg.node import Node  # noqa: E402
 from synthorg.spec import bundled_openapi  # noqa: E402
 
@@ -64,4 +66,14 @@ def create_app(node: Node) -> AsyncApp:
         settings_provider=lambda: node,
     )
     app.add_middleware(_NodeScope, position=MiddlewarePosition.BEFORE_EXCEPTION, node=node)
+    # The admin API (/api/v1/admin/): the operator's token, on headers, before any body byte.
+    app.add_middleware(
+        AdminMiddleware,
+        position=MiddlewarePosition.BEFORE_EXCEPTION,
+        token_provider=lambda: node.admin_token,
+    )
+    # The published contract and /docs: public, served whether or not the gateway is on.
+    app.add_middleware(
+        SpecRoutes, position=MiddlewarePosition.BEFORE_EXCEPTION, document=bundled_openapi()
+    )
     return app

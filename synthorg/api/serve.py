@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 from synthorg.a2a.config import CONFIG_FILE, ConfigError
-from synthorg.node import Node
+from synthorg.node import Node, is_loopback
 from synthorg.observability.events import a2a as events
+from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import configure_logging, emit
 from synthorg.paths import data_dir_from_env
 from synthorg.store.db import SchemaVersionError
@@ -43,6 +44,7 @@ def serve(data_dir: Path, host: str, port: int) -> int:
         print(
             f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)", file=sys.stderr
         )
+    _announce_admin_token(node, host)
     try:
         sock = _listen(host, port)
     except OSError as exc:
@@ -67,6 +69,31 @@ def serve(data_dir: Path, host: str, port: int) -> int:
     finally:
         node.close()
     return 0
+
+
+def _announce_admin_token(node: Node, host: str) -> None:
+    """Say where the operator's admin token is; never the token itself."""
+    token = node.admin_token
+    if token.path is None:
+        where = "from SYNTHORG_ADMIN_TOKEN"
+    else:
+        where = f"in {token.path} (mode 0600{', generated now' if token.created else ''})"
+    print(f"admin API token: {where}", file=sys.stderr)
+    emit(
+        admin_events.TOKEN_READY,
+        source=token.source,
+        path=None if token.path is None else str(token.path),
+        created=token.created,
+    )
+    if not is_loopback(host):
+        emit(
+            admin_events.NON_LOOPBACK,
+            level="warning",
+            host=host,
+            reason="the admin API (/api/v1/admin/) shares this socket and sends its bearer token "
+            "in the clear over plain HTTP: put TLS in front of the node, or keep "
+            "/api/v1/admin/ off the public listener",
+        )
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -2,7 +2,10 @@
 
 Each command group is a module with `register(subparsers)`, which adds its parser and sets
 `handler` (args -> exit code) on every leaf command; adding a group is one line in COMMANDS.
-Exit codes: 0 ok, 1 not found, 2 usage, validation or configuration error.
+Exit codes: 0 ok, 1 not found, 2 usage, validation or configuration error; `delegate` and
+`tasks` add 3 (a peer refused or failed), 4 (the task did not succeed) and 5 (gave up
+following); `settings` and `peers` with `--url` add 3 (the node could not be reached, refused
+the admin token, or answered unexpectedly).
 """
 
 from __future__ import annotations
@@ -13,11 +16,27 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from synthorg.cli import peers_cmd, serve_cmd
+from synthorg.cli import (
+    config_cmd,
+    delegate_cmd,
+    peers_cmd,
+    serve_cmd,
+    settings_cmd,
+    spec_cmd,
+    tasks_cmd,
+)
 from synthorg.cli.common import EXIT_USAGE, CliError, CliParser, CommandGroup, Handler
 
 PROG = "synthorg-a2a"
-COMMANDS: tuple[CommandGroup, ...] = (serve_cmd, peers_cmd)
+COMMANDS: tuple[CommandGroup, ...] = (
+    serve_cmd,
+    peers_cmd,
+    settings_cmd,
+    delegate_cmd,
+    tasks_cmd,
+    config_cmd,
+    spec_cmd,
+)
 
 
 def _version() -> str:

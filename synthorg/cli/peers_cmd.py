@@ -3,6 +3,11 @@
 A running node reads the catalog on every request, so changes apply to its next request.
 Secrets go in through standard input or an environment variable (never a command-line
 argument, which other users can see in the process list) and are never printed back.
+
+Locally (`--data-dir`, the default) the command edits the data dir's catalog and records each
+change in its `audit.log` (`via: "cli"`). With `--url URL` it edits a running node's catalog
+through the admin API, with the operator's admin token (see `synthorg.cli.settings_cmd`).
+A secret equal to the node's admin token is refused either way.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from synthorg.a2a.names import canonical_peer_name
+from synthorg.admin.audit import AuditLog
+from synthorg.admin.client import AdminClient, AdminRefused
+from synthorg.admin.errors import AdminProblem
+from synthorg.admin.service import PeersAdmin
+from synthorg.admin.token import known_tokens
 from synthorg.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -24,6 +34,7 @@ from synthorg.cli.common import (
     print_json,
     shown,
 )
+from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
 from synthorg.store.catalog import MAX_SECRET_LENGTH, SCHEMES, PeerRecord, canonical_endpoint
 
 if TYPE_CHECKING:
@@ -60,22 +71,26 @@ def register(subparsers: Subparsers) -> None:
     add.add_argument("--secret-env", metavar="VAR",
                      help="read the secret from environment variable VAR instead of stdin")
     add_data_dir_option(add)
+    add_remote_options(add)
     add.set_defaults(handler=run_add)
 
     list_ = commands.add_parser("list", help="list peers (never their secrets)")
     list_.add_argument("--json", action="store_true", help="print a JSON array")
     add_data_dir_option(list_)
+    add_remote_options(list_)
     list_.set_defaults(handler=run_list)
 
     show = commands.add_parser("show", help="show one peer (never its secret)")
     show.add_argument("name", metavar="NAME")
     show.add_argument("--json", action="store_true", help="print a JSON object")
     add_data_dir_option(show)
+    add_remote_options(show)
     show.set_defaults(handler=run_show)
 
     remove = commands.add_parser("remove", help="remove a peer")
     remove.add_argument("name", metavar="NAME")
     add_data_dir_option(remove)
+    add_remote_options(remove)
     remove.set_defaults(handler=run_remove)
 
 
@@ -90,17 +105,53 @@ def run_add(args: argparse.Namespace) -> int:
         canonical_endpoint(args.endpoint)
     except ValueError as exc:
         fail(str(exc))
+    client = remote_client(args)
     secret = _read_secret(args.secret_env, name)
-    with open_catalog(data_dir(args)) as catalog:
-        try:
-            created = catalog.put(name, args.endpoint, args.scheme, secret)
-        except ValueError as exc:  # the catalog's messages never echo the secret
-            fail(str(exc))
-        record = catalog.get(name)
-    assert record is not None
-    print(f"{'added' if created else 'updated'} peer {record.name} "
-          f"(endpoint {record.endpoint}, scheme {record.scheme})")
+    if client is not None:
+        public, created = _add_remote(client, name, args.endpoint, args.scheme, secret)
+    else:
+        directory = data_dir(args)
+        with open_catalog(directory) as catalog:
+            peers = PeersAdmin(catalog, AuditLog(directory), known_tokens(directory))
+            try:
+                record, created = peers.put(name, args.endpoint, args.scheme, secret,
+                                            via="cli", user=cli_user())
+            except AdminProblem as problem:  # its messages never echo the secret
+                fail(problem.message)
+        public = _public(record)
+    print(f"{'added' if created else 'updated'} peer {public['name']} "
+          f"(endpoint {public['endpoint']}, scheme {public['scheme']})")
     return EXIT_OK
+
+
+def _add_remote(client: AdminClient, name: str, endpoint: str, scheme: str, secret: str
+                ) -> tuple[dict[str, str], bool]:
+    """Create, or replace when the name is taken (`peers add` adds or replaces)."""
+
+    def create() -> dict[str, Any] | None:
+        try:
+            return client.create_peer(name, endpoint, scheme, secret)
+        except AdminRefused as exc:
+            if exc.status == 409:
+                return None
+            raise
+
+    created = call_remote(create)
+    if created is not None:
+        return _remote_public(created), True
+    replaced = call_remote(lambda: client.replace_peer(name, endpoint, scheme, secret))
+    return _remote_public(replaced), False
+
+
+def _remote_public(peer: dict[str, Any]) -> dict[str, str]:
+    """An AdminPeer in the CLI's own shape (what `_public` prints for a local record)."""
+    return {
+        "name": peer["name"],
+        "endpoint": peer["endpoint"],
+        "scheme": peer["scheme"],
+        "created_at": peer["createdAt"],
+        "updated_at": peer["updatedAt"],
+    }
 
 
 def _read_secret(env_var: str | None, name: str) -> str:
@@ -155,18 +206,24 @@ def _public(record: PeerRecord) -> dict[str, str]:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    directory = data_dir(args)
-    with open_catalog(directory) as catalog:
-        records = catalog.list()
+    client = remote_client(args)
+    if client is not None:
+        records = [_remote_public(p) for p in call_remote(client.list_peers)]
+        where = args.url
+    else:
+        where = str(data_dir(args))
+        with open_catalog(data_dir(args)) as catalog:
+            records = [_public(r) for r in catalog.list()]
     if args.json:
-        print_json([_public(r) for r in records])
+        print_json(records)
     elif not records:
-        print(f"no peers in {directory} (add one with: synthorg-a2a peers add NAME "
+        print(f"no peers in {where} (add one with: synthorg-a2a peers add NAME "
               "--endpoint URL)")
     else:
         header = ("NAME", "ENDPOINT", "SCHEME", "CREATED", "UPDATED")
         rows = [header] + [
-            (r.name, r.endpoint, r.scheme, r.created_at, r.updated_at) for r in records
+            (r["name"], r["endpoint"], r["scheme"], r["created_at"], r["updated_at"])
+            for r in records
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         for row in rows:
@@ -175,14 +232,22 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    with open_catalog(data_dir(args)) as catalog:
-        record = catalog.get(args.name)
-    if record is None:
-        _not_found(args.name)
-    if args.json:
-        print_json(_public(record))
+    client = remote_client(args)
+    if client is not None:
+        name = _remote_name(args.name)
+        public = _remote_public(
+            call_remote(lambda: client.get_peer(name), not_found=lambda: _not_found(args.name))
+        )
     else:
-        fields = {**_public(record), "secret": SECRET_SHOWN}
+        with open_catalog(data_dir(args)) as catalog:
+            record = catalog.get(args.name)
+        if record is None:
+            _not_found(args.name)
+        public = _public(record)
+    if args.json:
+        print_json(public)
+    else:
+        fields = {**public, "secret": SECRET_SHOWN}
         width = max(len(key) for key in fields) + 1
         for key in ("name", "endpoint", "scheme", "secret", "created_at", "updated_at"):
             print(f"{key + ':':<{width}} {fields[key]}")
@@ -190,12 +255,29 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_remove(args: argparse.Namespace) -> int:
-    with open_catalog(data_dir(args)) as catalog:
-        removed = catalog.remove(args.name)
-    if not removed:
-        _not_found(args.name)
-    print(f"removed peer {canonical_peer_name(args.name)}")
+    client = remote_client(args)
+    if client is not None:
+        name = _remote_name(args.name)
+        call_remote(lambda: client.delete_peer(name), not_found=lambda: _not_found(args.name))
+    else:
+        name = canonical_peer_name(args.name) or ""
+        directory = data_dir(args)
+        with open_catalog(directory) as catalog:
+            peers = PeersAdmin(catalog, AuditLog(directory), [])
+            try:
+                peers.delete(name, via="cli", user=cli_user())
+            except AdminProblem:
+                _not_found(args.name)
+    print(f"removed peer {name}")
     return EXIT_OK
+
+
+def _remote_name(raw: str) -> str:
+    """The canonical name the admin API knows the peer by (it takes no other spelling)."""
+    name = canonical_peer_name(raw)
+    if name is None:
+        _not_found(raw)
+    return name
 
 
 def _not_found(raw: str) -> NoReturn:

@@ -476,6 +476,93 @@ class CardError(SpecModel):
     message: str
 
 
+SettingName = Literal['a2a.client_timeout_seconds', 'a2a.push_verification_clock_skew_seconds', 'a2a.card_cache_max_entries', 'a2a.max_message_parts']
+
+
+class SettingView(SpecModel):
+    """A setting and the value in force: the runtime write if any (source runtime), else config.yaml (config), else the default (default). Type and range are the a2a key's in spec/schemas/config.json."""
+
+    name: SettingName
+    value: float
+    source: Literal['runtime', 'config', 'default']
+    default: float
+    type_: Literal['integer', 'number'] = Field(alias='type')
+    minimum: float
+    maximum: float
+    description: str
+
+
+class SettingList(SpecModel):
+    """Every runtime setting, in a fixed order."""
+
+    settings: Annotated[list[SettingView], Field(max_length=64)]
+
+
+class SettingWrite(SpecModel):
+    """A runtime write. The value must have the setting's type and lie in its range (see SettingView), else 400 naming the setting and its range; nothing is written then."""
+
+    value: float
+
+
+PeerScheme = Literal['api_key', 'bearer']
+
+
+PeerEndpoint = Annotated[str, Field(min_length=8, max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@\\u0000-\\u001f\\u007f]+(/[^\\s?#\\u0000-\\u001f\\u007f]*)?$')]
+
+
+PeerSecret = Annotated[str, Field(min_length=1, max_length=4096, pattern='^[^\\s\\u0000-\\u001f\\u007f](?:[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f])?$')]
+
+
+class AdminPeer(SpecModel):
+    """An a2a_peer record as the admin API shows it: never its secret."""
+
+    name: PeerName
+    endpoint: Annotated[str, Field(max_length=2048)]
+    scheme: PeerScheme
+    createdAt: str
+    updatedAt: str
+
+
+class PeerList(SpecModel):
+    """Every a2a_peer record, by name."""
+
+    peers: list[AdminPeer]
+
+
+class PeerCreate(SpecModel):
+    """A new a2a_peer record; 409 if the name is taken."""
+
+    name: PeerName
+    endpoint: PeerEndpoint
+    scheme: PeerScheme
+    secret: PeerSecret
+
+
+class PeerReplace(SpecModel):
+    """Everything of an existing record but its name (which the path gives) and its creation time."""
+
+    endpoint: PeerEndpoint
+    scheme: PeerScheme
+    secret: PeerSecret
+
+
+class AdminStatus(SpecModel):
+    """What the node is doing with its settings right now."""
+
+    a2aEnabled: bool
+    cardCacheEntries: Annotated[int, Field(ge=0)]
+    cardCacheMaxEntries: Annotated[int, Field(ge=1)]
+
+
+class AdminError(SpecModel):
+    """Why an admin request was refused. error is a short code; message says it for people; key names the setting or field at fault and allowed its allowed values, when there is one."""
+
+    error: Literal['unauthorized', 'not_found', 'unknown_setting', 'unknown_peer', 'method_not_allowed', 'invalid_body', 'invalid_value', 'peer_exists', 'too_large', 'unsupported_media_type', 'internal_error']
+    message: str
+    key: Annotated[str | None, NoNull] = None
+    allowed: Annotated[str | None, NoNull] = None
+
+
 TextPart.model_rebuild()
 FileWithBytes.model_rebuild()
 FileWithUri.model_rebuild()
@@ -526,3 +613,12 @@ AgentCard.model_rebuild()
 PeerSkill.model_rebuild()
 PeerCard.model_rebuild()
 CardError.model_rebuild()
+SettingView.model_rebuild()
+SettingList.model_rebuild()
+SettingWrite.model_rebuild()
+AdminPeer.model_rebuild()
+PeerList.model_rebuild()
+PeerCreate.model_rebuild()
+PeerReplace.model_rebuild()
+AdminStatus.model_rebuild()
+AdminError.model_rebuild()

@@ -46,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG_FILE = ROOT / "schemathesis.toml"
 RPC_BODY_REF = "#/components/schemas/JsonRpcRequest"
 _AGENT_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+_PEER_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+ADMIN_PEER_PATH = "/api/v1/admin/peers/"
 
 PEER = "contract-peer"
 # A throwaway credential for a throwaway data dir; it only has to be the same on both sides.
@@ -92,23 +94,47 @@ def prepare_data_dir(data_dir: Path) -> Path:
 AGENT_IDS = ("echo", "parker", "0")
 
 
-def load_schema() -> OpenApiSchema:
+ADMIN_PATHS = r"^/api/v1/admin/"
+OTHER_PATHS = r"^/(?!api/v1/admin/)"
+
+
+def load_schema(*, admin: bool = False) -> OpenApiSchema:
     """The bundled spec as a Schemathesis schema, with schemathesis.toml applied and this
-    package's hooks registered on it (on it only: nothing global)."""
+    package's hooks registered on it (on it only: nothing global).
+
+    The peer-facing operations and the admin API (`/api/v1/admin/`) are fuzzed in separate
+    runs: they have different credentials, and the admin run changes the node's settings and
+    catalog. `admin=False` is the peer-facing operations, `admin=True` the admin API only.
+    (Exclusions, not inclusions: schemathesis.toml's `[[operations]]` already install an
+    include-everything filter, and includes are alternatives.)"""
     config = schemathesis.Config.from_path(CONFIG_FILE)
-    schema = schemathesis.openapi.from_dict(copy.deepcopy(bundled_openapi()), config=config)
-    schema.hook(map_path_parameters)
-    schema.hook(filter_failure)
-    return schema
+    loaded = schemathesis.openapi.from_dict(copy.deepcopy(bundled_openapi()), config=config)
+    selected = loaded.exclude(path_regex=OTHER_PATHS if admin else ADMIN_PATHS)
+    assert isinstance(selected, OpenApiSchema)
+    selected.hook(map_path_parameters)
+    selected.hook(filter_failure)
+    return selected
 
 
 def map_path_parameters(
     context: schemathesis.HookContext, path_parameters: dict[str, Any] | None
 ) -> dict[str, Any] | None:
     """Point about half of the well-formed generated agent ids at the node's real agents, so
-    the per-agent endpoints and cards are exercised past their 404. Malformed ids (negative
-    data) are left alone. Deterministic: the choice is a checksum of the generated id."""
+    the per-agent endpoints and cards are exercised past their 404; likewise a third of the
+    admin API's well-formed peer names at the catalog's real peer. Malformed ids and names
+    (negative data) are left alone. Deterministic: the choice is a checksum of what was
+    generated."""
     if not path_parameters:
+        return path_parameters
+    name = path_parameters.get("name")
+    if (
+        context.operation is not None
+        and context.operation.path.startswith(ADMIN_PEER_PATH)
+        and isinstance(name, str)
+        and _PEER_NAME.fullmatch(name)
+    ):
+        if zlib.crc32(name.encode()) % 3 == 0:
+            return {**path_parameters, "name": PEER}
         return path_parameters
     agent_id = path_parameters.get("agent_id")
     if not isinstance(agent_id, str) or not _AGENT_ID.fullmatch(agent_id):

@@ -1,0 +1,282 @@
+"""What the admin API and the CLI do to settings and peer records, in one place.
+
+Each change is validated in full before anything is written, written in one store transaction,
+and then audited (`synthorg.admin.audit`) with where it came from (`via`). Within a process,
+changes are serialised by a lock, so a create-if-absent or replace-if-present decision and its
+write cannot be interleaved with another admin change, and the audit trail records them in the
+order they were made; between processes (the CLI and a node, or replicas sharing a store) each
+write is one transaction and the last one wins.
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from synthorg.a2a.names import canonical_peer_name
+from synthorg.admin.audit import AuditLog, Via
+from synthorg.admin.errors import AdminProblem
+from synthorg.admin.token import AdminToken
+from synthorg.generated.models import A2AConfig
+from synthorg.observability.events.admin import (
+    PEER_CREATED,
+    PEER_DELETED,
+    PEER_REPLACED,
+    SETTING_CHANGED,
+    SETTING_RESET,
+)
+from synthorg.settings.definitions.a2a import NAMESPACE, SettingDefinition, definitions
+from synthorg.settings.runtime import RuntimeSettings, SettingView, Source
+from synthorg.store.catalog import SCHEMES, Catalog, PeerRecord, canonical_endpoint
+from synthorg.store.secretbox import SecretBoxError
+
+_MAX_NAME_SHOWN = 80
+
+
+def setting_json(view: SettingView) -> dict[str, Any]:
+    """A SettingView (spec/schemas/admin.json); integers stay integers."""
+    d = view.definition
+    return {
+        "name": d.name,
+        "value": view.value,
+        "source": view.source,
+        "default": d.default,
+        "type": d.type,
+        "minimum": d.minimum,
+        "maximum": d.maximum,
+        "description": d.description,
+    }
+
+
+def peer_json(record: PeerRecord) -> dict[str, Any]:
+    """An AdminPeer (spec/schemas/admin.json): never the secret."""
+    return {
+        "name": record.name,
+        "endpoint": record.endpoint,
+        "scheme": record.scheme,
+        "createdAt": record.created_at,
+        "updatedAt": record.updated_at,
+    }
+
+
+def _shown(name: str) -> str:
+    clipped = name[:_MAX_NAME_SHOWN]
+    return repr(clipped) + ("..." if len(name) > _MAX_NAME_SHOWN else "")
+
+
+def setting_definition(name: str, *, allow_bare: bool = False) -> SettingDefinition:
+    """The setting `name` names (`a2a.key`; also plain `key` when `allow_bare`), else 404."""
+    prefix = f"{NAMESPACE}."
+    key = name[len(prefix) :] if name.startswith(prefix) else (name if allow_bare else None)
+    found = definitions().get(key) if key is not None else None
+    if found is None:
+        known = ", ".join(d.name for d in definitions().values())
+        raise AdminProblem(404, "unknown_setting",
+                           f"unknown setting {_shown(name)}; known: {known}")
+    return found
+
+
+class SettingsAdmin:
+    def __init__(self, settings: RuntimeSettings, config: A2AConfig, audit: AuditLog) -> None:
+        self.settings = settings
+        self._config = config
+        self._audit = audit
+        self._lock = threading.Lock()
+
+    def list(self) -> list[SettingView]:
+        return self.settings.all()
+
+    def get(self, name: str, *, allow_bare: bool = False) -> SettingView:
+        return self.settings.view(setting_definition(name, allow_bare=allow_bare).name)
+
+    def set(self, name: str, raw: Any, *, via: Via, allow_bare: bool = False,
+            **context: object) -> tuple[SettingView, float | int, Source]:
+        """Validate, write, audit; returns (the view now, the value before, its source)."""
+        definition = setting_definition(name, allow_bare=allow_bare)
+        try:
+            definition.coerce(raw)
+        except ValueError as exc:
+            raise AdminProblem(400, "invalid_value", str(exc), key=definition.name,
+                               allowed=definition.describe_range()) from None
+        with self._lock:  # audited under the lock: the trail's order is the writes' order
+            view, previous = self.settings.set(definition.name, raw)
+            old, old_source = self._before(definition, previous)
+            self._audit.record(SETTING_CHANGED, via=via, key=definition.name, old=old,
+                               old_source=old_source, new=view.value, new_source=view.source,
+                               **context)
+        return view, old, old_source
+
+    def reset(self, name: str, *, via: Via, allow_bare: bool = False,
+              **context: object) -> tuple[SettingView, float | int, Source]:
+        definition = setting_definition(name, allow_bare=allow_bare)
+        with self._lock:  # audited under the lock: the trail's order is the writes' order
+            view, previous = self.settings.reset(definition.name)
+            old, old_source = self._before(definition, previous)
+            self._audit.record(SETTING_RESET, via=via, key=definition.name, old=old,
+                               old_source=old_source, new=view.value, new_source=view.source,
+                               **context)
+        return view, old, old_source
+
+    def _before(self, definition: SettingDefinition, previous: Any
+                ) -> tuple[float | int, Source]:
+        """The value in force before a write, from the runtime value it replaced (if any)."""
+        if previous is not None:
+            try:
+                return definition.coerce(previous), "runtime"
+            except ValueError:
+                pass  # a corrupt stored value was not in force
+        if definition.key in self._config.model_fields_set:
+            return getattr(self._config, definition.key), "config"
+        return definition.default, "default"
+
+
+def _field_problem(exc: ValueError) -> AdminProblem:
+    """The catalog's ValueErrors start with the field's name and never echo a secret."""
+    message = str(exc)
+    field = message.split(" ", 1)[0]
+    key = field if field in ("name", "endpoint", "scheme", "secret") else None
+    return AdminProblem(400, "invalid_value", message, key=key)
+
+
+class PeersAdmin:
+    def __init__(self, catalog: Catalog, audit: AuditLog,
+                 admin_tokens: Sequence[AdminToken]) -> None:
+        self.catalog = catalog
+        self._audit = audit
+        self._admin_tokens = tuple(admin_tokens)
+        self._lock = threading.Lock()
+
+    def list(self) -> list[PeerRecord]:
+        return self.catalog.list()
+
+    def get(self, name: str) -> PeerRecord:
+        """The record (404 when there is none); raises SecretBoxError when its secret cannot
+        be decrypted."""
+        exists, record = self._lookup(name)
+        if record is None:
+            if exists:
+                record = self.catalog.get(name)  # raises the SecretBoxError again
+            raise AdminProblem(404, "unknown_peer", f"no peer named {_shown(name)}")
+        return record
+
+    def require(self, name: str) -> None:
+        """404 unless a record by this (canonical) name exists, readable or not."""
+        if not self._lookup(name)[0]:
+            raise AdminProblem(404, "unknown_peer", f"no peer named {_shown(name)}")
+
+    def _lookup(self, name: str) -> tuple[bool, PeerRecord | None]:
+        """(whether a record exists, the record if its secret can be read). Only the
+        canonical spelling names a record here: `A` is not `a`. A record whose secret cannot
+        be decrypted (a rotated key) can still be replaced or deleted, which repairs it."""
+        if canonical_peer_name(name) != name:
+            return False, None
+        try:
+            record = self.catalog.get(name)
+        except SecretBoxError:
+            return True, None
+        return record is not None, record
+
+    def create(self, name: str, endpoint: str, scheme: str, secret: str, *, via: Via,
+               **context: object) -> PeerRecord:
+        with self._lock:
+            self._validate(name, endpoint, scheme, secret)
+            if self._lookup(name)[0]:
+                raise AdminProblem(409, "peer_exists",
+                                   f"a peer named {name!r} exists; replace it with PUT")
+            record = self._write(name, endpoint, scheme, secret)
+            self._audit_write(PEER_CREATED, None, record, True, via, context)
+        return record
+
+    def replace(self, name: str, endpoint: str, scheme: str, secret: str, *, via: Via,
+                **context: object) -> PeerRecord:
+        with self._lock:
+            exists, old = self._lookup(name)
+            if not exists:
+                raise AdminProblem(404, "unknown_peer", f"no peer named {_shown(name)}")
+            self._validate(name, endpoint, scheme, secret)
+            record = self._write(name, endpoint, scheme, secret)
+            self._audit_write(PEER_REPLACED, old, record, _changed(old, secret), via, context)
+        return record
+
+    def put(self, name: str, endpoint: str, scheme: str, secret: str, *, via: Via,
+            **context: object) -> tuple[PeerRecord, bool]:
+        """Create or replace (the CLI's `peers add`); True when created."""
+        with self._lock:
+            self._validate(name, endpoint, scheme, secret)
+            canonical = canonical_peer_name(name)
+            assert canonical is not None  # _validate checked it
+            exists, old = self._lookup(canonical)
+            record = self._write(canonical, endpoint, scheme, secret)
+            if not exists:
+                self._audit_write(PEER_CREATED, None, record, True, via, context)
+            else:
+                self._audit_write(PEER_REPLACED, old, record, _changed(old, secret), via,
+                                  context)
+        return record, not exists
+
+    def delete(self, name: str, *, via: Via, **context: object) -> None:
+        with self._lock:
+            exists, old = self._lookup(name)
+            if not exists or not self.catalog.remove(name):
+                raise AdminProblem(404, "unknown_peer", f"no peer named {_shown(name)}")
+            self._audit.record(PEER_DELETED, via=via, peer=name,
+                               old=None if old is None else _public(old), new=None, **context)
+
+    def _validate(self, name: str, endpoint: str, scheme: str, secret: str) -> None:
+        """Everything the catalog would refuse, and a secret that is the admin token."""
+        if canonical_peer_name(name) is None:
+            raise AdminProblem(
+                400, "invalid_value",
+                "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a "
+                "letter or digit", key="name")
+        try:
+            canonical_endpoint(endpoint)
+        except ValueError as exc:
+            raise _field_problem(exc) from None
+        if scheme not in SCHEMES:
+            raise AdminProblem(400, "invalid_value", "scheme must be 'api_key' or 'bearer'",
+                               key="scheme", allowed="api_key or bearer")
+        matches = [token.matches_text(secret) for token in self._admin_tokens]
+        if any(matches):
+            raise AdminProblem(
+                400, "invalid_value",
+                "secret must not be this node's admin token: peer credentials and the admin "
+                "token are kept apart", key="secret")
+
+    def _write(self, name: str, endpoint: str, scheme: str, secret: str) -> PeerRecord:
+        try:
+            self.catalog.put(name, endpoint, scheme, secret)
+        except ValueError as exc:  # e.g. a secret with control characters
+            raise _field_problem(exc) from None
+        record = self.catalog.get(name)
+        assert record is not None
+        return record
+
+    def _audit_write(self, event: str, old: PeerRecord | None, new: PeerRecord,
+                     secret_changed: bool, via: Via, context: dict[str, object]) -> None:
+        self._audit.record(event, via=via, peer=new.name,
+                           old=None if old is None else _public(old), new=_public(new),
+                           secret_changed=secret_changed, **context)
+
+
+def _public(record: PeerRecord) -> dict[str, str]:
+    return {"endpoint": record.endpoint, "scheme": record.scheme}
+
+
+def _changed(old: PeerRecord | None, secret: str) -> bool:
+    """Whether `secret` differs from the old record's (True when that one was unreadable)."""
+    if old is None:
+        return True
+    return not hmac.compare_digest(old.secret.encode("utf-8", "surrogateescape"),
+                                   secret.encode("utf-8", "surrogateescape"))
+
+
+@dataclass(frozen=True)
+class AdminService:
+    """The node's admin operations (the admin handlers use it)."""
+
+    settings: SettingsAdmin
+    peers: PeersAdmin

@@ -1,0 +1,31 @@
+"""Admin API and audit event names.
+
+The five audit events (every change to a runtime setting or an `a2a_peer` record) carry `via`
+("admin_api" or "cli"), the setting `key` or `peer` name, and `old` / `new` values; a peer's
+secret is never in them, only `secret_changed`. They go to the event stream and, as JSON lines,
+to `audit.log` in the data directory (see `synthorg.admin.audit`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Audit: one per change.
+SETTING_CHANGED: Final = "admin.setting.changed"
+SETTING_RESET: Final = "admin.setting.reset"
+PEER_CREATED: Final = "admin.peer.created"
+PEER_REPLACED: Final = "admin.peer.replaced"
+PEER_DELETED: Final = "admin.peer.deleted"
+AUDIT_EVENTS: Final = frozenset(
+    {SETTING_CHANGED, SETTING_RESET, PEER_CREATED, PEER_REPLACED, PEER_DELETED}
+)
+
+# The admin API itself.
+AUTH_FAILED: Final = "admin.auth_failed"  # 401: no, malformed or wrong admin token
+REQUEST_REJECTED: Final = "admin.request.rejected"  # 400/404/405/413/415 before the handler
+REQUEST_REFUSED: Final = "admin.request.refused"  # the handler refused it (400/404/409)
+INTERNAL_ERROR: Final = "admin.internal_error"  # 500
+TOKEN_READY: Final = "admin.token.ready"  # where the token came from (never the token)
+NON_LOOPBACK: Final = "admin.api.non_loopback"  # the admin API shares a non-loopback socket
+PEER_SECRET_IS_ADMIN_TOKEN: Final = "admin.peer_secret_is_admin_token"  # such a peer is refused
+AUDIT_WRITE_FAILED: Final = "admin.audit.write_failed"  # audit.log could not be appended to
