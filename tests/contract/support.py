@@ -10,10 +10,6 @@ object, so two custom checks hold the JSON-RPC side of the contract:
   `result` and `error`.
 
 Together with the built-in checks (`not_a_server_error` among them) they make up ALL_CHECKS.
-
-Mismatches already found and reported are listed in KNOWN_ISSUES: a `filter_failure` hook drops
-(and counts) exactly those, each pinned by a strict xfail in test_spec_mismatches.py, so the fuzz
-runs stay green and keep looking for anything else.
 """
 
 from __future__ import annotations
@@ -23,8 +19,6 @@ import json
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -32,7 +26,6 @@ from typing import Any
 import schemathesis
 from jsonschema import Draft202012Validator
 from schemathesis.checks import CHECKS, CheckContext, load_all_checks, max_response_time
-from schemathesis.core.failures import AcceptedNegativeData, Failure
 from schemathesis.schemas import APIOperation
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
@@ -112,7 +105,6 @@ def load_schema(*, admin: bool = False) -> OpenApiSchema:
     selected = loaded.exclude(path_regex=OTHER_PATHS if admin else ADMIN_PATHS)
     assert isinstance(selected, OpenApiSchema)
     selected.hook(map_path_parameters)
-    selected.hook(filter_failure)
     return selected
 
 
@@ -235,54 +227,6 @@ def jsonrpc_result_or_error(
             "A conforming request was answered with HTTP 200 but not exactly one of "
             f"`result` / `error`: {json.dumps(envelope)[:500]}"
         )
-    return True
-
-
-# -- known spec/product mismatches -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KnownIssue:
-    """A mismatch already reported and pinned by a strict xfail test; the fuzz run records
-    it instead of failing on it, so it keeps looking for everything else."""
-
-    key: str
-    pinned_by: str
-    matches: Callable[[Failure, AnyCase, schemathesis.Response], bool]
-
-
-def _is_long_if_none_match(
-    failure: Failure, case: AnyCase, response: schemathesis.Response
-) -> bool:
-    return (
-        isinstance(failure, AcceptedNegativeData)
-        and case.operation.method.upper() == "GET"
-        and "parameter `If-None-Match` in header" in failure.message
-        and "maxLength" in failure.message
-    )
-
-
-KNOWN_ISSUES = (
-    KnownIssue(
-        "if-none-match-maxlength",
-        "tests/contract/test_spec_mismatches.py::test_if_none_match_longer_than_the_spec_allows",
-        _is_long_if_none_match,
-    ),
-)
-KNOWN_SEEN: Counter[str] = Counter()
-
-
-def filter_failure(
-    context: schemathesis.HookContext,
-    failure: Failure,
-    case: AnyCase,
-    response: schemathesis.Response,
-) -> bool:
-    """Keep every failure except the known, separately pinned mismatches (which are counted)."""
-    for issue in KNOWN_ISSUES:
-        if issue.matches(failure, case, response):
-            KNOWN_SEEN[issue.key] += 1
-            return False
     return True
 
 
