@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from synthorg.a2a.auth import Admitted, PeerGate
 from synthorg.a2a.errors import INTERNAL_ERROR, INVALID_REQUEST, UNKNOWN_AGENT, error_body
+from synthorg.api.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.cards.agent_ids import is_agent_id
 from synthorg.observability.events.a2a import INBOUND_AUTH_FAILED, INBOUND_REJECTED
 from synthorg.observability.log import emit
@@ -58,14 +59,6 @@ class GatewaySettings(Protocol):
 
     @property
     def gate(self) -> PeerGate: ...
-
-
-class _BodyTooLarge(Exception):
-    pass
-
-
-class _Disconnected(Exception):
-    pass
 
 
 class GatewayMiddleware:
@@ -144,10 +137,10 @@ class GatewayMiddleware:
             await _refuse(send, 415, INVALID_REQUEST, "Content-Type must be application/json")
             return
         try:  # step 7
-            body = await _read_body(receive, limit)
-        except _Disconnected:
+            body = await read_body(receive, limit)
+        except ClientDisconnected:
             return
-        except _BodyTooLarge:
+        except BodyTooLarge:
             _rejected("body_too_large_streamed", 413, path, peer_name=peer, limit=limit)
             await _too_large(send, limit)
             return
@@ -214,28 +207,6 @@ def _is_json(content_type: str | None) -> bool:
     if content_type is None:
         return False
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes:
-    """Buffer the body, giving up as soon as it passes ``limit``: at most ``limit``
-    bytes plus the chunk in hand are ever held."""
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        if message["type"] != "http.request":
-            continue
-        chunk: bytes = message.get("body", b"")
-        total += len(chunk)
-        if total > limit:
-            raise _BodyTooLarge
-        if chunk:
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from synthorg.admin.errors import NO_STORE, error_document, json_bytes
 from synthorg.admin.routes import is_admin_path, match_route
 from synthorg.admin.token import AdminToken, bearer_credential
+from synthorg.api.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.observability.events.admin import AUTH_FAILED, REQUEST_REJECTED
 from synthorg.observability.log import emit
 
@@ -38,14 +39,6 @@ SCOPE_ADMIN = "synthorg.admin"
 SCOPE_ADMIN_BODY = "synthorg.admin.body"
 WWW_AUTHENTICATE = b'Bearer realm="synthorg-admin"'
 _DIGITS = re.compile(rb"[0-9]{1,18}")
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class _Disconnected(Exception):
-    pass
 
 
 class AdminMiddleware:
@@ -100,10 +93,10 @@ class AdminMiddleware:
                           "Content-Type must be application/json")
             return
         try:
-            body = await _read_body(receive)
-        except _Disconnected:
+            body = await read_body(receive, MAX_BODY_BYTES)
+        except ClientDisconnected:
             return
-        except _TooLarge:
+        except BodyTooLarge:
             _rejected("body_too_large_streamed", 413, route.template, client)
             await _too_large(send)
             return
@@ -142,25 +135,6 @@ def _is_json(content_type: bytes | None) -> bool:
     if content_type is None:
         return False
     return content_type.split(b";", 1)[0].strip().lower() == b"application/json"
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        if message["type"] != "http.request":
-            continue
-        chunk: bytes = message.get("body", b"")
-        total += len(chunk)
-        if total > MAX_BODY_BYTES:
-            raise _TooLarge
-        if chunk:
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

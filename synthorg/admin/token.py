@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from synthorg.a2a.config import ConfigError
-from synthorg.store.db import ensure_private_dir
+from synthorg.store.private_file import publish_once
 
 TOKEN_ENV = "SYNTHORG_ADMIN_TOKEN"
 TOKEN_FILENAME = "admin.token"
@@ -154,37 +154,10 @@ def _read_token_file(path: Path) -> bytes | None:
 
 def _create_token_file(path: Path) -> tuple[bytes, bool]:
     """Publish a fresh token at `path`; returns (the token that won, whether it was ours)."""
-    ensure_private_dir(path.parent)
     token = secrets.token_urlsafe(32).encode("ascii")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        try:
-            os.write(fd, token + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            winner = _read_token_file(path)
-            if winner is None:  # pragma: no cover - removed between link() and read
-                raise AdminTokenError(f"{path} vanished while being created") from None
-            return winner, False
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    _fsync_dir(path.parent)
-    return token, True
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+    if publish_once(path, token + b"\n"):
+        return token, True
+    winner = _read_token_file(path)
+    if winner is None:  # pragma: no cover - removed between link() and read
+        raise AdminTokenError(f"{path} vanished while being created") from None
+    return winner, False

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from synthorg.store.db import ensure_private_dir
+from synthorg.store.private_file import publish_once
 
 KEY_ENV = "SYNTHORG_SECRET_KEY"
 KEY_FILENAME = "secret.key"
@@ -78,44 +78,11 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def _create_key(path: Path) -> bytes:
-    """Publish a fresh key at `path` atomically and return whichever key won.
-
-    The key is written and fsynced under a private temporary name, then hard-linked into
-    place: link() never replaces, so when two processes race exactly one key wins, and
-    nobody can read a half-written file.
-    """
-    ensure_private_dir(path.parent)
+    """Publish a fresh key at `path` and return whichever key won a race."""
     key = Fernet.generate_key()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        try:
-            os.write(fd, key + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            winner = _read_key(path)
-            if winner is None:  # pragma: no cover - removed between link() and read
-                raise SecretBoxError(f"{path} vanished while being created") from None
-            return winner
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    _fsync_dir(path.parent)
-    return key
-
-
-def _fsync_dir(path: Path) -> None:
-    # Make the new directory entry durable; not every platform can open a directory.
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+    if publish_once(path, key + b"\n"):
+        return key
+    winner = _read_key(path)
+    if winner is None:  # pragma: no cover - removed between link() and read
+        raise SecretBoxError(f"{path} vanished while being created") from None
+    return winner

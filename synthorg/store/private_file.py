@@ -1,0 +1,50 @@
+"""Publish a small private file (a key, a token) exactly once, even when processes race."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+from synthorg.store.db import ensure_private_dir
+
+
+def publish_once(path: Path, content: bytes) -> bool:
+    """Write `content` to `path` (mode 0600) unless it exists; True when ours won.
+
+    The content is written and fsynced under a private temporary name, then hard-linked into
+    place: link() never replaces, so of two racing processes exactly one wins, and nobody can
+    read a half-written file. The loser reads the winner's file.
+    """
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        try:
+            os.write(fd, content)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _fsync_dir(path.parent)
+    return True
+
+
+def _fsync_dir(path: Path) -> None:
+    # Make the new directory entry durable; not every platform can open a directory.
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
