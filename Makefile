@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test codegen lint clean
+.PHONY: venv demo test codegen lint bench clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,9 @@ test: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+bench: venv
+	$(BIN)/python -m bench.pipeline
 
 codegen: venv
 	$(BIN)/python -m codegen
