@@ -11,6 +11,7 @@ the admin token, or answered unexpectedly).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from synthorg.cli import (
     tasks_cmd,
 )
 from synthorg.cli.common import EXIT_USAGE, CliError, CliParser, CommandGroup, Handler
+from synthorg.observability.log import LOGGER_NAME
 
 PROG = "synthorg-a2a"
 COMMANDS: tuple[CommandGroup, ...] = (
@@ -60,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Commands report in their own words; node events (e.g. a card fetch that failed while
+    # probing peers) are for a node's log, not the operator's terminal.
+    logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

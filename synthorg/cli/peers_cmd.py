@@ -24,6 +24,7 @@ from synthorg.admin.client import AdminClient, AdminRefused
 from synthorg.admin.errors import AdminProblem
 from synthorg.admin.service import PeersAdmin
 from synthorg.admin.token import known_tokens
+from synthorg.cards.discovery import probe_peers
 from synthorg.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -35,7 +36,13 @@ from synthorg.cli.common import (
     shown,
 )
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
-from synthorg.store.catalog import MAX_SECRET_LENGTH, SCHEMES, PeerRecord, canonical_endpoint
+from synthorg.store.catalog import (
+    MAX_SECRET_LENGTH,
+    SCHEMES,
+    PeerAddress,
+    PeerRecord,
+    canonical_endpoint,
+)
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -76,6 +83,13 @@ def register(subparsers: Subparsers) -> None:
 
     list_ = commands.add_parser("list", help="list peers (never their secrets)")
     list_.add_argument("--json", action="store_true", help="print a JSON array")
+    list_.add_argument(
+        "--no-probe", action="store_true", help="do not fetch each peer's card (reachability)"
+    )
+    list_.add_argument(
+        "--timeout", type=float, default=3.0, metavar="S",
+        help="how long to wait for the peers' cards (default: 3)",
+    )
     add_data_dir_option(list_)
     add_remote_options(list_)
     list_.set_defaults(handler=run_list)
@@ -214,21 +228,37 @@ def run_list(args: argparse.Namespace) -> int:
         where = str(data_dir(args))
         with open_catalog(data_dir(args)) as catalog:
             records = [_public(r) for r in catalog.list()]
+    # Probing asks each peer for its card from here, which only says something about the
+    # node's view when run on the node's own data dir.
+    probed = bool(records) and not args.no_probe and client is None
+    cards: dict[str, dict[str, Any]] = {}
+    if probed:
+        addresses = [PeerAddress(r["name"], r["endpoint"]) for r in records]
+        cards = {s.peer: s.to_json() for s in probe_peers(addresses, args.timeout)}
     if args.json:
-        print_json(records)
+        print_json([{**r, "card": cards[r["name"]]} if probed else r for r in records])
     elif not records:
         print(f"no peers in {where} (add one with: synthorg-a2a peers add NAME "
               "--endpoint URL)")
     else:
-        header = ("NAME", "ENDPOINT", "SCHEME", "CREATED", "UPDATED")
+        card_column = ("CARD",) if probed else ()
+        header = ("NAME", "ENDPOINT", "SCHEME", "CREATED", "UPDATED", *card_column)
         rows = [header] + [
-            (r["name"], r["endpoint"], r["scheme"], r["created_at"], r["updated_at"])
+            (r["name"], r["endpoint"], r["scheme"], r["created_at"], r["updated_at"],
+             *((_describe(cards[r["name"]]),) if probed else ()))
             for r in records
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         for row in rows:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return EXIT_OK
+
+
+def _describe(card: dict[str, Any]) -> str:
+    """Reachability and skill count, as `ok, 3 skills` or `unreachable: timeout`."""
+    if card["status"] == "ok":
+        return f"ok, {card['skills']} skill{'' if card['skills'] == 1 else 's'}"
+    return f"unreachable: {card['reason']}"
 
 
 def run_show(args: argparse.Namespace) -> int:

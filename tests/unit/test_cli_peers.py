@@ -144,7 +144,7 @@ def test_add_replaces_an_existing_record(run: Runner, data_dir: Path) -> None:
     )
     assert second.created_at == first.created_at
     assert second.updated_at >= first.updated_at
-    listed = json.loads(run("peers", "list", "--json").stdout)
+    listed = json.loads(run("peers", "list", "--json", "--no-probe").stdout)
     assert [p["name"] for p in listed] == ["synthorg-a"]
 
 
@@ -154,7 +154,7 @@ def test_data_dir_option_overrides_the_environment(run: Runner, tmp_path: Path) 
                  stdin=SECRET)
     assert result.returncode == 0, result.stderr
     assert stored(other, "peer-d") is not None
-    assert json.loads(run("peers", "list", "--json").stdout) == []
+    assert json.loads(run("peers", "list", "--json", "--no-probe").stdout) == []
 
 
 def test_a_new_data_dir_is_private_and_holds_no_plaintext(run: Runner, tmp_path: Path) -> None:
@@ -232,7 +232,7 @@ def test_list_and_show_never_print_the_secret(run: Runner) -> None:
     assert run.add("peer-z", SECRET_2, "--scheme", "bearer",
                    endpoint="https://z.example").returncode == 0
 
-    table = run("peers", "list")
+    table = run("peers", "list", "--no-probe")
     assert table.returncode == 0
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["NAME", "ENDPOINT", "SCHEME", "CREATED", "UPDATED"]
@@ -241,7 +241,7 @@ def test_list_and_show_never_print_the_secret(run: Runner) -> None:
         ["synthorg-a", ENDPOINT, "api_key"],
     ]
 
-    listed: list[dict[str, Any]] = json.loads(run("peers", "list", "--json").stdout)
+    listed: list[dict[str, Any]] = json.loads(run("peers", "list", "--json", "--no-probe").stdout)
     assert [p["name"] for p in listed] == ["peer-z", "synthorg-a"]
     assert all(set(p) == PUBLIC_KEYS for p in listed)
 
@@ -258,10 +258,10 @@ def test_list_and_show_never_print_the_secret(run: Runner) -> None:
 
 
 def test_list_of_an_empty_catalog(run: Runner) -> None:
-    result = run("peers", "list")
+    result = run("peers", "list", "--no-probe")
     assert result.returncode == 0
     assert result.stdout.startswith("no peers in ")
-    assert json.loads(run("peers", "list", "--json").stdout) == []
+    assert json.loads(run("peers", "list", "--json", "--no-probe").stdout) == []
 
 
 def test_show_and_remove_of_an_unknown_peer_exit_1(run: Runner) -> None:
