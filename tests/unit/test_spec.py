@@ -18,11 +18,11 @@ from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
 from synthorg.spec import SCHEMA_FILES, all_definitions, bundled_openapi, spec_dir
+from tests.support.a2a_reference import ReferenceDefinitions
 
 SPEC = spec_dir()
 OPENAPI = SPEC / "openapi.yaml"
 SCHEMAS = SPEC / "schemas"
-REFERENCE = Path("/work/shared/reference/a2a-v0.3.0.schema.json")
 
 # Our definition -> the reference definition with the same wire shape.
 A2A_OBJECTS = {
@@ -186,10 +186,7 @@ def open_objects(label: str, roots: Iterable[tuple[str, dict[str, Any]]]) -> lis
 
 
 def reference_definitions() -> dict[str, Any]:
-    if not REFERENCE.exists():
-        pytest.skip(f"the official A2A reference schema is not at {REFERENCE}")
-    reference: dict[str, Any] = json.loads(REFERENCE.read_text("utf-8"))
-    return dict(reference.get("definitions") or reference.get("$defs") or {})
+    return ReferenceDefinitions()
 
 
 # -- OpenAPI and JSON Schema validity ----------------------------------------------------------
