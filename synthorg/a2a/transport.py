@@ -22,11 +22,11 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.a2a.auth import Admitted, PeerGate
 from synthorg.a2a.errors import INTERNAL_ERROR, INVALID_REQUEST, UNKNOWN_AGENT, error_body
-from synthorg.api.body import BodyTooLarge, ClientDisconnected, read_body
+from synthorg.api.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
 from synthorg.cards.agent_ids import is_agent_id
 from synthorg.observability.events.a2a import INBOUND_AUTH_FAILED, INBOUND_REJECTED
 from synthorg.observability.log import emit
@@ -149,7 +149,7 @@ class GatewayMiddleware:
         inner[SCOPE_BODY] = body
         if agent is not None:
             inner[SCOPE_AGENT] = agent
-        await self.app(inner, _replay(body, receive), send)
+        await self.app(inner, replay_body(body, receive), send)
 
 
 class RpcTarget(NamedTuple):
@@ -207,21 +207,6 @@ def _is_json(content_type: str | None) -> bool:
     if content_type is None:
         return False
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """Hand the buffered body over once, then defer to the real channel so a later
-    disconnect still reaches the app."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 async def _refuse(

@@ -25,12 +25,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.admin.errors import NO_STORE, error_document, json_bytes
 from synthorg.admin.routes import is_admin_path, match_route
 from synthorg.admin.token import AdminToken, bearer_credential
-from synthorg.api.body import BodyTooLarge, ClientDisconnected, read_body
+from synthorg.api.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
 from synthorg.observability.events.admin import AUTH_FAILED, REQUEST_REJECTED
 from synthorg.observability.log import emit
 
@@ -101,7 +101,7 @@ class AdminMiddleware:
             await _too_large(send)
             return
         inner[SCOPE_ADMIN_BODY] = body
-        await self.app(inner, _replay(body, receive), send)
+        await self.app(inner, replay_body(body, receive), send)
 
 
 def _auth_failure(token_provider: Callable[[], AdminToken], scope: Scope) -> str | None:
@@ -135,19 +135,6 @@ def _is_json(content_type: bytes | None) -> bool:
     if content_type is None:
         return False
     return content_type.split(b";", 1)[0].strip().lower() == b"application/json"
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 async def _refuse(send: Send, status: int, error: str, message: str,

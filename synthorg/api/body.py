@@ -6,7 +6,7 @@ while streaming, so a lying or absent (chunked) length buys nothing.
 
 from __future__ import annotations
 
-from starlette.types import Receive
+from starlette.types import Message, Receive
 
 
 class BodyTooLarge(Exception):
@@ -36,3 +36,18 @@ async def read_body(receive: Receive, limit: int) -> bytes:
             chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """Hand a buffered body to the app once, then defer to the real channel so a later
+    disconnect still reaches it."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
