@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from synthorg.a2a.config import ConfigError
-from synthorg.store.private_file import publish_once
+from synthorg.store.private_file import publish_once, read_private_file
 
 TOKEN_ENV = "SYNTHORG_ADMIN_TOKEN"
 TOKEN_FILENAME = "admin.token"
@@ -134,15 +134,9 @@ def bearer_credential(value: bytes) -> bytes | None:
 
 
 def _read_token_file(path: Path) -> bytes | None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    value = read_private_file(path)
+    if value is None:
         return None
-    if path.stat().st_mode & 0o077:
-        # Tighten a hand-made file; a read-only mount is left as the operator made it.
-        with contextlib.suppress(OSError):
-            os.chmod(path, 0o600)
-    value = data.strip()
     problem = token_problem(value)
     if problem is not None:
         raise AdminTokenError(

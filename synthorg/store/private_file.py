@@ -37,6 +37,19 @@ def publish_once(path: Path, content: bytes) -> bool:
     return True
 
 
+def read_private_file(path: Path) -> bytes | None:
+    """The file's stripped content, or None when it does not exist; a file others can read
+    is tightened to 0600 (a read-only mount is left as the operator made it)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    if path.stat().st_mode & 0o077:
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o600)
+    return data.strip()
+
+
 def _fsync_dir(path: Path) -> None:
     # Make the new directory entry durable; not every platform can open a directory.
     try:

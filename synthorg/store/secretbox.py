@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import binascii
-import contextlib
 import os
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from synthorg.store.private_file import publish_once
+from synthorg.store.private_file import publish_once, read_private_file
 
 KEY_ENV = "SYNTHORG_SECRET_KEY"
 KEY_FILENAME = "secret.key"
@@ -56,7 +55,7 @@ class SecretBox:
             except SecretBoxError:
                 raise SecretBoxError(f"{KEY_ENV} is not a valid Fernet key") from None
         path = Path(data_dir) / KEY_FILENAME
-        key = _read_key(path)
+        key = read_private_file(path)
         if key is None:
             key = _create_key(path)
         try:
@@ -65,24 +64,12 @@ class SecretBox:
             raise SecretBoxError(f"{path} does not hold a valid Fernet key") from None
 
 
-def _read_key(path: Path) -> bytes | None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    if path.stat().st_mode & 0o077:
-        # Tighten a hand-made key file; a read-only mount is left as the operator made it.
-        with contextlib.suppress(OSError):
-            os.chmod(path, 0o600)
-    return data.strip()
-
-
 def _create_key(path: Path) -> bytes:
     """Publish a fresh key at `path` and return whichever key won a race."""
     key = Fernet.generate_key()
     if publish_once(path, key + b"\n"):
         return key
-    winner = _read_key(path)
+    winner = read_private_file(path)
     if winner is None:  # pragma: no cover - removed between link() and read
         raise SecretBoxError(f"{path} vanished while being created") from None
     return winner

@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import schemathesis
 from jsonschema import Draft202012Validator
 from schemathesis.checks import CHECKS, CheckContext, load_all_checks, max_response_time
@@ -228,6 +229,16 @@ def jsonrpc_result_or_error(
             f"`result` / `error`: {json.dumps(envelope)[:500]}"
         )
     return True
+
+
+# The stateful phase: short, reproducible walks through the spec's links.
+STATEFUL_SETTINGS = hypothesis.settings(
+    max_examples=20,
+    stateful_step_count=6,
+    deadline=None,
+    derandomize=True,
+    database=None,
+)
 
 
 def all_checks() -> list[Any]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import hypothesis
 import pytest
 import schemathesis
 from schemathesis.specs.openapi.checks import use_after_free
@@ -29,6 +28,7 @@ from tests.contract.support import (
     ALL_CHECKS,
     PEER,
     SECRET,
+    STATEFUL_SETTINGS,
     AnyCase,
     Outcomes,
     load_schema,
@@ -136,13 +136,7 @@ class AdminWorkflow(schema.as_state_machine()):  # type: ignore[misc]
 
 
 TestAdminWorkflow = AdminWorkflow.TestCase
-TestAdminWorkflow.settings = hypothesis.settings(
-    max_examples=20,
-    stateful_step_count=6,
-    deadline=None,
-    derandomize=True,
-    database=None,
-)
+TestAdminWorkflow.settings = STATEFUL_SETTINGS
 
 
 def test_the_admin_run_reached_every_outcome() -> None:

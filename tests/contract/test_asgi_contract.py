@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import hypothesis
 import pytest
 import schemathesis
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -23,6 +22,7 @@ from tests.contract.support import (
     EXPECTED_CHECKS,
     PEER,
     SECRET,
+    STATEFUL_SETTINGS,
     AnyCase,
     Outcomes,
     load_schema,
@@ -106,13 +106,7 @@ class InProcessWorkflow(schema.as_state_machine()):  # type: ignore[misc]
 
 
 TestInProcessWorkflow = InProcessWorkflow.TestCase
-TestInProcessWorkflow.settings = hypothesis.settings(
-    max_examples=20,
-    stateful_step_count=6,
-    deadline=None,
-    derandomize=True,
-    database=None,
-)
+TestInProcessWorkflow.settings = STATEFUL_SETTINGS
 
 
 def test_the_in_process_run_reached_every_layer() -> None:

@@ -30,6 +30,7 @@ from synthorg.cards.fetch import MAX_CARD_BYTES, Fetched, fetch_card_document
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 from tests.support.node import NodeProcess
+from tests.support.peers import Catalog, Peer
 
 CLIENT, SECRET = "client", "discovery-live-secret-5e6f"
 HOLD = 30.0  # upper bound on any held answer, should a test fail before releasing it
@@ -129,23 +130,6 @@ def closed_port_url() -> str:
 
 
 # -- discovery in this process against real sockets ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class Peer:
-    name: str
-    endpoint: str
-
-
-class Catalog:
-    def __init__(self, *peers: Peer) -> None:
-        self.peers = {p.name: p for p in peers}
-
-    def get(self, name: str, /) -> Peer | None:
-        return self.peers.get(name)
-
-    def list(self) -> list[Peer]:
-        return list(self.peers.values())
 
 
 class Clock:

@@ -23,23 +23,7 @@ from synthorg.cards.fetch import Fetched
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.generated.models import AgentConfig
 from synthorg.skills import SkillDirectory
-
-
-@dataclass(frozen=True)
-class Peer:
-    name: str
-    endpoint: str
-
-
-class Catalog:
-    def __init__(self, *peers: Peer) -> None:
-        self.peers = {p.name: p for p in peers}
-
-    def get(self, name: str, /) -> Peer | None:
-        return self.peers.get(name)
-
-    def list(self) -> list[Peer]:
-        return [self.peers[name] for name in sorted(self.peers)]
+from tests.support.peers import Catalog, Peer
 
 
 class Clock:
