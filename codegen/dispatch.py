@@ -6,7 +6,7 @@ for `a/b` is `handlers/a_b.py`, which must define `async def handle(params, ctx)
 
 from __future__ import annotations
 
-from synthorg.spec import all_definitions, ref_target
+from synthorg.contract.spec import all_definitions, ref_target
 
 UNION = "RpcParams"
 

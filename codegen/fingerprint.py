@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from synthorg.spec import bundled_openapi
+from synthorg.contract.spec import bundled_openapi
 
 CHANGELOG = "CHANGELOG.md"
 

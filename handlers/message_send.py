@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from synthorg.a2a.context import RpcContext
+from synthorg.gateway.context import RpcContext
 from synthorg.generated.models import MessageSendParams
 
 

@@ -13,9 +13,9 @@ from typing import Any
 from connexion import request
 from connexion.lifecycle import ConnexionResponse
 
-from synthorg.a2a.errors import UNKNOWN_AGENT, error_body
-from synthorg.a2a.rpc import handle_rpc
-from synthorg.a2a.transport import SCOPE_AGENT, SCOPE_BODY, SCOPE_PEER
+from synthorg.gateway.errors import UNKNOWN_AGENT, error_body
+from synthorg.gateway.rpc import handle_rpc
+from synthorg.gateway.transport import SCOPE_AGENT, SCOPE_BODY, SCOPE_PEER
 from synthorg.observability.events.a2a import INBOUND_REJECTED
 from synthorg.observability.log import emit
 

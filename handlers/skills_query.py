@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from synthorg.a2a.context import RpcContext
+from synthorg.gateway.context import RpcContext
 from synthorg.generated.models import SkillsQueryParams, SkillsQueryResult
 
 

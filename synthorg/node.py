@@ -8,15 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synthorg.a2a.auth import PeerGate
-from synthorg.a2a.config import ConfigError, NodeConfig, load_config
 from synthorg.admin.audit import AuditLog
 from synthorg.admin.guard import AdminTokenGuardedGate
 from synthorg.admin.service import AdminService, PeersAdmin, SettingsAdmin
 from synthorg.admin.token import AdminToken
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.cards.publisher import CardPublisher
-from synthorg.delegation import Delegator
+from synthorg.config.company import ConfigError, NodeConfig, load_config
+from synthorg.delegation.delegator import Delegator
+from synthorg.delegation.peer_executor import PeerExecutor
+from synthorg.gateway.auth import PeerGate
 from synthorg.generated.models import AgentConfig
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
@@ -30,7 +31,6 @@ from synthorg.store.delegations import SqliteDelegationStore
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.tasks import SqliteTaskStore
 from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
-from synthorg.tasks.peer_executor import PeerExecutor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from synthorg.a2a.errors import PEER_UNAVAILABLE, UNKNOWN_PEER, RpcError
 from synthorg.cards.discovery import PeerCardStatus
+from synthorg.gateway.errors import PEER_UNAVAILABLE, UNKNOWN_PEER, RpcError
 from synthorg.generated.models import AgentConfig, SkillsNegotiateResult
 
 

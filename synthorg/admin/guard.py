@@ -1,6 +1,6 @@
 """The admin token never passes a peer gate.
 
-`AdminTokenGuardedGate` is the node's peer gate (`synthorg.a2a.auth.PeerGate`) with one more
+`AdminTokenGuardedGate` is the node's peer gate (`synthorg.gateway.auth.PeerGate`) with one more
 refusal: a request the three gates admit is refused (401, -32003, like any bad credential)
 when the credential it presents, as `X-API-Key` or `Authorization: Bearer`, is the admin
 token. The admin API refuses to store a peer secret equal to the token, and so does the CLI;
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from synthorg.a2a.auth import (
+from synthorg.admin.token import AdminToken, bearer_credential
+from synthorg.gateway.auth import (
     API_KEY_HEADER,
     AUTHORIZATION_HEADER,
     Admitted,
@@ -21,8 +22,7 @@ from synthorg.a2a.auth import (
     PeerGate,
     Refused,
 )
-from synthorg.a2a.errors import UNAUTHENTICATED
-from synthorg.admin.token import AdminToken, bearer_credential
+from synthorg.gateway.errors import UNAUTHENTICATED
 
 # The peer gate's message for every credential failure, so this one cannot be told apart.
 _BAD_CREDENTIAL_MSG = "Invalid or missing credentials"

@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from synthorg.admin.errors import NO_STORE, error_document, json_bytes
 from synthorg.admin.routes import is_admin_path, match_route
 from synthorg.admin.token import AdminToken, bearer_credential
-from synthorg.api.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
+from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
 from synthorg.observability.events.admin import AUTH_FAILED, REQUEST_REJECTED
 from synthorg.observability.log import emit
 

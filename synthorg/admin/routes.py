@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from synthorg.spec import bundled_openapi
+from synthorg.contract.spec import bundled_openapi
 
 PREFIX = "/api/v1/admin"
 _HTTP_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from synthorg.a2a.names import canonical_peer_name
 from synthorg.admin.audit import AuditLog, Via
 from synthorg.admin.errors import AdminProblem
 from synthorg.admin.token import AdminToken
 from synthorg.generated.models import A2AConfig
+from synthorg.names import canonical_peer_name
 from synthorg.observability.events.admin import (
     PEER_CREATED,
     PEER_DELETED,

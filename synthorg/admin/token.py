@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from synthorg.a2a.config import ConfigError
+from synthorg.config.company import ConfigError
 from synthorg.store.private_file import publish_once, read_private_file
 
 TOKEN_ENV = "SYNTHORG_ADMIN_TOKEN"

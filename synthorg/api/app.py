@@ -20,12 +20,12 @@ from connexion.middleware.routing import RoutingMiddleware  # noqa: E402
 from connexion.middleware.server_error import ServerErrorMiddleware  # noqa: E402
 from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
 
-from synthorg.a2a.transport import GatewayMiddleware  # noqa: E402
 from synthorg.admin.middleware import AdminMiddleware  # noqa: E402
 from synthorg.api.connexion_compat import allow_openapi_31  # noqa: E402
 from synthorg.api.spec_routes import SpecRoutes  # noqa: E402
+from synthorg.contract.spec import bundled_openapi  # noqa: E402
+from synthorg.gateway.transport import GatewayMiddleware  # noqa: E402
 from synthorg.node import Node  # noqa: E402
-from synthorg.spec import bundled_openapi  # noqa: E402
 
 # No Connexion security or validation middleware: the gateway runs the three gates on headers
 # before any body byte is read, and params are validated by the generated pydantic models.

@@ -9,7 +9,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from synthorg.a2a.config import CONFIG_FILE, ConfigError
+from synthorg.config.company import CONFIG_FILE, ConfigError
 from synthorg.node import Node, is_loopback
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events

@@ -35,7 +35,7 @@ import yaml
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.cards.http_cache import none_match
-from synthorg.spec import SCHEMA_FILES, spec_dir
+from synthorg.contract.spec import SCHEMA_FILES, spec_dir
 
 OPENAPI_JSON_PATH = "/openapi.json"
 OPENAPI_YAML_PATH = "/openapi.yaml"

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
-from synthorg.a2a.config import NodeConfig
+from synthorg.config.company import NodeConfig
 from synthorg.generated.models import AgentCard, AgentConfig, CompanyConfig, SkillConfig
 
 PROTOCOL_VERSION = "0.3.0"

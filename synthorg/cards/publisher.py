@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from synthorg.a2a.config import NodeConfig
 from synthorg.cards.http_cache import DEFAULT_MAX_AGE
 from synthorg.cards.projection import agent_card, card_version, company_card
+from synthorg.config.company import NodeConfig
 from synthorg.generated.models import AgentCard
 
 CACHE_CONTROL = f"public, max-age={DEFAULT_MAX_AGE}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from synthorg.spec import bundled_openapi
+from synthorg.contract.spec import bundled_openapi
 
 MAX_ISSUES = 20
 

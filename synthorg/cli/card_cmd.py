@@ -20,7 +20,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from synthorg.a2a.config import ConfigError, NodeConfig, load_config
 from synthorg.api.serve import DEFAULT_HOST, DEFAULT_PORT
 from synthorg.cards.agent_ids import is_agent_id
 from synthorg.cards.fetch import CARD_PATH, card_url, fetch_card_document
@@ -38,6 +37,7 @@ from synthorg.cli.common import (
     open_catalog,
     print_json,
 )
+from synthorg.config.company import ConfigError, NodeConfig, load_config
 from synthorg.store.catalog import canonical_endpoint
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from synthorg.a2a.config import CONFIG_FILE
-from synthorg.a2a.config_check import check_file
 from synthorg.cli.common import EXIT_OK, EXIT_USAGE, add_data_dir_option, data_dir, fail
+from synthorg.config.check import check_file
+from synthorg.config.company import CONFIG_FILE
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers

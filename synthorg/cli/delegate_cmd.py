@@ -25,9 +25,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from synthorg.a2a.client import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
-from synthorg.a2a.config import ConfigError, NodeConfig, load_config
-from synthorg.a2a.names import canonical_peer_name
 from synthorg.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -37,7 +34,11 @@ from synthorg.cli.common import (
     print_json,
     shown,
 )
-from synthorg.delegation import SETTLED, DelegationError, Delegator
+from synthorg.config.company import ConfigError, NodeConfig, load_config
+from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
+from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator
+from synthorg.delegation.peer_executor import VISITED_KEY
+from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.settings.store import SqliteSettingsStore
 from synthorg.store.catalog import SqliteCatalog
@@ -45,7 +46,6 @@ from synthorg.store.db import Database, SchemaVersionError, open_database
 from synthorg.store.delegations import Delegation, SqliteDelegationStore
 from synthorg.store.secretbox import SecretBox, SecretBoxError
 from synthorg.store.tasks import SqliteTaskStore
-from synthorg.tasks.peer_executor import VISITED_KEY
 from synthorg.tasks.states import TERMINAL
 
 if TYPE_CHECKING:

@@ -18,13 +18,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from synthorg.a2a.names import canonical_peer_name
 from synthorg.admin.audit import AuditLog
-from synthorg.admin.client import AdminClient, AdminRefused
 from synthorg.admin.errors import AdminProblem
 from synthorg.admin.service import PeersAdmin
 from synthorg.admin.token import known_tokens
 from synthorg.cards.discovery import probe_peers
+from synthorg.cli.admin_client import AdminClient, AdminRefused
 from synthorg.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -36,6 +35,7 @@ from synthorg.cli.common import (
     shown,
 )
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
+from synthorg.names import canonical_peer_name
 from synthorg.store.catalog import (
     MAX_SECRET_LENGTH,
     SCHEMES,

@@ -24,13 +24,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from synthorg.a2a.config import ConfigError, load_config
 from synthorg.admin.audit import AuditLog
-from synthorg.admin.client import AdminClient, AdminRefused, AdminUnreachable, node_url
-from synthorg.admin.client import sends_token_in_clear as _in_clear
 from synthorg.admin.errors import AdminProblem
 from synthorg.admin.service import SettingsAdmin, setting_definition, setting_json
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME, token_problem
+from synthorg.cli.admin_client import AdminClient, AdminRefused, AdminUnreachable, node_url
+from synthorg.cli.admin_client import sends_token_in_clear as _in_clear
 from synthorg.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -41,6 +40,7 @@ from synthorg.cli.common import (
     print_json,
     shown,
 )
+from synthorg.config.company import ConfigError, load_config
 from synthorg.settings.definitions.a2a import SettingDefinition, definitions
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.settings.store import SqliteSettingsStore

@@ -5,7 +5,7 @@ running node serves at /openapi.json (or /openapi.yaml).
 
 `spec check TARGET` fetches a peer's published document and reports, method by method, whether
 the peer offers our JSON-RPC methods and whether the requests we send and the results we read
-are compatible (synthorg.a2a.compat). TARGET is a peer's base URL (`/openapi.json` is
+are compatible (synthorg.contract.compat). TARGET is a peer's base URL (`/openapi.json` is
 appended), the URL of a document (a path ending in .json, .yaml or .yml), a local file, or the
 name of a catalog peer (its recorded endpoint is used).
 
@@ -27,8 +27,6 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import yaml
 
-from synthorg.a2a.compat import SpecShapeError, compare_specs, render_table
-from synthorg.a2a.names import canonical_peer_name
 from synthorg.api.spec_routes import OPENAPI_JSON_PATH, OPENAPI_YAML_PATH, openapi_resources
 from synthorg.cli.common import (
     EXIT_OK,
@@ -39,7 +37,9 @@ from synthorg.cli.common import (
     print_json,
     shown,
 )
-from synthorg.spec import bundled_openapi
+from synthorg.contract.compat import SpecShapeError, compare_specs, render_table
+from synthorg.contract.spec import bundled_openapi
+from synthorg.names import canonical_peer_name
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers

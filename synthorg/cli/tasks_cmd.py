@@ -17,9 +17,6 @@ import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from synthorg.a2a.client import PeerError, PeerRpcError
-from synthorg.a2a.config import ConfigError
-from synthorg.a2a.errors import TASK_NOT_CANCELABLE, RpcError
 from synthorg.cli.common import (
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -47,6 +44,9 @@ from synthorg.cli.delegate_cmd import (
     record_json,
     status_text,
 )
+from synthorg.config.company import ConfigError
+from synthorg.delegation.client import PeerError, PeerRpcError
+from synthorg.gateway.errors import TASK_NOT_CANCELABLE, RpcError
 from synthorg.store.delegations import Delegation
 from synthorg.tasks.states import TERMINAL
 

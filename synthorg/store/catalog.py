@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, cast
 from urllib.parse import urlsplit
 
-from synthorg.a2a.names import canonical_peer_name
+from synthorg.names import canonical_peer_name
 from synthorg.store.db import connection_lock, transaction, utc_now
 from synthorg.store.secretbox import SecretBox, SecretBoxError
 

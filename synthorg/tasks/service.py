@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 from weakref import WeakValueDictionary
 
-from synthorg.a2a.errors import (
+from synthorg.delegation.peer_executor import MAX_HOPS, visited_nodes
+from synthorg.gateway.errors import (
     DELEGATION_LOOP,
     INVALID_PARAMS,
     MESSAGE_ID_CONFLICT,
@@ -32,7 +33,6 @@ from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.store.tasks import TaskStore
 from synthorg.tasks.executors import Executor, Outcome
-from synthorg.tasks.peer_executor import MAX_HOPS, visited_nodes
 from synthorg.tasks.states import TERMINAL
 
 

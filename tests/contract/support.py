@@ -30,7 +30,7 @@ from schemathesis.checks import CHECKS, CheckContext, load_all_checks, max_respo
 from schemathesis.schemas import APIOperation
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
-from synthorg.spec import bundled_openapi
+from synthorg.contract.spec import bundled_openapi
 from synthorg.store.catalog import SqliteCatalog
 from synthorg.store.db import open_database
 from synthorg.store.secretbox import SecretBox

@@ -22,8 +22,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.admin.token import TOKEN_FILENAME
 from synthorg.api.app import create_app
+from synthorg.contract.spec import bundled_openapi
 from synthorg.node import Node
-from synthorg.spec import bundled_openapi
 from tests.contract.support import (
     ALL_CHECKS,
     PEER,

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from synthorg.api.app import create_app
+from synthorg.contract.spec import bundled_openapi
 from synthorg.node import Node
-from synthorg.spec import bundled_openapi
 from tests.contract.support import PEER, SECRET, body_conforms, prepare_data_dir
 
 HEADERS = {"X-A2A-Peer-Name": PEER, "X-API-Key": SECRET, "Content-Type": "application/json"}

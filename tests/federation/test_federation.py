@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from synthorg.a2a.client import A2AClient, PeerRpcError
+from synthorg.delegation.client import A2AClient, PeerRpcError
 from synthorg.store.catalog import SqliteCatalog
 from synthorg.store.db import open_database
 from synthorg.store.secretbox import SecretBox

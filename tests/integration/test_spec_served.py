@@ -20,7 +20,7 @@ from openapi_spec_validator import validate
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from synthorg.spec import SCHEMA_FILES, bundled_openapi, spec_dir
+from synthorg.contract.spec import SCHEMA_FILES, bundled_openapi, spec_dir
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 from tests.support.node import cli

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from synthorg.a2a.client import PeerProtocolError, PeerRpcError
-from synthorg.delegation import Delegator
+from synthorg.delegation.client import PeerProtocolError, PeerRpcError
+from synthorg.delegation.delegator import Delegator
 from synthorg.store.catalog import SqliteCatalog
 from synthorg.store.db import Database, open_database
 from synthorg.store.delegations import SqliteDelegationStore

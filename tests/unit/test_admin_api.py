@@ -23,10 +23,10 @@ from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
 from synthorg.api import app as app_module
 from synthorg.api.app import create_app
 from synthorg.api.connexion_compat import allow_openapi_31
+from synthorg.contract.spec import all_definitions, bundled_openapi
 from synthorg.node import Node
 from synthorg.observability.log import LOGGER_NAME
 from synthorg.settings.definitions.a2a import definitions
-from synthorg.spec import all_definitions, bundled_openapi
 
 PEER, PEER_KEY = "peer-a", "peer-a-credential-3b9d1f"
 SECRET = "peer-secret-LEAKCHECK-7e21c4"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from synthorg.admin.audit import AUDIT_FILENAME
-from synthorg.admin.client import sends_token_in_clear
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME, AdminToken
+from synthorg.cli.admin_client import sends_token_in_clear
 from synthorg.cli.main import main
 from synthorg.generated.models import A2AConfig
 from synthorg.settings.runtime import RuntimeSettings

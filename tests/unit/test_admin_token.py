@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from synthorg.a2a.config import ConfigError
 from synthorg.admin.token import (
     TOKEN_ENV,
     TOKEN_FILENAME,
@@ -17,6 +16,7 @@ from synthorg.admin.token import (
     bearer_credential,
     known_tokens,
 )
+from synthorg.config.company import ConfigError
 
 ENV_TOKEN = "env-admin-token-7c1e9a3f5b"
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from synthorg.a2a import auth
-from synthorg.a2a.auth import Admitted, PeerGate, Refused
-from synthorg.a2a.errors import FORBIDDEN, UNAUTHENTICATED
+from synthorg.gateway import auth
+from synthorg.gateway.auth import Admitted, PeerGate, Refused
+from synthorg.gateway.errors import FORBIDDEN, UNAUTHENTICATED
 
 SECRET = "s3cret-key-for-peer-a"
 

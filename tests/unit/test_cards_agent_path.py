@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from synthorg.a2a.auth import PeerGate
-from synthorg.a2a.errors import FORBIDDEN, UNAUTHENTICATED, UNKNOWN_AGENT
-from synthorg.a2a.transport import SCOPE_AGENT, GatewayMiddleware, rpc_target
+from synthorg.gateway.auth import PeerGate
+from synthorg.gateway.errors import FORBIDDEN, UNAUTHENTICATED, UNKNOWN_AGENT
+from synthorg.gateway.transport import SCOPE_AGENT, GatewayMiddleware, rpc_target
 
 SECRET = "agent-path-secret"
 AUTH = [(b"x-a2a-peer-name", b"peer-a"), (b"x-api-key", SECRET.encode())]

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 import yaml
 
-from synthorg.a2a.config import parse_config
 from synthorg.cards import publisher as publisher_module
 from synthorg.cards.http_cache import (
     DEFAULT_MAX_AGE,
@@ -19,6 +18,7 @@ from synthorg.cards.http_cache import (
 )
 from synthorg.cards.lru import LruCache
 from synthorg.cards.publisher import CardPublisher, socket_base_url
+from synthorg.config.company import parse_config
 
 ETAG = '"0123abcd"'
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from synthorg.a2a.errors import PEER_UNAVAILABLE, UNKNOWN_PEER, RpcError
 from synthorg.cards.discovery import (
     FAILURE_RETRY_SECONDS,
     CardDiscovery,
@@ -21,6 +20,7 @@ from synthorg.cards.discovery import (
 )
 from synthorg.cards.fetch import Fetched
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
+from synthorg.gateway.errors import PEER_UNAVAILABLE, UNKNOWN_PEER, RpcError
 from synthorg.generated.models import AgentConfig
 from synthorg.skills import SkillDirectory
 from tests.support.peers import Catalog, Peer

@@ -10,7 +10,6 @@ import pytest
 import yaml
 from a2a.types import AgentCard as SdkAgentCard
 
-from synthorg.a2a.config import NodeConfig, parse_config
 from synthorg.cards.agent_ids import AGENT_ID_PATTERN, is_agent_id
 from synthorg.cards.projection import (
     SKILLS_EXTENSION_METHODS,
@@ -20,7 +19,8 @@ from synthorg.cards.projection import (
 )
 from synthorg.cards.publisher import CardPublisher, render
 from synthorg.cards.validation import spec_issues
-from synthorg.spec import all_definitions
+from synthorg.config.company import NodeConfig, parse_config
+from synthorg.contract.spec import all_definitions
 
 BASE = "http://127.0.0.1:8000"
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from synthorg.cards.peer_card import PEER_CARD_MEMBERS, PEER_SKILL_MEMBERS
-from synthorg.spec import all_definitions, bundled_openapi
+from synthorg.contract.spec import all_definitions, bundled_openapi
 from tests.support.a2a_reference import ReferenceDefinitions
 
 SAME_SHAPE = [

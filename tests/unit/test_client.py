@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from synthorg.a2a.client import (
+from synthorg.delegation.client import (
     A2AClient,
     PeerProtocolError,
     PeerRpcError,

@@ -24,10 +24,10 @@ from referencing import Registry, Resource
 import codegen.__main__ as codegen_main
 from codegen.dispatch import handler_module, methods, render_dispatch
 from codegen.models import CodegenError, _class_source, render_models, type_expr
-from synthorg.a2a import rpc
+from synthorg.contract.spec import all_definitions, load_schema_files
+from synthorg.gateway import rpc
 from synthorg.generated import models
 from synthorg.generated.dispatch import DISPATCH, PARAMS_ADAPTER
-from synthorg.spec import all_definitions, load_schema_files
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ("synthorg/generated/models.py", "synthorg/generated/dispatch.py")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from synthorg.a2a.compat import (
+from synthorg.contract.compat import (
     OPTIONAL_METHODS,
     RESULTS,
     CompatReport,
@@ -21,7 +21,7 @@ from synthorg.a2a.compat import (
     compare_specs,
     render_table,
 )
-from synthorg.spec import bundled_openapi
+from synthorg.contract.spec import bundled_openapi
 
 OURS = bundled_openapi()
 CORE = ("message/send", "tasks/get", "tasks/cancel")

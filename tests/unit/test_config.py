@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from synthorg.a2a.config import ConfigError, load_config, parse_config
+from synthorg.config.company import ConfigError, load_config, parse_config
+from synthorg.contract.spec import all_definitions
 from synthorg.generated.models import A2AConfig
-from synthorg.spec import all_definitions
 
 SOURCE = "/data/config.yaml"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from synthorg.a2a.config_check import check_text
-from synthorg.spec import load_schema_files
+from synthorg.config.check import check_text
+from synthorg.contract.spec import load_schema_files
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from synthorg.a2a.client import PeerRpcError
-from synthorg.delegation import DelegationError, Delegator
+from synthorg.delegation.client import PeerRpcError
+from synthorg.delegation.delegator import DelegationError, Delegator
 from synthorg.store.catalog import SqliteCatalog
 from synthorg.store.db import Database, open_database
 from synthorg.store.delegations import Delegation, SqliteDelegationStore

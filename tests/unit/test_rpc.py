@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from synthorg.a2a.errors import (
+from synthorg.contract.spec import bundled_openapi
+from synthorg.gateway.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -29,12 +30,11 @@ from synthorg.a2a.errors import (
     UNKNOWN_AGENT,
     UNKNOWN_PEER,
 )
-from synthorg.a2a.rpc import MAX_DEPTH, handle_rpc
+from synthorg.gateway.rpc import MAX_DEPTH, handle_rpc
 from synthorg.generated.models import Task
 from synthorg.node import Node
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import LOGGER_NAME
-from synthorg.spec import bundled_openapi
 from synthorg.tasks.executors import Outcome
 from synthorg.tasks.service import AgentRuntime, TaskService
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from synthorg.contract.spec import all_definitions
 from synthorg.generated.models import A2AConfig
 from synthorg.settings.definitions.a2a import definitions
 from synthorg.settings.runtime import RuntimeSettings, UnknownSetting
 from synthorg.settings.store import SqliteSettingsStore
-from synthorg.spec import all_definitions
 from synthorg.store.db import open_database
 
 

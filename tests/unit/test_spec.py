@@ -17,7 +17,7 @@ from jsonschema.exceptions import SchemaError
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
-from synthorg.spec import SCHEMA_FILES, all_definitions, bundled_openapi, spec_dir
+from synthorg.contract.spec import SCHEMA_FILES, all_definitions, bundled_openapi, spec_dir
 from tests.support.a2a_reference import ReferenceDefinitions
 
 SPEC = spec_dir()

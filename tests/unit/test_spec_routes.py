@@ -23,7 +23,7 @@ from synthorg.api.spec_routes import (
     swagger_ui_dir,
     swagger_ui_version,
 )
-from synthorg.spec import SCHEMA_FILES, bundled_openapi, spec_dir
+from synthorg.contract.spec import SCHEMA_FILES, bundled_openapi, spec_dir
 
 SCHEMAS = spec_dir() / "schemas"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from synthorg.a2a.names import PEER_NAME_PATTERN, canonical_peer_name
+from synthorg.names import PEER_NAME_PATTERN, canonical_peer_name
 from synthorg.store.catalog import PeerRecord, SqliteCatalog
 from synthorg.store.db import DB_FILENAME, SCHEMA_VERSION, Database, open_database
 from synthorg.store.secretbox import KEY_ENV, SecretBox, SecretBoxError

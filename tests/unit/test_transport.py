@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from starlette.types import Message
 
-from synthorg.a2a.auth import PeerGate
-from synthorg.a2a.errors import FORBIDDEN, INTERNAL_ERROR, INVALID_REQUEST, UNAUTHENTICATED
-from synthorg.a2a.transport import CANONICAL_PATH, DISABLED_PATH, GatewayMiddleware
+from synthorg.gateway.auth import PeerGate
+from synthorg.gateway.errors import FORBIDDEN, INTERNAL_ERROR, INVALID_REQUEST, UNAUTHENTICATED
+from synthorg.gateway.transport import CANONICAL_PATH, DISABLED_PATH, GatewayMiddleware
 from synthorg.observability import log
 from synthorg.observability.events import a2a as events
 

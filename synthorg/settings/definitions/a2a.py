@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from synthorg.spec import all_definitions
+from synthorg.contract.spec import all_definitions
 
 NAMESPACE = "a2a"
 KEYS = (

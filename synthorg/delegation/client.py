@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from synthorg.a2a.errors import RequestId
+from synthorg.gateway.errors import RequestId
 from synthorg.generated.models import Task
 from synthorg.store.catalog import PeerRecord
 

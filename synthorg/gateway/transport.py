@@ -24,10 +24,10 @@ from typing import NamedTuple, Protocol
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from synthorg.a2a.auth import Admitted, PeerGate
-from synthorg.a2a.errors import INTERNAL_ERROR, INVALID_REQUEST, UNKNOWN_AGENT, error_body
-from synthorg.api.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
 from synthorg.cards.agent_ids import is_agent_id
+from synthorg.gateway.auth import Admitted, PeerGate
+from synthorg.gateway.errors import INTERNAL_ERROR, INVALID_REQUEST, UNKNOWN_AGENT, error_body
+from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
 from synthorg.observability.events.a2a import INBOUND_AUTH_FAILED, INBOUND_REJECTED
 from synthorg.observability.log import emit
 

@@ -25,8 +25,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from synthorg.a2a.client import RPC_PATH
 from synthorg.cards.projection import SKILLS_EXTENSION_METHODS
+from synthorg.delegation.client import RPC_PATH
 
 Severity = Literal["error", "warning"]
 Status = Literal["ok", "warning", "incompatible", "-"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from synthorg.a2a.config import Loc, find_problems, format_loc
+from synthorg.config.company import Loc, find_problems, format_loc
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ SCHEMA_FILES = (
 
 def spec_dir() -> Path:
     override = os.environ.get("SYNTHORG_SPEC_DIR")
-    return Path(override) if override else Path(__file__).resolve().parent.parent / "spec"
+    return Path(override) if override else Path(__file__).resolve().parents[2] / "spec"
 
 
 @cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from synthorg.a2a.errors import RequestId
+from synthorg.gateway.errors import RequestId
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from synthorg.a2a.context import RpcContext
-from synthorg.a2a.errors import (
+from synthorg.gateway.context import RpcContext
+from synthorg.gateway.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,

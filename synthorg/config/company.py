@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from synthorg.a2a.names import canonical_peer_name
 from synthorg.generated.models import A2AConfig, AgentConfig, CompanyConfig, CompanyFile
+from synthorg.names import canonical_peer_name
 
 CONFIG_FILE = "config.yaml"
 MOVED_TO_CATALOG = ("peer_url", "peer_jwt_secret")

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from synthorg.a2a.client import A2AClient, PeerError
+from synthorg.delegation.client import A2AClient, PeerError
 from synthorg.generated.models import Task
 from synthorg.store.catalog import Catalog
 from synthorg.store.db import utc_now

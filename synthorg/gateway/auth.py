@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from synthorg.a2a.errors import FORBIDDEN, UNAUTHENTICATED
-from synthorg.a2a.names import canonical_peer_name
+from synthorg.gateway.errors import FORBIDDEN, UNAUTHENTICATED
+from synthorg.names import canonical_peer_name
 
 PEER_NAME_HEADER = "x-a2a-peer-name"
 API_KEY_HEADER = "x-api-key"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from synthorg.a2a.client import PeerError, PeerRpcError
-from synthorg.a2a.errors import TASK_NOT_CANCELABLE
-from synthorg.delegation import DelegationError, Delegator
+from synthorg.delegation.client import PeerError, PeerRpcError
+from synthorg.delegation.delegator import DelegationError, Delegator
+from synthorg.gateway.errors import TASK_NOT_CANCELABLE
 from synthorg.tasks.executors import Outcome
 
 VISITED_KEY = "synthorg.visited"
