@@ -1,4 +1,5 @@
-"""`python -m codegen [--check]`: write (or verify) the generated models and dispatch table."""
+"""`python -m codegen [--check]`: write (or verify) the generated models, constants and dispatch
+table."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ import sys
 from pathlib import Path
 
 from codegen import fingerprint
-from codegen.dispatch import handler_module, methods, render_dispatch
+from codegen.constants import methods, render_constants
+from codegen.dispatch import render_dispatch
 from codegen.models import render_models
+from codegen.naming import handler_module
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUTS = {
     ROOT / "synthorg" / "generated" / "models.py": render_models,
-    ROOT / "synthorg" / "generated" / "dispatch.py": render_dispatch,
+    ROOT / "synthorg" / "generated" / "constants.py": render_constants,
+    ROOT / "synthorg" / "gateway" / "dispatch.py": render_dispatch,
 }
 
 

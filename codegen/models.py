@@ -68,6 +68,9 @@ _SUPPORTED_KEYS = {
     "maxProperties",
     "oneOf",
     "discriminator",
+    # OpenAPI tooling's names and descriptions for enum values (annotations only).
+    "x-enum-varnames",
+    "x-enum-descriptions",
 }
 
 

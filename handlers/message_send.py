@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from synthorg.gateway.context import RpcContext
-from synthorg.generated.models import MessageSendParams
+from handlers.context import RpcContext
+from synthorg.generated.models import MessageSendParams, MessageSendResult
 
 
-async def handle(params: MessageSendParams, ctx: RpcContext) -> dict[str, Any]:
-    task: dict[str, Any] = await ctx.node.tasks.send(ctx.peer, params, ctx.agent_id)
-    return task
+async def handle(params: MessageSendParams, ctx: RpcContext) -> MessageSendResult:
+    return await ctx.tasks.send(ctx.peer, params, ctx.agent_id)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from synthorg.gateway.context import RpcContext
+from handlers.context import RpcContext
 from synthorg.generated.models import SkillsNegotiateParams, SkillsNegotiateResult
 
 
 async def handle(params: SkillsNegotiateParams, ctx: RpcContext) -> SkillsNegotiateResult:
-    result: SkillsNegotiateResult = await ctx.node.skills.negotiate(params.skill, params.peerName)
-    return result
+    return await ctx.skills.negotiate(params.skill, params.peerName)

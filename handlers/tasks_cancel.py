@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from synthorg.gateway.context import RpcContext
-from synthorg.generated.models import TasksCancelParams
+from handlers.context import RpcContext
+from synthorg.generated.models import TasksCancelParams, TasksCancelResult
 
 
-async def handle(params: TasksCancelParams, ctx: RpcContext) -> dict[str, Any]:
-    task: dict[str, Any] = await ctx.node.tasks.cancel(ctx.peer, params.id)
-    return task
+async def handle(params: TasksCancelParams, ctx: RpcContext) -> TasksCancelResult:
+    return await ctx.tasks.cancel(ctx.peer, params.id)

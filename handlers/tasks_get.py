@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from synthorg.gateway.context import RpcContext
-from synthorg.generated.models import TasksGetParams
+from handlers.context import RpcContext
+from synthorg.generated.models import TasksGetParams, TasksGetResult
 
 
-async def handle(params: TasksGetParams, ctx: RpcContext) -> dict[str, Any]:
-    task: dict[str, Any] = await ctx.node.tasks.get(ctx.peer, params.id, params.historyLength)
-    return task
+async def handle(params: TasksGetParams, ctx: RpcContext) -> TasksGetResult:
+    return await ctx.tasks.get(ctx.peer, params.id, params.historyLength)

@@ -1,14 +1,19 @@
-"""Peer-name canon: one spelling per peer, so the gates, catalog and tasks agree."""
+"""Peer names and agent ids, by the patterns the spec gives them.
+
+Peer names are canonical: trimmed and lower-cased, one spelling per peer, so the gates, the
+catalog and the tasks agree. Agent ids appear in URL paths as they are.
+"""
 
 from __future__ import annotations
 
 import re
 
-# Anchored so the same string works in JSON Schema `pattern` and with re.fullmatch.
-PEER_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
+from synthorg.generated.constants import AGENT_ID_PATTERN, PEER_NAME_PATTERN
+
 PEER_NAME_MAX_LENGTH = 63
 
 _PEER_NAME_RE = re.compile(PEER_NAME_PATTERN)
+_AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)
 
 
 def canonical_peer_name(raw: str) -> str | None:
@@ -18,3 +23,8 @@ def canonical_peer_name(raw: str) -> str | None:
         return None
     name = raw.strip().lower()
     return name if _PEER_NAME_RE.fullmatch(name) else None
+
+
+def is_agent_id(value: str) -> bool:
+    """True for a well-formed id; such an id is plain ASCII, safe in a path and a log line."""
+    return _AGENT_ID_RE.fullmatch(value) is not None

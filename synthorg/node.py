@@ -1,35 +1,44 @@
-"""A node's runtime: its config, stores and services, built once at start-up."""
+"""A node's runtime: its config, stores and services, built once per process.
+
+This is the one place that knows every concrete class. Everything else sees interfaces: the
+gateway sees the gates and the services, handlers see their typed contexts, services see
+store interfaces.
+"""
 
 from __future__ import annotations
 
 import ipaddress
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from synthorg.admin.api import AdminApi
 from synthorg.admin.audit import AuditLog
-from synthorg.admin.guard import AdminTokenGuardedGate
 from synthorg.admin.service import AdminService, PeersAdmin, SettingsAdmin
 from synthorg.admin.token import AdminToken
+from synthorg.api.app import NodeApp
+from synthorg.api.endpoints import operation_endpoints
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.cards.publisher import CardPublisher
 from synthorg.config.company import ConfigError, NodeConfig, load_config
+from synthorg.contract.spec import bundled_openapi
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.peer_executor import PeerExecutor
-from synthorg.gateway.auth import PeerGate
+from synthorg.gateway.context import Services
+from synthorg.gateway.endpoint import Gateway, GatewayConfig
+from synthorg.gateway.gates import PeerGate
 from synthorg.generated.models import AgentConfig
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
 from synthorg.settings.runtime import RuntimeSettings
-from synthorg.settings.store import SqliteSettingsStore
 from synthorg.skills import SkillDirectory
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import open_database
-from synthorg.store.delegations import SqliteDelegationStore
 from synthorg.store.secretbox import SecretBox
-from synthorg.store.tasks import SqliteTaskStore
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import Database, open_database
+from synthorg.store.sqlite.delegations import SqliteDelegationStore
+from synthorg.store.sqlite.revisions import Revisions, request_scope
+from synthorg.store.sqlite.settings import SqliteSettingsStore
+from synthorg.store.sqlite.tasks import SqliteTaskStore
 from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 
@@ -57,7 +66,7 @@ def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -
 class Node:
     data_dir: Path
     config: NodeConfig
-    db: sqlite3.Connection
+    db: Database
     catalog: SqliteCatalog
     task_store: SqliteTaskStore
     tasks: TaskService
@@ -65,20 +74,14 @@ class Node:
     gate: PeerGate
     cards: CardPublisher  # this node's own cards
     discovery: CardDiscovery  # its peers' cards
-    agent_ids: frozenset[str]
     settings: RuntimeSettings
     delegator: Delegator
     admin_token: AdminToken  # the operator's; only its digest is held
-    admin: AdminService  # what the admin API does (settings, peers), audited
+    admin: AdminService  # what the admin API and the CLI do (settings, peers), audited
 
-    # GatewaySettings, read by the transport middleware on every request.
     @property
     def enabled(self) -> bool:
         return self.config.a2a.enabled
-
-    @property
-    def max_request_body_bytes(self) -> int:
-        return self.config.a2a.max_request_body_bytes
 
     @classmethod
     def build(cls, data_dir: Path, host: str = "127.0.0.1") -> Node:
@@ -90,25 +93,28 @@ class Node:
         except OSError as exc:
             raise ConfigError(f"{audit.path}: cannot write the audit log ({exc.strerror})"
                               ) from None
-        db = open_database(data_dir)
-        catalog = SqliteCatalog(db, SecretBox.for_data_dir(data_dir))
-        task_store = SqliteTaskStore(db)
-        gate_catalog: Any = catalog
-        if config.a2a.dev_allow_without_catalog:
-            if not is_loopback(host):
-                raise ConfigError(
-                    f"{config.source or data_dir / 'config.yaml'}: a2a.dev_allow_without_catalog: "
-                    f"only allowed on a loopback address, not {host}"
-                )
-            gate_catalog = None
-            emit(
-                events.NODE_FAIL_OPEN,
-                level="warning",
-                host=host,
-                reason="a2a.dev_allow_without_catalog: the allowlist is the only gate; "
-                "development only, never expose this node",
+        fail_open = config.a2a.dev_allow_without_catalog
+        if fail_open and not is_loopback(host):
+            raise ConfigError(
+                f"{config.source or data_dir / 'config.yaml'}: a2a.dev_allow_without_catalog: "
+                f"only allowed on a loopback address, not {host}"
             )
-        settings = RuntimeSettings(SqliteSettingsStore(db), config.a2a)
+        db = open_database(data_dir)
+        try:
+            return cls._assemble(data_dir, config, db, admin_token, audit)
+        except BaseException:
+            db.close()
+            raise
+
+    @classmethod
+    def _assemble(
+        cls, data_dir: Path, config: NodeConfig, db: Database, admin_token: AdminToken,
+        audit: AuditLog,
+    ) -> Node:
+        revisions = Revisions(db)
+        catalog = SqliteCatalog(db, SecretBox.for_data_dir(data_dir), revisions)
+        task_store = SqliteTaskStore(db)
+        settings = RuntimeSettings(SqliteSettingsStore(db, revisions), config.a2a)
         node_name = config.a2a.node_name
         # Read through callables, so a runtime settings write applies to the next use.
         delegator = Delegator(
@@ -134,12 +140,7 @@ class Node:
                 discovery.resize(int(value)) if key == "card_cache_max_entries" else None
             )
         )
-        skills = SkillDirectory(config.agents, discovery)
-        # The admin token is never accepted as a peer credential, whatever the catalog holds.
-        gate = AdminTokenGuardedGate(config.allowed_peers, gate_catalog, admin_token)
-        admin = AdminService(
-            SettingsAdmin(settings, config.a2a, audit), PeersAdmin(catalog, audit, [admin_token])
-        )
+        gate_catalog = None if config.a2a.dev_allow_without_catalog else catalog
         return cls(
             data_dir,
             config,
@@ -147,25 +148,51 @@ class Node:
             catalog,
             task_store,
             tasks,
-            skills,
-            gate,
+            SkillDirectory(config.agents, discovery),
+            PeerGate(config.allowed_peers, gate_catalog, admin_token),
             cards=CardPublisher(config),
             discovery=discovery,
-            agent_ids=frozenset(agent.id for agent in config.agents),
             settings=settings,
             delegator=delegator,
             admin_token=admin_token,
-            admin=admin,
+            admin=AdminService(
+                SettingsAdmin(settings, config.a2a, audit),
+                PeersAdmin(catalog, audit, [admin_token]),
+            ),
         )
 
-    def warn_about_admin_token_reuse(self) -> None:
-        """A catalog secret equal to the admin token (possible when the token comes from the
-        environment) is never accepted by the gate; say so, once, at start-up."""
+    def app(self) -> NodeApp:
+        """The ASGI app serving this node."""
+        gateway = Gateway(
+            GatewayConfig(
+                enabled=self.enabled,
+                max_request_body_bytes=self.config.a2a.max_request_body_bytes,
+                gate=self.gate,
+                agent_ids=frozenset(agent.id for agent in self.config.agents),
+                services=Services(self.tasks, self.skills),
+                request_started=request_scope,
+            )
+        )
+        admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled)
+        operations = operation_endpoints(self.cards, admin)
+        return NodeApp(gateway, operations, self.admin_token, bundled_openapi())
+
+    def warn_at_start(self, host: str) -> None:
+        """Say once, at start-up, what an operator must know about this node's setup."""
+        if self.config.a2a.dev_allow_without_catalog:
+            emit(
+                events.NODE_FAIL_OPEN,
+                level="warning",
+                host=host,
+                reason="a2a.dev_allow_without_catalog: the allowlist is the only gate; "
+                "development only, never expose this node",
+            )
         try:
             records = self.catalog.list()
         except Exception:
             return  # an undecryptable secret is reported where it is used
         for record in records:
+            # The gate never accepts the admin token as a peer credential.
             if self.admin_token.matches_text(record.secret):
                 emit(
                     admin_events.PEER_SECRET_IS_ADMIN_TOKEN,
@@ -175,8 +202,8 @@ class Node:
                     "never accepts: give the peer a secret of its own",
                 )
 
-    async def startup(self) -> None:
-        self.warn_about_admin_token_reuse()
+    async def recover(self) -> None:
+        """Fail the tasks a previous run left unfinished, before anyone can ask about them."""
         recovered = await self.task_store.recover(now_iso())
         if recovered:
             emit(

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from synthorg.cards.discovery import PeerCardStatus
-from synthorg.gateway.errors import PEER_UNAVAILABLE, UNKNOWN_PEER, RpcError
-from synthorg.generated.models import AgentConfig, SkillsNegotiateResult
+from synthorg.errors import PeerUnavailable, UnknownPeer
+from synthorg.generated.models import AgentConfig, SkillsNegotiateResult, SkillsQueryResult
 
 
 class PeerCards(Protocol):
@@ -33,8 +33,8 @@ class SkillDirectory:
         self._agents = agents
         self._peer_cards = peer_cards
 
-    async def query(self, skill: str) -> tuple[list[str], list[str]]:
-        """(local agent ids, catalog peer names) offering `skill`, each sorted."""
+    async def query(self, skill: str) -> SkillsQueryResult:
+        """The local agent ids and catalog peer names offering `skill`, each sorted."""
         wanted = skill.casefold()
         agents = sorted(
             agent.id for agent in self._agents
@@ -45,16 +45,15 @@ class SkillDirectory:
             if status.card is not None
             and any(skill_matches(s.id, s.tags, wanted) for s in status.card.skills)
         )
-        return agents, peers
+        return SkillsQueryResult(skill=skill, agents=agents, peers=peers)
 
     async def negotiate(self, skill: str, peer_name: str) -> SkillsNegotiateResult:
         status = await self._peer_cards.lookup(peer_name)
         if status is None:
-            raise RpcError(UNKNOWN_PEER, "Unknown peer: no catalog record by that name")
+            raise UnknownPeer()
         card = status.card
         if card is None:
-            raise RpcError(PEER_UNAVAILABLE, "The peer's card is not available",
-                           {"reason": status.reason or "unknown"})
+            raise PeerUnavailable(reason=status.reason or "unknown")
         wanted = skill.casefold()
         matched = sorted({s.id for s in card.skills if skill_matches(s.id, s.tags, wanted)})
         return SkillsNegotiateResult(

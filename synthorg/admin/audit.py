@@ -20,7 +20,7 @@ from typing import Any, Literal, cast
 
 from synthorg.observability.events.admin import AUDIT_WRITE_FAILED
 from synthorg.observability.log import emit
-from synthorg.store.db import ensure_private_dir
+from synthorg.store.private_file import ensure_private_dir
 
 AUDIT_FILENAME = "audit.log"
 Via = Literal["admin_api", "cli"]

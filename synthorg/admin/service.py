@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from synthorg.admin.audit import AuditLog, Via
-from synthorg.admin.errors import AdminProblem
 from synthorg.admin.token import AdminToken
+from synthorg.errors import InvalidValue, PeerExists, UnknownPeer, UnknownSetting
 from synthorg.generated.models import A2AConfig
 from synthorg.names import canonical_peer_name
 from synthorg.observability.events.admin import (
@@ -74,8 +74,7 @@ def setting_definition(name: str, *, allow_bare: bool = False) -> SettingDefinit
     found = definitions().get(key) if key is not None else None
     if found is None:
         known = ", ".join(d.name for d in definitions().values())
-        raise AdminProblem(404, "unknown_setting",
-                           f"unknown setting {_shown(name)}; known: {known}")
+        raise UnknownSetting(f"unknown setting {_shown(name)}; known: {known}")
     return found
 
 
@@ -99,7 +98,7 @@ class SettingsAdmin:
         try:
             definition.coerce(raw)
         except ValueError as exc:
-            raise AdminProblem(400, "invalid_value", str(exc), key=definition.name,
+            raise InvalidValue(str(exc), key=definition.name,
                                allowed=definition.describe_range()) from None
         with self._lock:  # audited under the lock: the trail's order is the writes' order
             view, previous = self.settings.set(definition.name, raw)
@@ -133,12 +132,12 @@ class SettingsAdmin:
         return definition.default, "default"
 
 
-def _field_problem(exc: ValueError) -> AdminProblem:
+def _field_problem(exc: ValueError) -> InvalidValue:
     """The catalog's ValueErrors start with the field's name and never echo a secret."""
     message = str(exc)
     field = message.split(" ", 1)[0]
     key = field if field in ("name", "endpoint", "scheme", "secret") else None
-    return AdminProblem(400, "invalid_value", message, key=key)
+    return InvalidValue(message, key=key)
 
 
 class PeersAdmin:
@@ -159,13 +158,13 @@ class PeersAdmin:
         if record is None:
             if exists:
                 record = self.catalog.get(name)  # raises the SecretBoxError again
-            raise AdminProblem(404, "unknown_peer", f"no peer named {_shown(name)}")
+            raise UnknownPeer(f"no peer named {_shown(name)}")
         return record
 
     def require(self, name: str) -> None:
         """404 unless a record by this (canonical) name exists, readable or not."""
         if not self._lookup(name)[0]:
-            raise AdminProblem(404, "unknown_peer", f"no peer named {_shown(name)}")
+            raise UnknownPeer(f"no peer named {_shown(name)}")
 
     def _lookup(self, name: str) -> tuple[bool, PeerRecord | None]:
         """(whether a record exists, the record if its secret can be read). Only the
@@ -184,8 +183,7 @@ class PeersAdmin:
         with self._lock:
             self._validate(name, endpoint, scheme, secret)
             if self._lookup(name)[0]:
-                raise AdminProblem(409, "peer_exists",
-                                   f"a peer named {name!r} exists; replace it with PUT")
+                raise PeerExists(f"a peer named {name!r} exists; replace it with PUT")
             record = self._write(name, endpoint, scheme, secret)
             self._audit_write(PEER_CREATED, None, record, True, via, context)
         return record
@@ -195,7 +193,7 @@ class PeersAdmin:
         with self._lock:
             exists, old = self._lookup(name)
             if not exists:
-                raise AdminProblem(404, "unknown_peer", f"no peer named {_shown(name)}")
+                raise UnknownPeer(f"no peer named {_shown(name)}")
             self._validate(name, endpoint, scheme, secret)
             record = self._write(name, endpoint, scheme, secret)
             self._audit_write(PEER_REPLACED, old, record, _changed(old, secret), via, context)
@@ -221,15 +219,14 @@ class PeersAdmin:
         with self._lock:
             exists, old = self._lookup(name)
             if not exists or not self.catalog.remove(name):
-                raise AdminProblem(404, "unknown_peer", f"no peer named {_shown(name)}")
+                raise UnknownPeer(f"no peer named {_shown(name)}")
             self._audit.record(PEER_DELETED, via=via, peer=name,
                                old=None if old is None else _public(old), new=None, **context)
 
     def _validate(self, name: str, endpoint: str, scheme: str, secret: str) -> None:
         """Everything the catalog would refuse, and a secret that is the admin token."""
         if canonical_peer_name(name) is None:
-            raise AdminProblem(
-                400, "invalid_value",
+            raise InvalidValue(
                 "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a "
                 "letter or digit", key="name")
         try:
@@ -237,12 +234,11 @@ class PeersAdmin:
         except ValueError as exc:
             raise _field_problem(exc) from None
         if scheme not in SCHEMES:
-            raise AdminProblem(400, "invalid_value", "scheme must be 'api_key' or 'bearer'",
+            raise InvalidValue("scheme must be 'api_key' or 'bearer'",
                                key="scheme", allowed="api_key or bearer")
         matches = [token.matches_text(secret) for token in self._admin_tokens]
         if any(matches):
-            raise AdminProblem(
-                400, "invalid_value",
+            raise InvalidValue(
                 "secret must not be this node's admin token: peer credentials and the admin "
                 "token are kept apart", key="secret")
 

@@ -1,79 +1,63 @@
-"""The app factory: one Connexion app behind the gateway middleware."""
+"""The node's ASGI app: the JSON-RPC gateway on its own path, everything else routed.
+
+    /api/v1/a2a...      the gateway (synthorg.gateway.endpoint): gates, body, pipeline
+    /openapi.*, /spec/, /docs   the published contract (synthorg.api.spec_routes)
+    /api/v1/admin/...   the admin gate (synthorg.admin.gate), then the admin operations
+    anything else       the card operations, or 404 / 405
+
+No framework sits on the hot path: the gateway is reached by one string comparison.
+"""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Any
 
-# Connexion imports Starlette's test client at import time, which warns about httpx; the node
-# never uses it.
-warnings.filterwarnings("ignore", message=".*starlette.testclient.*")
+from starlette.types import Receive, Scope, Send
 
-from connexion import AsyncApp  # noqa: E402
-from connexion.middleware import MiddlewarePosition  # noqa: E402
-from connexion.middleware.context import ContextMiddleware  # noqa: E402
-from connexion.middleware.exceptions import ExceptionMiddleware  # noqa: E402
-from connexion.middleware.lifespan import LifespanMiddleware  # noqa: E402
-from connexion.middleware.routing import RoutingMiddleware  # noqa: E402
-from connexion.middleware.server_error import ServerErrorMiddleware  # noqa: E402
-from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
+from synthorg.admin.gate import AdminGate
+from synthorg.admin.token import AdminToken
+from synthorg.api.router import Endpoint, Router
+from synthorg.api.spec_routes import SpecRoutes
+from synthorg.gateway.endpoint import Gateway
+from synthorg.generated.constants import RPC_POST, Operation
 
-from synthorg.admin.middleware import AdminMiddleware  # noqa: E402
-from synthorg.api.connexion_compat import allow_openapi_31  # noqa: E402
-from synthorg.api.spec_routes import SpecRoutes  # noqa: E402
-from synthorg.contract.spec import bundled_openapi  # noqa: E402
-from synthorg.gateway.transport import GatewayMiddleware  # noqa: E402
-from synthorg.node import Node  # noqa: E402
-
-# No Connexion security or validation middleware: the gateway runs the three gates on headers
-# before any body byte is read, and params are validated by the generated pydantic models.
-_MIDDLEWARES = [
-    ServerErrorMiddleware,
-    ExceptionMiddleware,
-    RoutingMiddleware,
-    LifespanMiddleware,
-    ContextMiddleware,
-]
+RPC_PREFIX = RPC_POST.path.rstrip("/")
 
 
-class _NodeScope:
-    """Hands the node to handlers through the ASGI scope: explicit, no globals."""
-
-    def __init__(self, app: ASGIApp, node: Node) -> None:
-        self.app, self.node = app, node
+class NodeApp:
+    def __init__(
+        self,
+        gateway: Gateway,
+        operations: Mapping[Operation, Endpoint | str],
+        admin_token: AdminToken,
+        document: Mapping[str, Any],
+    ) -> None:
+        self._gateway = gateway
+        # The gateway serves its operations itself; the router serves the others.
+        router = Router({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
+        self._others = SpecRoutes(
+            AdminGate(router, token_provider=lambda: admin_token), document=document
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope = {**scope, "synthorg.node": self.node}
-        await self.app(scope, receive, send)
+        kind = scope["type"]
+        if kind == "http":
+            if scope["path"].startswith(RPC_PREFIX):
+                await self._gateway(scope, receive, send)
+            else:
+                await self._others(scope, receive, send)
+        elif kind == "lifespan":
+            await _lifespan(receive, send)
 
 
-def create_app(node: Node) -> AsyncApp:
-    allow_openapi_31()
-
-    @asynccontextmanager
-    async def lifespan(_app: Any) -> AsyncIterator[None]:
-        await node.startup()
-        yield
-
-    app = AsyncApp(__name__, middlewares=list(_MIDDLEWARES), lifespan=lifespan)
-    app.add_api(bundled_openapi(), validate_responses=False)
-    app.add_middleware(
-        GatewayMiddleware,
-        position=MiddlewarePosition.BEFORE_EXCEPTION,
-        settings_provider=lambda: node,
-    )
-    app.add_middleware(_NodeScope, position=MiddlewarePosition.BEFORE_EXCEPTION, node=node)
-    # The admin API (/api/v1/admin/): the operator's token, on headers, before any body byte.
-    app.add_middleware(
-        AdminMiddleware,
-        position=MiddlewarePosition.BEFORE_EXCEPTION,
-        token_provider=lambda: node.admin_token,
-    )
-    # The published contract and /docs: public, served whether or not the gateway is on.
-    app.add_middleware(
-        SpecRoutes, position=MiddlewarePosition.BEFORE_EXCEPTION, document=bundled_openapi()
-    )
-    return app
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """Start-up work runs once, before the socket listens (synthorg.api.serve); a worker
+    process has nothing more to do when its server starts or stops."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

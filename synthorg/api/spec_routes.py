@@ -34,8 +34,8 @@ from urllib.parse import urlsplit
 import yaml
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from synthorg.cards.http_cache import none_match
 from synthorg.contract.spec import SCHEMA_FILES, spec_dir
+from synthorg.http.caching import none_match
 
 OPENAPI_JSON_PATH = "/openapi.json"
 OPENAPI_YAML_PATH = "/openapi.yaml"

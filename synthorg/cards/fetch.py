@@ -17,9 +17,10 @@ from typing import Any, Literal
 
 import httpx
 
-from synthorg.cards.http_cache import DEFAULT_MAX_AGE, freshness_seconds, usable_etag
+from synthorg.generated.constants import CARDS_COMPANY_CARD
+from synthorg.http.caching import DEFAULT_MAX_AGE, freshness_seconds, usable_etag
 
-CARD_PATH = "/.well-known/agent-card.json"
+CARD_PATH = CARDS_COMPANY_CARD.path
 MAX_CARD_BYTES = 256 * 1024
 USER_AGENT = "synthorg-a2a card-discovery"
 MAX_JSON_DEPTH = 64

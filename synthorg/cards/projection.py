@@ -13,24 +13,32 @@ from importlib import metadata
 from typing import Any
 
 from synthorg.config.company import NodeConfig
+from synthorg.generated.constants import (
+    API_KEY_HEADER,
+    PEER_NAME_HEADER,
+    RPC_POST,
+    RPC_POST_AGENT,
+    SKILLS_NEGOTIATE,
+    SKILLS_QUERY,
+)
 from synthorg.generated.models import AgentCard, AgentConfig, CompanyConfig, SkillConfig
 
 PROTOCOL_VERSION = "0.3.0"
-RPC_PATH = "/api/v1/a2a/"
-AGENT_RPC_PATH = "/api/v1/a2a/agents/{agent_id}/"
+RPC_PATH = RPC_POST.path
+AGENT_RPC_PATH = RPC_POST_AGENT.path
 SKILLS_EXTENSION_URI = "https://synthorg.example/a2a/extensions/skills/v1"
-SKILLS_EXTENSION_METHODS = ("skills/query", "skills/negotiate")
+SKILLS_EXTENSION_METHODS = (SKILLS_QUERY, SKILLS_NEGOTIATE)
 # What message/send accepts and what the built-in executors answer with.
 DEFAULT_MODES = ("text/plain", "application/json")
 MAX_TAGS = 256  # AgentSkill.tags maxItems in spec/schemas/card.json
 
 SECURITY_SCHEMES: dict[str, dict[str, str]] = {
     "PeerName": {
-        "type": "apiKey", "in": "header", "name": "X-A2A-Peer-Name",
+        "type": "apiKey", "in": "header", "name": PEER_NAME_HEADER,
         "description": "The calling peer's name; it must be on this node's allowlist.",
     },
     "ApiKey": {
-        "type": "apiKey", "in": "header", "name": "X-API-Key",
+        "type": "apiKey", "in": "header", "name": API_KEY_HEADER,
         "description": "The secret this node's operator registered for the calling peer.",
     },
     "Bearer": {

@@ -17,16 +17,21 @@ import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from synthorg.cards.http_cache import DEFAULT_MAX_AGE
 from synthorg.cards.projection import agent_card, card_version, company_card
 from synthorg.config.company import NodeConfig
 from synthorg.generated.models import AgentCard
+from synthorg.http.caching import DEFAULT_MAX_AGE
 
 CACHE_CONTROL = f"public, max-age={DEFAULT_MAX_AGE}"
 FALLBACK_BASE_URL = "http://localhost"
 MAX_BASE_URLS = 8
+
+
+class LocalRequest(Protocol):
+    @property
+    def local_base_url(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +65,12 @@ def socket_base_url(scope: Mapping[str, Any]) -> str:
 
 
 class CardPublisher:
+    """This node's cards (`handlers.context.CardsContext`)."""
+
+    cache_control = CACHE_CONTROL
+
     def __init__(self, config: NodeConfig, version: str | None = None) -> None:
+        self.enabled = config.a2a.enabled
         self._config = config
         self._version = version or card_version()
         self._agents = {agent.id: agent for agent in config.agents}
@@ -72,10 +82,17 @@ class CardPublisher:
     def base_url(self, scope: Mapping[str, Any]) -> str:
         return self._public_url or socket_base_url(scope)
 
-    def company(self, base_url: str) -> RenderedCard:
+    def company(self, request: LocalRequest) -> RenderedCard:
+        return self.company_at(self._public_url or request.local_base_url)
+
+    def agent(self, agent_id: str, request: LocalRequest) -> RenderedCard | None:
+        """None when no agent has this id."""
+        return self.agent_at(agent_id, self._public_url or request.local_base_url)
+
+    def company_at(self, base_url: str) -> RenderedCard:
         return self._cached(base_url, None)
 
-    def agent(self, agent_id: str, base_url: str) -> RenderedCard | None:
+    def agent_at(self, agent_id: str, base_url: str) -> RenderedCard | None:
         """None when no agent has this id."""
         if agent_id not in self._agents:
             return None

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from synthorg.api.serve import DEFAULT_HOST, DEFAULT_PORT
-from synthorg.cards.agent_ids import is_agent_id
 from synthorg.cards.fetch import CARD_PATH, card_url, fetch_card_document
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.cards.projection import agent_card, card_version, company_card
@@ -38,6 +37,7 @@ from synthorg.cli.common import (
     print_json,
 )
 from synthorg.config.company import ConfigError, NodeConfig, load_config
+from synthorg.names import is_agent_id
 from synthorg.store.catalog import canonical_endpoint
 
 if TYPE_CHECKING:

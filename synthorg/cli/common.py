@@ -10,10 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from synthorg.generated.models import Task
 from synthorg.paths import DEFAULT_DATA_DIR, data_dir_from_env
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import SchemaVersionError, open_database
 from synthorg.store.secretbox import SecretBox, SecretBoxError
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import open_database
+from synthorg.store.sqlite.schema import SchemaVersionError
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction["CliParser"]
@@ -82,6 +84,11 @@ def open_catalog(directory: Path) -> Iterator[SqliteCatalog]:
         raise CliError(str(exc)) from None
     finally:
         db.close()
+
+
+def task_json(task: Task) -> dict[str, Any]:
+    """A Task as the JSON the wire carries."""
+    return task.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def print_json(value: Any) -> None:

@@ -37,16 +37,18 @@ from synthorg.cli.common import (
 from synthorg.config.company import ConfigError, NodeConfig, load_config
 from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
 from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator
-from synthorg.delegation.peer_executor import VISITED_KEY
+from synthorg.generated.constants import STATE_COMPLETED, TERMINAL_STATES
 from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
-from synthorg.settings.store import SqliteSettingsStore
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import Database, SchemaVersionError, open_database
-from synthorg.store.delegations import Delegation, SqliteDelegationStore
+from synthorg.store.delegations import Delegation
 from synthorg.store.secretbox import SecretBox, SecretBoxError
-from synthorg.store.tasks import SqliteTaskStore
-from synthorg.tasks.states import TERMINAL
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import Database, open_database
+from synthorg.store.sqlite.delegations import SqliteDelegationStore
+from synthorg.store.sqlite.schema import SchemaVersionError
+from synthorg.store.sqlite.settings import SqliteSettingsStore
+from synthorg.store.sqlite.tasks import SqliteTaskStore
+from synthorg.tasks.hops import VISITED_KEY
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -57,7 +59,7 @@ EXIT_STOPPED = 5  # gave up following before the task settled (it goes on at the
 EXIT_INTERRUPTED = 130
 
 DEFAULT_WAIT_SECONDS = 120.0
-UNSUCCESSFUL = TERMINAL - {"completed"}
+UNSUCCESSFUL = TERMINAL_STATES - {STATE_COMPLETED}
 
 EXIT_CODES = f"""\
 exit codes:

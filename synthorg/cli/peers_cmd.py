@@ -19,7 +19,6 @@ import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from synthorg.admin.audit import AuditLog
-from synthorg.admin.errors import AdminProblem
 from synthorg.admin.service import PeersAdmin
 from synthorg.admin.token import known_tokens
 from synthorg.cards.discovery import probe_peers
@@ -35,6 +34,7 @@ from synthorg.cli.common import (
     shown,
 )
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
+from synthorg.errors import SynthorgError
 from synthorg.names import canonical_peer_name
 from synthorg.store.catalog import (
     MAX_SECRET_LENGTH,
@@ -130,8 +130,8 @@ def run_add(args: argparse.Namespace) -> int:
             try:
                 record, created = peers.put(name, args.endpoint, args.scheme, secret,
                                             via="cli", user=cli_user())
-            except AdminProblem as problem:  # its messages never echo the secret
-                fail(problem.message)
+            except SynthorgError as problem:  # its messages never echo the secret
+                fail(str(problem))
         public = _public(record)
     print(f"{'added' if created else 'updated'} peer {public['name']} "
           f"(endpoint {public['endpoint']}, scheme {public['scheme']})")
@@ -296,7 +296,7 @@ def run_remove(args: argparse.Namespace) -> int:
             peers = PeersAdmin(catalog, AuditLog(directory), [])
             try:
                 peers.delete(name, via="cli", user=cli_user())
-            except AdminProblem:
+            except SynthorgError:
                 _not_found(args.name)
     print(f"removed peer {name}")
     return EXIT_OK

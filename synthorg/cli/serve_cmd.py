@@ -6,7 +6,14 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from synthorg.api.serve import DEFAULT_HOST, DEFAULT_PORT, serve
+from synthorg.api.serve import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    MAX_WORKERS,
+    WORKERS_ENV,
+    serve,
+    workers_from,
+)
 from synthorg.cli.common import add_data_dir_option, data_dir, fail
 
 if TYPE_CHECKING:
@@ -29,19 +36,37 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument("--port", type=_port, metavar="PORT",
                         help=f"TCP port, 0 for any free one (default: ${PORT_ENV}, "
                         f"else {DEFAULT_PORT})")
+    parser.add_argument("--workers", type=_workers, metavar="N",
+                        help=f"worker processes sharing the port and the data dir, 1-{MAX_WORKERS} "
+                        f"(default: ${WORKERS_ENV}, else 1)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     host: str = args.host or os.environ.get(HOST_ENV) or DEFAULT_HOST
     port: int = args.port if args.port is not None else _env_port()
-    return serve(data_dir(args), host, port)
+    workers: int = args.workers if args.workers is not None else _env_workers()
+    return serve(data_dir(args), host, port, workers)
 
 
 def _port(text: str) -> int:
     if not text.isdigit() or not 0 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
     return int(text)
+
+
+def _workers(text: str) -> int:
+    try:
+        return workers_from(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _env_workers() -> int:
+    try:
+        return workers_from(os.environ.get(WORKERS_ENV))
+    except ValueError as exc:
+        fail(f"{WORKERS_ENV}: {exc}")
 
 
 def _env_port() -> int:

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from synthorg.admin.audit import AuditLog
-from synthorg.admin.errors import AdminProblem
 from synthorg.admin.service import SettingsAdmin, setting_definition, setting_json
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME, token_problem
 from synthorg.cli.admin_client import AdminClient, AdminRefused, AdminUnreachable, node_url
@@ -41,10 +40,12 @@ from synthorg.cli.common import (
     shown,
 )
 from synthorg.config.company import ConfigError, load_config
+from synthorg.errors import SynthorgError
 from synthorg.settings.definitions.a2a import SettingDefinition, definitions
 from synthorg.settings.runtime import RuntimeSettings
-from synthorg.settings.store import SqliteSettingsStore
-from synthorg.store.db import SchemaVersionError, open_database
+from synthorg.store.sqlite.database import open_database
+from synthorg.store.sqlite.schema import SchemaVersionError
+from synthorg.store.sqlite.settings import SqliteSettingsStore
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -207,8 +208,8 @@ def _local(directory: Path) -> Iterator[SettingsAdmin]:
     try:
         settings = RuntimeSettings(SqliteSettingsStore(db), config.a2a)
         yield SettingsAdmin(settings, config.a2a, AuditLog(directory))
-    except AdminProblem as problem:
-        raise CliError(problem.message, EXIT_USAGE) from None
+    except SynthorgError as problem:
+        raise CliError(str(problem), EXIT_USAGE) from None
     except sqlite3.Error as exc:
         raise CliError(f"{directory}: {exc}") from None
     finally:
@@ -218,8 +219,8 @@ def _local(directory: Path) -> Iterator[SettingsAdmin]:
 def _definition(raw: str) -> SettingDefinition:
     try:
         return setting_definition(raw, allow_bare=True)
-    except AdminProblem as problem:
-        fail(problem.message)
+    except SynthorgError as problem:
+        fail(str(problem))
 
 
 def _value(raw: str, definition: SettingDefinition) -> float | int:

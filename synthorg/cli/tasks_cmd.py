@@ -25,6 +25,7 @@ from synthorg.cli.common import (
     fail,
     print_json,
     shown,
+    task_json,
 )
 from synthorg.cli.delegate_cmd import (
     EXIT_CODES,
@@ -46,9 +47,9 @@ from synthorg.cli.delegate_cmd import (
 )
 from synthorg.config.company import ConfigError
 from synthorg.delegation.client import PeerError, PeerRpcError
-from synthorg.gateway.errors import TASK_NOT_CANCELABLE, RpcError
+from synthorg.errors import TaskNotCancelable, TaskNotFound
+from synthorg.generated.constants import TASK_NOT_CANCELABLE, TERMINAL_STATES
 from synthorg.store.delegations import Delegation
-from synthorg.tasks.states import TERMINAL
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -123,15 +124,15 @@ async def _inbound(out: Outbound, limit: int) -> list[tuple[str | None, dict[str
     owner: dict[str, str] = {}
     for peer in _known_peers(out):
         for task in await store.list(peer, limit):
-            owner[task["id"]] = peer
-    return [(owner.get(t["id"]), t) for t in await store.list(None, limit)]
+            owner[task.id] = peer
+    return [(owner.get(t.id), task_json(t)) for t in await store.list(None, limit)]
 
 
 async def _find_inbound(out: Outbound, task_id: str) -> tuple[str, dict[str, Any]] | None:
     for peer in _known_peers(out):
-        task = await out.tasks.get(peer, task_id)
-        if task is not None:
-            return peer, task
+        stored = await out.tasks.get(peer, task_id)
+        if stored is not None:
+            return peer, task_json(stored.task)
     return None
 
 
@@ -288,7 +289,7 @@ async def _cancel_outbound(out: Outbound, record: Delegation, as_json: bool) -> 
     try:
         record = await out.delegator.cancel(record.id)
     except PeerRpcError as exc:
-        code = EXIT_UNSUCCESSFUL if exc.code == TASK_NOT_CANCELABLE else EXIT_PEER
+        code = EXIT_UNSUCCESSFUL if exc.code == TASK_NOT_CANCELABLE.code else EXIT_PEER
         fail(peer_error_line(record.peer, exc), code)
     except PeerError as exc:
         peer_failure(record.peer, exc)
@@ -302,7 +303,7 @@ async def _cancel_outbound(out: Outbound, record: Delegation, as_json: bool) -> 
 
 async def _cancel_inbound(out: Outbound, peer: str, task: dict[str, Any], as_json: bool) -> int:
     state = task["status"]["state"]
-    if state in TERMINAL:
+    if state in TERMINAL_STATES:
         fail(f"task {task['id']} cannot be canceled: it is already {state}", EXIT_UNSUCCESSFUL)
     # The node's own service, so the rules and the downstream cancel are the node's.
     from synthorg.node import Node  # heavy: only this command needs it
@@ -312,10 +313,11 @@ async def _cancel_inbound(out: Outbound, peer: str, task: dict[str, Any], as_jso
     except ConfigError as exc:
         fail(str(exc))
     try:
-        updated = await node.tasks.cancel(peer, task["id"])
-    except RpcError as exc:
-        code = EXIT_UNSUCCESSFUL if exc.code == TASK_NOT_CANCELABLE else EXIT_NOT_FOUND
-        fail(f"task {task['id']} cannot be canceled: {exc.message}", code)
+        updated = task_json(await node.tasks.cancel(peer, task["id"]))
+    except TaskNotCancelable:
+        fail(f"task {task['id']} cannot be canceled: it is already final", EXIT_UNSUCCESSFUL)
+    except TaskNotFound:
+        fail(f"task {task['id']} cannot be canceled: it is gone", EXIT_NOT_FOUND)
     except PeerError as exc:  # a forwarding agent could not cancel its downstream task
         downstream = await out.delegator.store.by_origin(task["id"])
         line = peer_error_line(downstream.peer if downstream else "downstream", exc)

@@ -13,9 +13,9 @@ some calls may (a value range narrower on one side, an optional member the other
 requires, a method of the SynthOrg skills extension the peer lacks). Only local ``#/...``
 references are followed; a published document is bundled, so that is all a peer should need.
 
-OpenAPI has no place for "method X returns result Y" in a JSON-RPC union, so which of our
-result definitions each method returns is listed here (`RESULTS`); the peer's result is the
-member of its result union with the same name.
+OpenAPI has no place for "method X returns result Y" in a JSON-RPC union; our spec names it
+(`<Name>Params` answers `<Name>Result`, generated as `RESULT_DEFINITIONS`), and the peer's
+result is the member of its result union with the same name.
 """
 
 from __future__ import annotations
@@ -26,19 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from synthorg.cards.projection import SKILLS_EXTENSION_METHODS
-from synthorg.delegation.client import RPC_PATH
+from synthorg.generated.constants import RESULT_DEFINITIONS, RPC_POST
 
 Severity = Literal["error", "warning"]
 Status = Literal["ok", "warning", "incompatible", "-"]
 
-# Which of our result definitions each of our methods returns (see the module docstring).
-RESULTS: Mapping[str, str] = {
-    "message/send": "Task",
-    "tasks/get": "Task",
-    "tasks/cancel": "Task",
-    "skills/query": "SkillsQueryResult",
-    "skills/negotiate": "SkillsNegotiateResult",
-}
+RPC_PATH = RPC_POST.path
+# Which of our result definitions each of our methods returns (the spec's <Name>Result).
+RESULTS: Mapping[str, str] = RESULT_DEFINITIONS
 # A peer may lack these and still take delegated tasks: they are an optional extension.
 OPTIONAL_METHODS = frozenset(SKILLS_EXTENSION_METHODS)
 

@@ -21,11 +21,19 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from synthorg.gateway.errors import RequestId
+from synthorg.generated.constants import (
+    API_KEY_HEADER,
+    MESSAGE_SEND,
+    PEER_NAME_HEADER,
+    RPC_POST,
+    TASKS_CANCEL,
+    TASKS_GET,
+)
 from synthorg.generated.models import Task
 from synthorg.store.catalog import PeerRecord
 
-RPC_PATH = "/api/v1/a2a/"
+RequestId = str | int | None
+RPC_PATH = RPC_POST.path
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_RETRY_AFTER = 30.0
@@ -64,9 +72,9 @@ class RetryPolicy:
 
 
 def credential_headers(record: PeerRecord, local_name: str) -> dict[str, str]:
-    headers = {"X-A2A-Peer-Name": local_name}
+    headers = {PEER_NAME_HEADER: local_name}
     if record.scheme == "api_key":
-        headers["X-API-Key"] = record.secret
+        headers[API_KEY_HEADER] = record.secret
     else:
         headers["Authorization"] = f"Bearer {record.secret}"
     return headers
@@ -129,16 +137,16 @@ class A2AClient:
             meta["agentId"] = agent_id
         if meta:
             message["metadata"] = meta
-        return await self._task_call("message/send", {"message": message})
+        return await self._task_call(MESSAGE_SEND, {"message": message})
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         params: dict[str, Any] = {"id": task_id}
         if history_length is not None:
             params["historyLength"] = history_length
-        return await self._task_call("tasks/get", params)
+        return await self._task_call(TASKS_GET, params)
 
     async def cancel_task(self, task_id: str) -> Task:
-        return await self._task_call("tasks/cancel", {"id": task_id})
+        return await self._task_call(TASKS_CANCEL, {"id": task_id})
 
     async def _task_call(self, method: str, params: dict[str, Any]) -> Task:
         result = await self.call(method, params)

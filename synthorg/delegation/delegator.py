@@ -16,13 +16,13 @@ from typing import Any
 import httpx
 
 from synthorg.delegation.client import A2AClient, PeerError
+from synthorg.generated.constants import STATE_AUTH_REQUIRED, STATE_INPUT_REQUIRED, TERMINAL_STATES
 from synthorg.generated.models import Task
 from synthorg.store.catalog import Catalog
-from synthorg.store.db import utc_now
 from synthorg.store.delegations import Delegation, DelegationStore
-from synthorg.tasks.states import TERMINAL
+from synthorg.store.sqlite.database import utc_now
 
-SETTLED = TERMINAL | {"input-required", "auth-required"}
+SETTLED = TERMINAL_STATES | {STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED}
 
 
 class DelegationError(Exception):
@@ -66,9 +66,12 @@ class Delegator:
         agent_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         origin_task_id: str | None = None,
+        message_id: str | None = None,
     ) -> Delegation:
+        """Send a new task to `peer` and record it. A fixed `message_id` makes a repeat of
+        the same delegation land on the peer's existing task (its idempotency key)."""
         client = self.client(peer)
-        message_id = str(uuid.uuid4())
+        message_id = message_id or str(uuid.uuid4())
         task = await client.send_message(
             parts, agent_id=agent_id, message_id=message_id, metadata=metadata
         )
@@ -95,10 +98,18 @@ class Delegator:
         return record
 
     async def send_followup(
-        self, record: Delegation, parts: list[dict[str, Any]], metadata: dict[str, Any] | None
+        self,
+        record: Delegation,
+        parts: list[dict[str, Any]],
+        metadata: dict[str, Any] | None,
+        message_id: str | None = None,
     ) -> Delegation:
         task = await self.client(record.peer).send_message(
-            parts, task_id=record.remote_task_id, context_id=record.context_id, metadata=metadata
+            parts,
+            task_id=record.remote_task_id,
+            context_id=record.context_id,
+            metadata=metadata,
+            message_id=message_id,
         )
         return await self.store.update(record.id, _task_json(task))
 

@@ -1,27 +1,29 @@
 """Onward delegation: an agent of this node forwards its tasks to a catalog peer (A -> B -> C).
 
-Loops are stopped with visited-nodes metadata: each forwarding node appends its own name to
-`message.metadata["synthorg.visited"]`. A node that finds its own name there, or a list already
-`MAX_HOPS` long, refuses the message with -32030 (see TaskService.send), so A -> B -> A ends in
-a clear error on the first hop back instead of recursing.
+Each forwarded message carries this node's name in `metadata["synthorg.visited"]` (see
+`synthorg.tasks.hops`), so a loop ends with a clear error on its first hop back. The message
+sent onward has a `messageId` derived from the task and the message it forwards, so doing
+the same forwarding twice (a retry, a race between workers) lands on the same downstream
+task instead of creating another.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import DelegationError, Delegator
-from synthorg.gateway.errors import TASK_NOT_CANCELABLE
+from synthorg.generated.constants import STATE_FAILED, TASK_NOT_CANCELABLE
+from synthorg.generated.models import Artifact, Message, Task
 from synthorg.tasks.executors import Outcome
+from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 
-VISITED_KEY = "synthorg.visited"
-MAX_HOPS = 8
+_FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
 
 
-def visited_nodes(message: dict[str, Any]) -> list[str]:
-    visited = (message.get("metadata") or {}).get(VISITED_KEY, [])
-    return [v for v in visited if isinstance(v, str)] if isinstance(visited, list) else []
+def forwarded_message_id(task_id: str, message_id: str) -> str:
+    return str(uuid.uuid5(_FORWARDED, f"{task_id}\n{message_id}"))
 
 
 def _status_text(task: dict[str, Any]) -> str | None:
@@ -33,6 +35,8 @@ def _status_text(task: dict[str, Any]) -> str | None:
 
 
 class PeerExecutor:
+    pure = False  # it calls a peer
+
     def __init__(
         self, delegator: Delegator, node_name: str | None, peer: str, agent_id: str | None
     ) -> None:
@@ -41,36 +45,47 @@ class PeerExecutor:
         self._peer = peer
         self._agent_id = agent_id
 
-    async def run(self, task: dict[str, Any], message: dict[str, Any]) -> Outcome:
+    async def run(self, task: Task, message: Message) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
-        parts = message["parts"]
+        parts = [p.model_dump(mode="json", by_alias=True, exclude_none=True)
+                 for p in message.parts]
+        onward_id = forwarded_message_id(task.id, message.messageId)
         try:
-            existing = await self._delegator.store.by_origin(task["id"])
+            existing = await self._delegator.store.by_origin(task.id)
             if existing is None:
                 record = await self._delegator.delegate(
                     self._peer,
                     parts,
                     agent_id=self._agent_id,
                     metadata=metadata,
-                    origin_task_id=task["id"],
+                    origin_task_id=task.id,
+                    message_id=onward_id,
                 )
             else:
-                record = await self._delegator.send_followup(existing, parts, metadata)
+                record = await self._delegator.send_followup(
+                    existing, parts, metadata, message_id=onward_id
+                )
         except PeerRpcError as exc:
-            return Outcome("failed", message_text=f"peer {self._peer} refused: {exc.message}")
+            return Outcome(STATE_FAILED, message_text=f"peer {self._peer} refused: {exc.message}")
         except (PeerError, DelegationError) as exc:
-            return Outcome("failed", message_text=f"peer {self._peer} failed: {exc}")
+            return Outcome(STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
         remote = record.task
-        known = {a.get("artifactId") for a in task.get("artifacts", [])}
-        fresh = [a for a in remote.get("artifacts", []) if a.get("artifactId") not in known]
-        return Outcome(record.state, message_text=_status_text(remote), artifacts=fresh)
+        known = {a.artifactId for a in task.artifacts or []}
+        fresh = [
+            Artifact.model_validate(a) for a in remote.get("artifacts", [])
+            if a.get("artifactId") not in known
+        ]
+        state = Task.model_validate(remote).status.state
+        return Outcome(state, message_text=_status_text(remote), artifacts=fresh)
 
-    async def cancel(self, task: dict[str, Any]) -> None:
-        record = await self._delegator.store.by_origin(task["id"])
+    async def cancel(self, task: Task) -> None:
+        record = await self._delegator.store.by_origin(task.id)
         if record is None:
             return
         try:
             await self._delegator.cancel(record.id)
         except PeerRpcError as exc:
-            if exc.code != TASK_NOT_CANCELABLE:
+            if exc.code != TASK_NOT_CANCELABLE.code:
                 raise
+
+

@@ -1,16 +1,26 @@
-"""What a handler knows about a call besides its params."""
+"""The context a handler is called with: the runtime's side of `handlers.context.RpcContext`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from synthorg.gateway.errors import RequestId
+from handlers.context import RequestId, SkillOperations, TaskOperations
 
 
 @dataclass(frozen=True, slots=True)
-class RpcContext:
+class Services:
+    """The node's services a handler may reach, built once at start-up."""
+
+    tasks: TaskOperations
+    skills: SkillOperations
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """One admitted call."""
+
     peer: str
     request_id: RequestId
-    node: Any  # synthorg.node.Node; Any keeps handlers free of an import cycle
-    agent_id: str | None = None  # set when the call came in on an agent's own endpoint
+    agent_id: str | None
+    tasks: TaskOperations
+    skills: SkillOperations

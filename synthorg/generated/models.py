@@ -37,6 +37,9 @@ ExtensionUris = Annotated[list[Annotated[str, Field(min_length=1, max_length=512
 TaskState = Literal['submitted', 'working', 'input-required', 'auth-required', 'completed', 'canceled', 'failed', 'rejected', 'unknown']
 
 
+TerminalTaskState = Literal['completed', 'canceled', 'failed', 'rejected']
+
+
 Role = Literal['user', 'agent']
 
 
@@ -135,9 +138,6 @@ class MessageSendConfiguration(SpecModel):
 SkillName = Annotated[str, Field(min_length=1, max_length=128)]
 
 
-PeerName = Annotated[str, Field(pattern='^[a-z0-9][a-z0-9._-]{0,62}$')]
-
-
 class MessageSendParams(SpecModel):
     method: Literal['message/send']
     message: Message
@@ -184,6 +184,15 @@ class SkillsNegotiateResult(SpecModel):
     accepted: bool
     url: str
     matchedSkills: list[str]
+
+
+MessageSendResult = Task
+
+
+TasksGetResult = Task
+
+
+TasksCancelResult = Task
 
 
 RpcResult = Task | SkillsQueryResult | SkillsNegotiateResult
@@ -284,6 +293,9 @@ class CompanyConfig(SpecModel):
 AgentId = Annotated[str, Field(pattern='^[a-z0-9][a-z0-9_-]{0,62}$')]
 
 
+PeerName = Annotated[str, Field(pattern='^[a-z0-9][a-z0-9._-]{0,62}$')]
+
+
 class SkillConfig(SpecModel):
     id: Annotated[str, Field(min_length=1, max_length=128)]
     name: Annotated[str, Field(min_length=1, max_length=255)]
@@ -298,8 +310,8 @@ class ExecutorConfig(SpecModel):
     """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer."""
 
     kind: Literal['echo', 'park', 'peer']
-    peer: Annotated[Annotated[str, Field(pattern='^[a-z0-9][a-z0-9._-]{0,62}$')] | None, NoNull] = None
-    agent: Annotated[Annotated[str, Field(pattern='^[a-z0-9][a-z0-9_-]{0,62}$')] | None, NoNull] = None
+    peer: Annotated[PeerName | None, NoNull] = None
+    agent: Annotated[AgentId | None, NoNull] = None
 
 
 class AgentConfig(SpecModel):
@@ -321,7 +333,7 @@ class A2AConfig(SpecModel):
     enabled: bool = False
     allowed_peers: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=128)]], Field(max_length=1024)] | None, NoNull] = None
     max_request_body_bytes: Annotated[int, Field(ge=1024, le=67108864)] = 1048576
-    node_name: Annotated[Annotated[str, Field(pattern='^[a-z0-9][a-z0-9._-]{0,62}$')] | None, NoNull] = None
+    node_name: Annotated[PeerName | None, NoNull] = None
     public_url: Annotated[Annotated[str, Field(min_length=1, max_length=2048)] | None, NoNull] = None
     dev_allow_without_catalog: bool = False
     client_timeout_seconds: Annotated[float, Field(ge=0.1, le=600)] = 30.0

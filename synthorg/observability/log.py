@@ -30,6 +30,7 @@ _REDACTED_KEYS = frozenset({"secret", "api_key", "token", "authorization", "pass
 _REDACTED = "[redacted]"
 _RESERVED = ("ts", "level", "event")
 _MAX_DEPTH = 8
+_SCALARS = (str, int, float, bool)
 
 
 class _EventHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -70,9 +71,12 @@ def _safe_str(value: object) -> str:
         return f"<unrepresentable {type(value).__name__}>"
 
 
+_ENCODER = json.JSONEncoder(default=_safe_str)
+
+
 def _render(record: dict[str, Any]) -> str:
     try:
-        return json.dumps(record, default=_safe_str)
+        return _ENCODER.encode(record)
     except (TypeError, ValueError):
         # Non-string keys or reference cycles: flatten every field to text.
         flat = {str(k): v if isinstance(v, str) else _safe_str(v) for k, v in record.items()}
@@ -87,7 +91,9 @@ def emit(event: str, /, *, level: str = "info", **fields: object) -> None:
 
 
 def _emit(event: str, level: str, fields: dict[str, object]) -> None:
-    level_name = level.lower() if level.lower() in _LEVELS else "info"
+    level_name = level if level in _LEVELS else level.lower()
+    if level_name not in _LEVELS:
+        level_name = "info"
     levelno = _LEVELS[level_name]
     if not _logger.isEnabledFor(levelno):
         return
@@ -99,5 +105,14 @@ def _emit(event: str, level: str, fields: dict[str, object]) -> None:
     for key, value in fields.items():
         # A field may not overwrite the envelope keys; keep it under a suffixed name.
         name = f"{key}_" if key in _RESERVED else key
-        record[name] = _REDACTED if _is_sensitive(key) else _scrub(value)
-    _logger.log(levelno, _render(record))
+        if _is_sensitive(key):
+            record[name] = _REDACTED
+        elif value is None or isinstance(value, _SCALARS):
+            record[name] = value  # the common case: nothing nested to scrub
+        else:
+            record[name] = _scrub(value)
+    # A record made here, not through Logger.log: that one looks up the caller's frame on
+    # every call, which costs more than the rest of an event together.
+    _logger.handle(
+        logging.LogRecord(LOGGER_NAME, levelno, "", 0, _render(record), None, None)
+    )

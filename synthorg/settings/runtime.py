@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from synthorg.generated.models import A2AConfig
 from synthorg.settings.definitions.a2a import NAMESPACE, SettingDefinition, definitions
-from synthorg.settings.store import SettingsStore
+from synthorg.store.settings import SettingsStore
 
 Source = Literal["runtime", "config", "default"]
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from dataclasses import dataclass
-from typing import Literal, Protocol, cast
+from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
 from synthorg.names import canonical_peer_name
-from synthorg.store.db import connection_lock, transaction, utc_now
-from synthorg.store.secretbox import SecretBox, SecretBoxError
 
 Scheme = Literal["api_key", "bearer"]
 SCHEMES: frozenset[str] = frozenset({"api_key", "bearer"})
@@ -37,78 +33,21 @@ class PeerRecord:
 
 
 class Catalog(Protocol):
+    """The connection catalog: one record per peer, its secret decrypted only in memory."""
+
     def get(self, name: str) -> PeerRecord | None: ...
 
     def list(self) -> list[PeerRecord]: ...
 
-    def put(self, name: str, endpoint: str, scheme: str, secret: str) -> bool: ...
+    def put(self, name: str, endpoint: str, scheme: str, secret: str) -> bool:
+        """Insert or replace (keeping created_at); True when the record was created."""
+        ...
 
     def remove(self, name: str) -> bool: ...
 
-
-_COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"
-
-
-class SqliteCatalog:
-    """Reads go straight to the database (no cache), so a CLI edit in another process
-    applies to the very next request."""
-
-    def __init__(self, conn: sqlite3.Connection, box: SecretBox) -> None:
-        self._conn = conn
-        self._box = box
-        self._lock = connection_lock(conn) or threading.RLock()
-
-    def get(self, name: str) -> PeerRecord | None:
-        canonical = canonical_peer_name(name)
-        if canonical is None:
-            return None
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM peers WHERE name = ?", (canonical,)
-            ).fetchone()
-        return None if row is None else self._record(row)
-
-    def put(self, name: str, endpoint: str, scheme: str, secret: str) -> bool:
-        """Insert or replace the record (keeping created_at); True when it was created."""
-        canonical, endpoint, scheme = _validate(name, endpoint, scheme, secret)
-        secret_enc = self._box.encrypt(secret)
-        now = utc_now()
-        with transaction(self._conn, self._lock) as conn:
-            existed = conn.execute("SELECT 1 FROM peers WHERE name = ?", (canonical,)).fetchone()
-            conn.execute(
-                f"INSERT INTO peers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET endpoint = excluded.endpoint, "
-                "scheme = excluded.scheme, secret_enc = excluded.secret_enc, "
-                "updated_at = excluded.updated_at",
-                (canonical, endpoint, scheme, secret_enc, now, now),
-            )
-        return existed is None
-
-    def remove(self, name: str) -> bool:
-        canonical = canonical_peer_name(name)
-        if canonical is None:
-            return False
-        with transaction(self._conn, self._lock) as conn:
-            cursor = conn.execute("DELETE FROM peers WHERE name = ?", (canonical,))
-        return cursor.rowcount > 0
-
-    def _record(self, row: tuple[str, str, str, bytes, str, str]) -> PeerRecord:
-        name, endpoint, scheme, secret_enc, created_at, updated_at = row
-        try:
-            secret = self._box.decrypt(secret_enc)
-        except SecretBoxError as exc:
-            raise SecretBoxError(f"peer {name!r}: {exc}") from None
-        return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at)
-
     def addresses(self) -> PeerAddresses:
-        """A read-only view of names and endpoints that never decrypts a secret."""
-        return PeerAddresses(self._conn, self._lock)
-
-    # Last, so the annotations above resolve `list` to the builtin, not this method.
-    def list(self) -> list[PeerRecord]:
-        with self._lock:
-            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM peers ORDER BY name").fetchall()
-        return [self._record(row) for row in rows]
+        """Names and endpoints only: never decrypts a secret."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -117,30 +56,13 @@ class PeerAddress:
     endpoint: str
 
 
-class PeerAddresses:
-    """Where each catalog peer lives, for card discovery: no secret is read, so a record
-    that cannot be decrypted never breaks a skills query."""
+class PeerAddresses(Protocol):
+    def get(self, name: str, /) -> PeerAddress | None: ...
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._conn, self._lock = conn, lock
-
-    def get(self, name: str, /) -> PeerAddress | None:
-        canonical = canonical_peer_name(name)
-        if canonical is None:
-            return None
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT name, endpoint FROM peers WHERE name = ?", (canonical,)
-            ).fetchone()
-        return None if row is None else PeerAddress(*row)
-
-    def list(self) -> list[PeerAddress]:
-        with self._lock:
-            rows = self._conn.execute("SELECT name, endpoint FROM peers ORDER BY name").fetchall()
-        return [PeerAddress(*row) for row in rows]
+    def list(self) -> list[PeerAddress]: ...
 
 
-def _validate(name: str, endpoint: str, scheme: str, secret: str) -> tuple[str, str, str]:
+def validate_record(name: str, endpoint: str, scheme: str, secret: str) -> tuple[str, str, str]:
     """Canonical (name, endpoint, scheme), or ValueError naming the field.
 
     Messages never echo the secret, nor the endpoint (it may carry credentials)."""

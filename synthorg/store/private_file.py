@@ -1,4 +1,5 @@
-"""Publish a small private file (a key, a token) exactly once, even when processes race."""
+"""Private files and directories: mode 0600 / 0700, and a small private file (a key, a token)
+published exactly once, even when processes race."""
 
 from __future__ import annotations
 
@@ -7,7 +8,23 @@ import os
 import secrets
 from pathlib import Path
 
-from synthorg.store.db import ensure_private_dir
+
+def ensure_private_dir(path: Path) -> None:
+    """Create `path` (and parents) if missing; a directory we create gets mode 0700."""
+    try:
+        path.mkdir(parents=True, mode=0o700)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+        return
+    os.chmod(path, 0o700)  # mkdir's mode is filtered through the umask
+
+
+def ensure_private_file(path: Path) -> None:
+    """Create `path` empty with mode 0600 unless it exists; tighten an existing one to 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)
 
 
 def publish_once(path: Path, content: bytes) -> bool:

@@ -8,14 +8,15 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 
+from synthorg.errors import SecretUnreadable
 from synthorg.store.private_file import publish_once, read_private_file
 
 KEY_ENV = "SYNTHORG_SECRET_KEY"
 KEY_FILENAME = "secret.key"
 
 
-class SecretBoxError(Exception):
-    """A bad key or an undecryptable value. Messages never carry keys or secrets."""
+# A bad key or an undecryptable value. Messages never carry keys or secrets.
+SecretBoxError = SecretUnreadable
 
 
 class SecretBox:

@@ -1,55 +1,70 @@
-"""Executors run an agent's side of a task. Each returns the task's next status and artifacts.
+"""Executors run an agent's side of a task and say what happened: the next state, perhaps an
+agent message, and new artifacts.
 
-Executors are chosen per agent in the company YAML (`executor.kind`). They receive plain A2A
-JSON dicts and never touch the store: the task service persists what they return.
+Executors are chosen per agent in the company YAML (`executor.kind`). They see the task and
+the message as the generated models and never touch the store: the task service persists
+what they return. A `pure` executor only computes, with no effect outside the task, so its
+outcome can be committed together with the task and the message that led to it.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
+
+from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED
+from synthorg.generated.models import Artifact, Message, Task, TaskState, TextPart
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
     """What an executor decided: the new state, an optional agent message, new artifacts."""
 
-    state: str
+    state: TaskState
     message_text: str | None = None
-    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: list[Artifact] = field(default_factory=list)
 
 
 class Executor(Protocol):
-    async def run(self, task: dict[str, Any], message: dict[str, Any]) -> Outcome: ...
+    @property
+    def pure(self) -> bool:
+        """True when run() has no effect outside the task it is given."""
+        ...
 
-    async def cancel(self, task: dict[str, Any]) -> None: ...
+    async def run(self, task: Task, message: Message) -> Outcome: ...
+
+    async def cancel(self, task: Task) -> None: ...
 
 
-def _text_of(message: dict[str, Any]) -> str:
-    return "\n".join(p["text"] for p in message["parts"] if p.get("kind") == "text")
+def text_of(message: Message) -> str:
+    return "\n".join(p.text for p in message.parts if isinstance(p, TextPart))
 
 
 class EchoExecutor:
     """Completes at once with one artifact echoing the message's text parts."""
 
-    async def run(self, task: dict[str, Any], message: dict[str, Any]) -> Outcome:
-        artifact = {
-            "artifactId": str(uuid.uuid4()),
-            "name": "echo",
-            "parts": [{"kind": "text", "text": _text_of(message)}],
-        }
-        return Outcome("completed", artifacts=[artifact])
+    pure = True
 
-    async def cancel(self, task: dict[str, Any]) -> None:
+    async def run(self, task: Task, message: Message) -> Outcome:
+        artifact = Artifact(
+            artifactId=str(uuid.uuid4()),
+            name="echo",
+            parts=[TextPart(kind="text", text=text_of(message))],
+        )
+        return Outcome(STATE_COMPLETED, artifacts=[artifact])
+
+    async def cancel(self, task: Task) -> None:
         return None
 
 
 class ParkExecutor:
     """Parks the task in input-required; follow-ups keep it there until it is canceled."""
 
-    async def run(self, task: dict[str, Any], message: dict[str, Any]) -> Outcome:
-        return Outcome("input-required", message_text="waiting for input")
+    pure = True
 
-    async def cancel(self, task: dict[str, Any]) -> None:
+    async def run(self, task: Task, message: Message) -> Outcome:
+        return Outcome(STATE_INPUT_REQUIRED, message_text="waiting for input")
+
+    async def cancel(self, task: Task) -> None:
         return None

@@ -2,7 +2,12 @@
 
 Ownership is enforced by the store (every read is keyed on the peer), so another peer's task
 is indistinguishable from a missing one. `(peer, messageId)` is the idempotency key: a retry
-returns the same task, a reuse with different content is refused.
+returns the same task, a reuse with different content is refused. The key commits with what
+it stands for: a new task with its first outcome, a follow-up with the message it appends.
+
+Writes over an existing task compare versions (see `synthorg.store.tasks`), so follow-ups and
+cancels of one task are serialised across processes; within one process a lock per task also
+keeps them from racing at all.
 """
 
 from __future__ import annotations
@@ -14,34 +19,45 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from weakref import WeakValueDictionary
 
-from synthorg.delegation.peer_executor import MAX_HOPS, visited_nodes
-from synthorg.gateway.errors import (
-    DELEGATION_LOOP,
-    INVALID_PARAMS,
-    MESSAGE_ID_CONFLICT,
-    TASK_NOT_CANCELABLE,
-    TASK_NOT_FOUND,
-    TASK_TERMINAL,
-    UNKNOWN_AGENT,
-    RpcError,
+from synthorg.errors import (
+    DelegationLoop,
+    InvalidParams,
+    MessageIdConflict,
+    TaskNotCancelable,
+    TaskNotFound,
+    TaskTerminal,
+    UnknownAgent,
+    VersionConflict,
 )
-from synthorg.generated.models import MessageSendParams
+from synthorg.generated.constants import (
+    MESSAGE_SEND,
+    STATE_CANCELED,
+    STATE_FAILED,
+    STATE_SUBMITTED,
+    STATE_WORKING,
+    TASKS_CANCEL,
+    TASKS_GET,
+    TERMINAL_STATES,
+)
+from synthorg.generated.models import Message, MessageSendParams, Task, TaskStatus, TextPart
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
-from synthorg.store.tasks import TaskStore
+from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore
 from synthorg.tasks.executors import Executor, Outcome
-from synthorg.tasks.states import TERMINAL
+from synthorg.tasks.hops import loop_refusal
+
+MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
 
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def message_digest(message: dict[str, Any]) -> str:
-    canonical = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+def message_digest(message: Message) -> str:
+    document = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -65,54 +81,163 @@ class TaskService:
         self._agents = agents
         self._default_agent = default_agent
         self._max_parts = max_message_parts
-        # One operation at a time per task within this process, so concurrent follow-ups
-        # and cancels never overwrite each other's history (the store keeps terminal states
-        # final across processes too).
         self._task_locks: WeakValueDictionary[str, asyncio.Lock] = WeakValueDictionary()
 
-    async def send(
-        self, peer: str, params: MessageSendParams, agent_id: str | None = None
-    ) -> dict[str, Any]:
-        message = params.message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    async def send(self, peer: str, params: MessageSendParams, agent_id: str | None) -> Task:
+        message = params.message
         limit = self._max_parts()
-        if len(message["parts"]) > limit:
-            raise RpcError(
-                INVALID_PARAMS,
-                f"Invalid params: the message has {len(message['parts'])} parts; "
+        if len(message.parts) > limit:
+            raise InvalidParams(
+                f"Invalid params: the message has {len(message.parts)} parts; "
                 f"at most {limit} are accepted",
-                {"limit": limit},
+                limit=limit,
             )
-        if message["role"] != "user":
-            raise RpcError(INVALID_PARAMS, 'Invalid params: an inbound message has role "user"')
-        self._check_hops(peer, message)
-        digest = message_digest(message)
-        if "taskId" in message:
-            async with self._lock(message["taskId"]):
-                return await self._continue(peer, message, digest)
-        return await self._create(peer, message, digest, self._agent(message, agent_id))
+        if message.role != "user":
+            raise InvalidParams('Invalid params: an inbound message has role "user"')
+        refusal = loop_refusal(message, self._node_name)
+        if refusal is not None:
+            self._rejected(MESSAGE_SEND, peer, message.taskId or "", "delegation_loop")
+            raise DelegationLoop(refusal)
+        key = MessageKey(message.messageId, message_digest(message))
+        if message.taskId is not None:
+            async with self._lock(message.taskId):
+                return await self._continue(peer, message, message.taskId, key)
+        return await self._create(peer, message, key, self._agent(message, agent_id))
 
-    async def get(self, peer: str, task_id: str, history_length: int | None) -> dict[str, Any]:
-        task = await self._owned(peer, task_id, "tasks/get")
-        if history_length is not None:
-            history = task.get("history", [])
-            task = {**task, "history": history[-history_length:] if history_length else []}
-        return task
+    async def get(self, peer: str, task_id: str, history_length: int | None) -> Task:
+        task = (await self._owned(peer, task_id, TASKS_GET)).task
+        if history_length is None:
+            return task
+        history = task.history or []
+        return task.model_copy(
+            update={"history": history[-history_length:] if history_length else []}
+        )
 
-    def _lock(self, task_id: str) -> asyncio.Lock:
-        lock = self._task_locks.get(task_id)
-        if lock is None:
-            lock = self._task_locks[task_id] = asyncio.Lock()
-        return lock
-
-    async def cancel(self, peer: str, task_id: str) -> dict[str, Any]:
+    async def cancel(self, peer: str, task_id: str) -> Task:
         async with self._lock(task_id):
-            return await self._cancel(peer, task_id)
+            for _ in range(MAX_WRITE_ATTEMPTS):
+                stored = await self._owned(peer, task_id, TASKS_CANCEL)
+                if stored.task.status.state in TERMINAL_STATES:
+                    self._rejected(TASKS_CANCEL, peer, task_id, "not_cancelable")
+                    raise TaskNotCancelable()
+                await self._cancel_downstream(peer, stored.task)
+                try:
+                    return await self._settle(peer, stored, Outcome(STATE_CANCELED))
+                except VersionConflict:
+                    continue  # written meanwhile by another process: look again
+            raise VersionConflict("the task kept changing while it was being canceled")
 
-    async def _cancel(self, peer: str, task_id: str) -> dict[str, Any]:
-        task = await self._owned(peer, task_id, "tasks/cancel")
-        if task["status"]["state"] in TERMINAL:
-            self._rejected("tasks/cancel", peer, task_id, "not_cancelable")
-            raise RpcError(TASK_NOT_CANCELABLE, "Task cannot be canceled: it is already final")
+    # -- creating -------------------------------------------------------------------------
+
+    async def _create(
+        self, peer: str, message: Message, key: MessageKey, agent: AgentRuntime
+    ) -> Task:
+        task_id = str(uuid.uuid4())
+        context_id = message.contextId or str(uuid.uuid4())
+        first = message.model_copy(update={"taskId": task_id, "contextId": context_id})
+        task = Task(
+            kind="task",
+            id=task_id,
+            contextId=context_id,
+            status=TaskStatus(state=STATE_SUBMITTED, timestamp=now_iso()),
+            history=[first],
+            artifacts=[],
+            metadata={"agentId": agent.agent_id},
+        )
+        if agent.executor.pure:
+            # Run first, then commit the key, the task and its outcome together; a retry
+            # finds the key taken and answers the task it recorded (a pure run is harmless).
+            outcome = await self._outcome(peer, agent, _working(task), first)
+            try:
+                stored = await self._store.create(peer, key, _settled(_working(task), outcome))
+            except KeyRecorded as race:  # a concurrent retry recorded the key first
+                return await self._replay(peer, race.key, key)
+            emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
+            self._state_changed(peer, stored.task)
+            return stored.task
+        try:
+            stored = await self._store.create(peer, key, task)
+        except KeyRecorded as race:
+            return await self._replay(peer, race.key, key)
+        emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
+        return await self._run(peer, stored, first, agent)
+
+    # -- continuing -----------------------------------------------------------------------
+
+    async def _continue(
+        self, peer: str, message: Message, task_id: str, key: MessageKey
+    ) -> Task:
+        for _ in range(MAX_WRITE_ATTEMPTS):
+            recorded = await self._store.message_key(peer, message.messageId)
+            if recorded is not None:
+                return await self._replay(peer, recorded, key)
+            stored = await self._owned(peer, task_id, MESSAGE_SEND)
+            task = stored.task
+            if task.status.state in TERMINAL_STATES:
+                self._rejected(MESSAGE_SEND, peer, task_id, "terminal")
+                raise TaskTerminal()
+            if (message.contextId or task.contextId) != task.contextId:
+                raise InvalidParams("Invalid params: contextId does not match the task")
+            appended = message.model_copy(update={"contextId": task.contextId})
+            with_message = _working(
+                task.model_copy(update={"history": [*(task.history or []), appended]})
+            )
+            agent = self._runtime(task)
+            try:
+                if agent.executor.pure:
+                    outcome = await self._outcome(peer, agent, with_message, appended)
+                    stored = await self._store.update(
+                        peer, _settled(with_message, outcome), stored.version, key
+                    )
+                    self._state_changed(peer, stored.task)
+                    return stored.task
+                # The key and the message commit before the agent's work starts.
+                stored = await self._store.update(peer, with_message, stored.version, key)
+            except KeyRecorded as race:
+                return await self._replay(peer, race.key, key)
+            except VersionConflict:
+                continue  # another process wrote the task meanwhile: start again from it
+            return await self._run(peer, stored, appended, agent)
+        raise VersionConflict("the task kept changing while a follow-up was being recorded")
+
+    # -- running --------------------------------------------------------------------------
+
+    async def _run(
+        self, peer: str, stored: StoredTask, message: Message, agent: AgentRuntime
+    ) -> Task:
+        working = _working(stored.task)
+        outcome = await self._outcome(peer, agent, working, message)
+        for _ in range(MAX_WRITE_ATTEMPTS):
+            try:
+                return await self._settle(peer, StoredTask(working, stored.version), outcome)
+            except VersionConflict:
+                stored = await self._owned(peer, stored.task.id, MESSAGE_SEND)
+                if stored.task.status.state in TERMINAL_STATES:
+                    return stored.task  # canceled meanwhile: final is final
+                working = stored.task
+        raise VersionConflict("the task kept changing while its outcome was being recorded")
+
+    async def _outcome(
+        self, peer: str, agent: AgentRuntime, task: Task, message: Message
+    ) -> Outcome:
+        try:
+            return await agent.executor.run(task, message)
+        except Exception as exc:
+            emit(
+                events.TASK_EXECUTOR_FAILED,
+                level="error",
+                peer_name=peer,
+                task_id=task.id,
+                error=type(exc).__name__,
+            )
+            return Outcome(STATE_FAILED, message_text="the agent failed to run this task")
+
+    async def _settle(self, peer: str, stored: StoredTask, outcome: Outcome) -> Task:
+        updated = await self._store.update(peer, _settled(stored.task, outcome), stored.version)
+        self._state_changed(peer, updated.task)
+        return updated.task
+
+    async def _cancel_downstream(self, peer: str, task: Task) -> None:
         try:
             await self._runtime(task).executor.cancel(task)
         except Exception as exc:  # e.g. the downstream peer is down: cancel here regardless
@@ -120,43 +245,42 @@ class TaskService:
                 events.TASK_EXECUTOR_FAILED,
                 level="warning",
                 peer_name=peer,
-                task_id=task_id,
+                task_id=task.id,
                 reason="downstream_cancel_failed",
                 error=type(exc).__name__,
             )
-        return await self._settle(peer, task, Outcome("canceled"))
 
-    # internals
+    # -- helpers --------------------------------------------------------------------------
 
-    def _check_hops(self, peer: str, message: dict[str, Any]) -> None:
-        visited = visited_nodes(message)
-        if (self._node_name and self._node_name in visited) or len(visited) >= MAX_HOPS:
-            self._rejected("message/send", peer, message.get("taskId", ""), "delegation_loop")
-            raise RpcError(
-                DELEGATION_LOOP,
-                f"Delegation loop: this task already passed through {' -> '.join(visited)}"
-                if self._node_name in visited
-                else f"Delegation hop limit of {MAX_HOPS} reached",
-            )
+    async def _replay(self, peer: str, recorded: MessageKey, sent: MessageKey) -> Task:
+        if recorded.digest != sent.digest:
+            raise MessageIdConflict()
+        return (await self._owned(peer, recorded.task_id, MESSAGE_SEND)).task
 
-    def _agent(self, message: dict[str, Any], explicit: str | None) -> AgentRuntime:
-        requested = explicit or (message.get("metadata") or {}).get("agentId")
+    def _lock(self, task_id: str) -> asyncio.Lock:
+        lock = self._task_locks.get(task_id)
+        if lock is None:
+            lock = self._task_locks[task_id] = asyncio.Lock()
+        return lock
+
+    def _agent(self, message: Message, explicit: str | None) -> AgentRuntime:
+        requested = explicit or (message.metadata or {}).get("agentId")
         agent_id = requested if isinstance(requested, str) else self._default_agent
         runtime = self._agents.get(agent_id)
         if runtime is None:
-            raise RpcError(UNKNOWN_AGENT, "Unknown agent")
+            raise UnknownAgent()
         return runtime
 
-    def _runtime(self, task: dict[str, Any]) -> AgentRuntime:
-        agent_id = task.get("metadata", {}).get("agentId", self._default_agent)
+    def _runtime(self, task: Task) -> AgentRuntime:
+        agent_id = (task.metadata or {}).get("agentId", self._default_agent)
         return self._agents.get(agent_id) or self._agents[self._default_agent]
 
-    async def _owned(self, peer: str, task_id: str, method: str) -> dict[str, Any]:
-        task = await self._store.get(peer, task_id)
-        if task is None:
+    async def _owned(self, peer: str, task_id: str, method: str) -> StoredTask:
+        stored = await self._store.get(peer, task_id)
+        if stored is None:
             self._rejected(method, peer, task_id, "not_found")
-            raise RpcError(TASK_NOT_FOUND, "Task not found")
-        return task
+            raise TaskNotFound()
+        return stored
 
     def _rejected(self, method: str, peer: str, task_id: str, reason: str) -> None:
         emit(
@@ -167,96 +291,34 @@ class TaskService:
             reason=reason,
         )
 
-    async def _create(
-        self, peer: str, message: dict[str, Any], digest: str, agent: AgentRuntime
-    ) -> dict[str, Any]:
-        task_id = str(uuid.uuid4())
-        context_id = message.get("contextId") or str(uuid.uuid4())
-        stored_message = {**message, "taskId": task_id, "contextId": context_id}
-        task = {
-            "kind": "task",
-            "id": task_id,
-            "contextId": context_id,
-            "status": {"state": "submitted", "timestamp": now_iso()},
-            "history": [stored_message],
-            "artifacts": [],
-            "metadata": {"agentId": agent.agent_id},
-        }
-        existing, existing_digest = await self._store.create(
-            peer, message["messageId"], digest, task
+    def _state_changed(self, peer: str, task: Task) -> None:
+        emit(events.TASK_STATE_CHANGED, peer_name=peer, task_id=task.id, state=task.status.state)
+
+
+def _working(task: Task) -> Task:
+    return task.model_copy(
+        update={"status": TaskStatus(state=STATE_WORKING, timestamp=now_iso())}
+    )
+
+
+def _settled(task: Task, outcome: Outcome) -> Task:
+    status = TaskStatus(state=outcome.state, timestamp=now_iso())
+    history = list(task.history or [])
+    if outcome.message_text is not None:
+        agent_message = Message(
+            kind="message",
+            messageId=str(uuid.uuid4()),
+            role="agent",
+            parts=[TextPart(kind="text", text=outcome.message_text)],
+            taskId=task.id,
+            contextId=task.contextId,
         )
-        if existing["id"] != task_id:
-            return self._replay(existing, existing_digest, digest)
-        emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
-        return await self._run(peer, task, stored_message, agent)
-
-    async def _continue(self, peer: str, message: dict[str, Any], digest: str) -> dict[str, Any]:
-        task_id = message["taskId"]
-        key = await self._store.get_message_key(peer, message["messageId"])
-        if key is not None:
-            return self._replay(await self._owned(peer, key[0], "message/send"), key[1], digest)
-        task = await self._owned(peer, task_id, "message/send")
-        if task["status"]["state"] in TERMINAL:
-            self._rejected("message/send", peer, task_id, "terminal")
-            raise RpcError(TASK_TERMINAL, "Task is in a terminal state and cannot continue")
-        if message.get("contextId", task["contextId"]) != task["contextId"]:
-            raise RpcError(INVALID_PARAMS, "Invalid params: contextId does not match the task")
-        claimed = await self._store.claim_message(peer, message["messageId"], digest, task_id)
-        if claimed is not None:  # a concurrent retry recorded the key first
-            return self._replay(
-                await self._owned(peer, claimed[0], "message/send"), claimed[1], digest
-            )
-        stored_message = {**message, "contextId": task["contextId"]}
-        task = {**task, "history": [*task.get("history", []), stored_message]}
-        return await self._run(peer, task, stored_message, self._runtime(task))
-
-    def _replay(self, task: dict[str, Any], stored: str, digest: str) -> dict[str, Any]:
-        if stored != digest:
-            raise RpcError(MESSAGE_ID_CONFLICT, "messageId was already used with different content")
-        return task
-
-    async def _run(
-        self, peer: str, task: dict[str, Any], message: dict[str, Any], agent: AgentRuntime
-    ) -> dict[str, Any]:
-        task = {**task, "status": {"state": "working", "timestamp": now_iso()}}
-        try:
-            outcome = await agent.executor.run(task, message)
-        except Exception as exc:
-            emit(
-                events.TASK_EXECUTOR_FAILED,
-                level="error",
-                peer_name=peer,
-                task_id=task["id"],
-                error=type(exc).__name__,
-            )
-            outcome = Outcome("failed", message_text="the agent failed to run this task")
-        return await self._settle(peer, task, outcome)
-
-    async def _settle(self, peer: str, task: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
-        status: dict[str, Any] = {"state": outcome.state, "timestamp": now_iso()}
-        history = list(task.get("history", []))
-        if outcome.message_text is not None:
-            agent_message = {
-                "kind": "message",
-                "messageId": str(uuid.uuid4()),
-                "role": "agent",
-                "parts": [{"kind": "text", "text": outcome.message_text}],
-                "taskId": task["id"],
-                "contextId": task["contextId"],
-            }
-            status["message"] = agent_message
-            history.append(agent_message)
-        updated = {
-            **task,
+        status = status.model_copy(update={"message": agent_message})
+        history.append(agent_message)
+    return task.model_copy(
+        update={
             "status": status,
             "history": history,
-            "artifacts": [*task.get("artifacts", []), *outcome.artifacts],
+            "artifacts": [*(task.artifacts or []), *outcome.artifacts],
         }
-        stored: dict[str, Any] = await self._store.save(peer, updated)
-        emit(
-            events.TASK_STATE_CHANGED,
-            peer_name=peer,
-            task_id=task["id"],
-            state=stored["status"]["state"],
-        )
-        return stored
+    )

@@ -31,9 +31,9 @@ from schemathesis.schemas import APIOperation
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from synthorg.contract.spec import bundled_openapi
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import open_database
 from synthorg.store.secretbox import SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import open_database
 
 AnyCase = schemathesis.Case[APIOperation[Any, Any, Any, Any]]
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,6 @@ from schemathesis.specs.openapi.checks import use_after_free
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.admin.token import TOKEN_FILENAME
-from synthorg.api.app import create_app
 from synthorg.contract.spec import bundled_openapi
 from synthorg.node import Node
 from tests.contract.support import (
@@ -80,7 +79,7 @@ def admin_node(tmp_path_factory: pytest.TempPathFactory,
     APP.node = node
     token = (data_dir / TOKEN_FILENAME).read_text().strip()
     APP.headers = {"Authorization": f"Bearer {token}"}
-    APP.target = create_app(node)
+    APP.target = node.app()
     yield node
     node.close()
 

@@ -15,7 +15,6 @@ import pytest
 import schemathesis
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from synthorg.api.app import create_app
 from synthorg.node import Node
 from tests.contract.support import (
     ALL_CHECKS,
@@ -58,7 +57,7 @@ schema.app = APP  # calls go to the ASGI app in process, no socket
 @pytest.fixture(scope="module", autouse=True)
 def asgi_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     node = Node.build(prepare_data_dir(tmp_path_factory.mktemp("asgi-node")))
-    APP.target = create_app(node)
+    APP.target = node.app()
     yield node
     node.close()
 

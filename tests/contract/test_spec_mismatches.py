@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 import pytest
 
-from synthorg.api.app import create_app
 from synthorg.contract.spec import bundled_openapi
 from synthorg.node import Node
 from tests.contract.support import PEER, SECRET, body_conforms, prepare_data_dir
@@ -30,7 +29,7 @@ def node(tmp_path: Path) -> Iterator[Node]:
 
 def request(node: Node, method: str, path: str, **kwargs: Any) -> httpx.Response:
     async def send() -> httpx.Response:
-        transport = httpx.ASGITransport(app=create_app(node))
+        transport = httpx.ASGITransport(app=node.app())
         async with httpx.AsyncClient(transport=transport, base_url="http://node") as client:
             return await client.request(method, path, **kwargs)
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from synthorg.delegation.client import A2AClient, PeerRpcError
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import open_database
 from synthorg.store.secretbox import SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import open_database
 from tests.federation.conftest import Federation
 from tests.federation.harness import FedNode, artifact_texts, delegate, status_text
 

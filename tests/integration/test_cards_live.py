@@ -16,8 +16,8 @@ import yaml
 from a2a.types import AgentCard as SdkAgentCard
 
 from synthorg.cards.validation import spec_issues
-from synthorg.gateway.errors import UNAUTHENTICATED, UNKNOWN_AGENT
 from tests.support.catalog import add_peer
+from tests.support.codes import UNAUTHENTICATED, UNKNOWN_AGENT
 from tests.support.node import NodeProcess
 from tests.unit.test_cards_projection import CANARIES, COMPANY_YAML
 

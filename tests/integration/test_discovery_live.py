@@ -26,9 +26,9 @@ import pytest
 
 from synthorg.cards.discovery import CardDiscovery, PeerCardStatus, probe_peers
 from synthorg.cards.fetch import MAX_CARD_BYTES, Fetched, fetch_card_document
-from synthorg.gateway.errors import PEER_UNAVAILABLE, UNKNOWN_PEER
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
+from tests.support.codes import PEER_UNAVAILABLE, UNKNOWN_PEER
 from tests.support.node import NodeProcess
 from tests.support.peers import Catalog, Peer
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from synthorg.store.db import open_database
-from synthorg.store.tasks import SqliteTaskStore
+from synthorg.generated.models import Task
+from synthorg.store.sqlite.database import open_database
+from synthorg.store.sqlite.tasks import SqliteTaskStore
+from synthorg.store.tasks import MessageKey
 from tests.integration.conftest import AGENTS_YAML, KEY_A, PEER_A, api_key_headers, peer_client
 from tests.integration.helpers import (
     TASK_TERMINAL,
@@ -61,7 +63,8 @@ def write_working_task(data_dir: Path, peer: str) -> str:
     }
     db = open_database(data_dir)
     try:
-        asyncio.run(SqliteTaskStore(db).create(peer, f"msg-{task_id}", "0" * 64, task))
+        key = MessageKey(f"msg-{task_id}", "0" * 64)
+        asyncio.run(SqliteTaskStore(db).create(peer, key, Task.model_validate(task)))
     finally:
         db.close()
     return task_id

@@ -26,10 +26,10 @@ from tests.integration.conftest import (
 )
 from tests.integration.helpers import (
     BARE_PATH,
-    FORBIDDEN,
     INVALID_REQUEST,
     JSON,
     PARSE_ERROR,
+    PEER_NOT_ALLOWED,
     RPC_PATH,
     TASK_NOT_FOUND,
     UNAUTHENTICATED,
@@ -224,7 +224,11 @@ def test_non_ascii_api_key_is_401_not_500(gateway: LiveNode) -> None:
             401,
             UNAUTHENTICATED,
         ),
-        ({"X-A2A-Peer-Name": "stranger", "X-API-Key": KEY_A, "Content-Type": JSON}, 403, FORBIDDEN),
+        (
+            {"X-A2A-Peer-Name": "stranger", "X-API-Key": KEY_A, "Content-Type": JSON},
+            403,
+            PEER_NOT_ALLOWED,
+        ),
         (
             {"X-A2A-Peer-Name": PEER_A, "X-API-Key": KEY_A, "Content-Type": "text/plain"},
             415,
@@ -248,7 +252,7 @@ def test_peer_name_header_is_canonicalised(anon: httpx.Client) -> None:
 @pytest.mark.parametrize("peer", ["stranger", PEER_UNLISTED])
 def test_peer_not_in_allowlist_is_403(anon: httpx.Client, peer: str) -> None:
     # peer-unlisted has a valid catalog record: the allowlist is a gate of its own.
-    expect_refused(probe(anon, api_key_headers(peer, KEY_UNLISTED)), 403, FORBIDDEN)
+    expect_refused(probe(anon, api_key_headers(peer, KEY_UNLISTED)), 403, PEER_NOT_ALLOWED)
 
 
 def test_allowlisted_peer_without_catalog_record_is_401(anon: httpx.Client) -> None:
@@ -325,7 +329,7 @@ def test_duplicate_api_key_headers_are_refused(gateway: LiveNode) -> None:
 
 def test_unlisted_peer_with_wrong_content_type_gets_403_not_415(anon: httpx.Client) -> None:
     response = probe(anon, api_key_headers("stranger", KEY_A), content_type="text/plain")
-    expect_refused(response, 403, FORBIDDEN)
+    expect_refused(response, 403, PEER_NOT_ALLOWED)
 
 
 def test_bad_credentials_with_wrong_content_type_get_401_not_415(anon: httpx.Client) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from synthorg.store.db import open_database
+from synthorg.store.sqlite.database import open_database
 from tests.integration.conftest import PEER_A
 from tests.integration.helpers import (
     INTERNAL_ERROR,
@@ -323,7 +323,7 @@ def corrupt_task(data_dir: Path, peer: str) -> str:
     task_id = unique("corrupt")
     db = open_database(data_dir)
     try:
-        db.execute(
+        db.writer.execute(
             "INSERT INTO tasks (id, peer, context_id, state, body) VALUES (?, ?, ?, ?, ?)",
             (task_id, peer, "ctx", "completed", f"{{not json {MARKER}"),
         )

@@ -15,10 +15,10 @@ import pytest
 
 from synthorg.delegation.client import PeerProtocolError, PeerRpcError
 from synthorg.delegation.delegator import Delegator
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import Database, open_database
-from synthorg.store.delegations import SqliteDelegationStore
 from synthorg.store.secretbox import SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import Database, open_database
+from synthorg.store.sqlite.delegations import SqliteDelegationStore
 
 pytest.importorskip(
     "sse_starlette", reason="the a2a-sdk server needs a2a-sdk[http-server] (sse-starlette)"

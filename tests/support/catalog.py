@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import open_database
 from synthorg.store.secretbox import SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import open_database
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:9"
 

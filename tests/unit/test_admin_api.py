@@ -13,16 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
-from connexion import AsyncApp
-from connexion.middleware import MiddlewarePosition
 
+from synthorg.admin.api import AdminApi
 from synthorg.admin.audit import AUDIT_FILENAME
-from synthorg.admin.middleware import MAX_BODY_BYTES, AdminMiddleware
-from synthorg.admin.routes import admin_routes
+from synthorg.admin.gate import ADMIN_ROUTES, MAX_BODY_BYTES, AdminGate
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
-from synthorg.api import app as app_module
-from synthorg.api.app import create_app
-from synthorg.api.connexion_compat import allow_openapi_31
+from synthorg.api.endpoints import operation_endpoints
+from synthorg.api.router import Router
 from synthorg.contract.spec import all_definitions, bundled_openapi
 from synthorg.node import Node
 from synthorg.observability.log import LOGGER_NAME
@@ -49,7 +46,7 @@ class Admin:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.node = Node.build(data_dir)
-        self.app = create_app(self.node)
+        self.app = self.node.app()
         self.token = (data_dir / TOKEN_FILENAME).read_text().strip()
         self.auth = {"Authorization": f"Bearer {self.token}"}
 
@@ -117,8 +114,8 @@ def test_the_route_table_is_the_specs_admin_paths() -> None:
         for path, item in paths.items()
         if path.startswith("/api/v1/admin/")
     }
-    assert {r.template: set(r.methods) for r in admin_routes()} == expected
-    bodies = {(r.template, m) for r in admin_routes() for m in r.body_methods}
+    assert {r.template: set(r.methods) for r in ADMIN_ROUTES} == expected
+    bodies = {(r.template, m) for r in ADMIN_ROUTES for m in r.body_methods}
     assert bodies == {(SETTINGS + "/{name}", "PUT"), (PEERS, "POST"), (PEERS + "/{name}", "PUT")}
 
 
@@ -224,7 +221,7 @@ def test_refusals_come_before_any_body_byte_is_read(
         "type": "http", "method": "PUT", "path": MAX_PARTS,
         "headers": [(k, token if v == b"GOOD" else v) for k, v in headers],
     }
-    middleware = AdminMiddleware(app, token_provider=lambda: admin.node.admin_token)
+    middleware = AdminGate(app, token_provider=lambda: admin.node.admin_token)
     asyncio.run(middleware(scope, receive, send))
     assert sent[0]["status"] == status
     assert received == [] and reached == []
@@ -259,14 +256,12 @@ def test_the_admin_token_never_passes_a_peer_gate(
     assert admin.token not in events.text
 
 
-def test_admin_handlers_fail_closed_without_the_middleware(admin: Admin) -> None:
-    """Were the admin middleware ever missing, the handlers would still refuse."""
-    allow_openapi_31()
-    bare = AsyncApp(__name__, middlewares=list(app_module._MIDDLEWARES))
-    bare.add_api(bundled_openapi(), validate_responses=False)
-    bare.add_middleware(app_module._NodeScope, position=MiddlewarePosition.BEFORE_EXCEPTION,
-                        node=admin.node)
-    admin.app = bare
+def test_admin_handlers_fail_closed_without_the_gate(admin: Admin) -> None:
+    """Were the admin gate ever missing, the admin operations would still refuse."""
+    node = admin.node
+    api = AdminApi(node.admin, node.settings, node.discovery, node.enabled)
+    operations = operation_endpoints(node.cards, api)
+    admin.app = Router({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
     expect_error(admin.request("GET", SETTINGS), 401, "unauthorized")
     expect_error(admin.request("DELETE", MAX_PARTS), 401, "unauthorized")
 

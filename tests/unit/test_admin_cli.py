@@ -18,10 +18,10 @@ from synthorg.cli.admin_client import sends_token_in_clear
 from synthorg.cli.main import main
 from synthorg.generated.models import A2AConfig
 from synthorg.settings.runtime import RuntimeSettings
-from synthorg.settings.store import SqliteSettingsStore
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import open_database
 from synthorg.store.secretbox import KEY_ENV, SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import open_database
+from synthorg.store.sqlite.settings import SqliteSettingsStore
 
 ENV_TOKEN = "env-admin-token-for-cli-0d8e2b"
 

@@ -7,11 +7,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from synthorg.gateway import auth
-from synthorg.gateway.auth import Admitted, PeerGate, Refused
-from synthorg.gateway.errors import FORBIDDEN, UNAUTHENTICATED
+from synthorg.admin.token import AdminToken
+from synthorg.gateway import gates as auth
+from synthorg.gateway.gates import Admitted, PeerGate, Refused
+from synthorg.http.headers import header_map
+from tests.support.codes import PEER_NOT_ALLOWED, UNAUTHENTICATED
 
 SECRET = "s3cret-key-for-peer-a"
+ADMIN_TOKEN = AdminToken.from_value(b"the-operator-admin-token-0123", "env")
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,12 @@ ALLOWED = frozenset({"peer-a", "peer-b"})
 
 
 def gate(scheme: str = "api_key", secret: str = SECRET) -> PeerGate:
-    return PeerGate(ALLOWED, Catalog({"peer-a": Record(scheme, secret)}))
+    return PeerGate(ALLOWED, Catalog({"peer-a": Record(scheme, secret)}), ADMIN_TOKEN)
 
 
 def refused(result: auth.GateResult, status: int, code: int, reason: str) -> Refused:
     assert isinstance(result, Refused), result
-    assert (result.status, result.code, result.reason) == (status, code, reason)
+    assert (result.status, result.error.code, result.reason) == (status, code, reason)
     return result
 
 
@@ -98,14 +101,14 @@ def test_peer_name_is_canonicalised() -> None:
     assert result == Admitted("peer-a")
 
 
-def test_header_names_are_case_insensitive_on_plain_dicts() -> None:
-    result = gate().check({"X-A2A-Peer-Name": "peer-a", "X-Api-Key": SECRET})
-    assert result == Admitted("peer-a")
+def test_header_names_are_case_insensitive() -> None:
+    raw = [(b"X-A2A-Peer-Name", b"peer-a"), (b"X-Api-Key", SECRET.encode())]
+    assert gate().check(header_map(raw)) == Admitted("peer-a")
 
 
 def test_longest_valid_name() -> None:
     name = "a" * 63
-    g = PeerGate(frozenset({name}), Catalog({name: Record("api_key", SECRET)}))
+    g = PeerGate(frozenset({name}), Catalog({name: Record("api_key", SECRET)}), ADMIN_TOKEN)
     assert g.check({"x-a2a-peer-name": name, "x-api-key": SECRET}) == Admitted(name)
 
 
@@ -116,7 +119,7 @@ def test_peer_not_in_allowlist_is_403() -> None:
     result = refused(
         gate().check({"x-a2a-peer-name": "stranger", "x-api-key": SECRET}),
         403,
-        FORBIDDEN,
+        PEER_NOT_ALLOWED,
         "peer_not_allowed",
     )
     assert result.peer == "stranger"
@@ -124,17 +127,17 @@ def test_peer_not_in_allowlist_is_403() -> None:
 
 def test_allowlist_checked_before_catalog() -> None:
     catalog = Catalog({"stranger": Record("api_key", SECRET)})
-    result = PeerGate(ALLOWED, catalog).check({"x-a2a-peer-name": "stranger"})
-    refused(result, 403, FORBIDDEN, "peer_not_allowed")
+    result = PeerGate(ALLOWED, catalog, ADMIN_TOKEN).check({"x-a2a-peer-name": "stranger"})
+    refused(result, 403, PEER_NOT_ALLOWED, "peer_not_allowed")
     assert catalog.lookups == []
 
 
 def test_empty_allowlist_accepts_nothing() -> None:
-    g = PeerGate(frozenset(), Catalog({"peer-a": Record("api_key", SECRET)}))
+    g = PeerGate(frozenset(), Catalog({"peer-a": Record("api_key", SECRET)}), ADMIN_TOKEN)
     refused(
         g.check({"x-a2a-peer-name": "peer-a", "x-api-key": SECRET}),
         403,
-        FORBIDDEN,
+        PEER_NOT_ALLOWED,
         "peer_not_allowed",
     )
 
@@ -194,7 +197,7 @@ def test_wrong_credential(presented: str) -> None:
 
 
 def test_no_credential_record() -> None:
-    g = PeerGate(ALLOWED, Catalog({}))
+    g = PeerGate(ALLOWED, Catalog({}), ADMIN_TOKEN)
     refused(
         g.check({"x-a2a-peer-name": "peer-b", "x-api-key": SECRET}),
         401,
@@ -226,7 +229,7 @@ def test_unknown_scheme_fails_closed(scheme: str) -> None:
 
 @pytest.mark.parametrize("catalog", [BrokenCatalog(), ExplodingRecordCatalog()])
 def test_catalog_failure_fails_closed(catalog: object) -> None:
-    g = PeerGate(ALLOWED, catalog)  # type: ignore[arg-type]
+    g = PeerGate(ALLOWED, catalog, ADMIN_TOKEN)  # type: ignore[arg-type]
     refused(
         g.check({"x-a2a-peer-name": "peer-a", "x-api-key": SECRET}),
         401,
@@ -241,7 +244,11 @@ def test_gate3_failures_share_one_message() -> None:
         for g, h, r in [
             (gate(), {"x-a2a-peer-name": "peer-a"}, "missing_credential"),
             (gate(), {"x-a2a-peer-name": "peer-a", "x-api-key": "x"}, "credential_mismatch"),
-            (PeerGate(ALLOWED, Catalog({})), {"x-a2a-peer-name": "peer-a"}, "no_credential_record"),
+            (
+                PeerGate(ALLOWED, Catalog({}), ADMIN_TOKEN),
+                {"x-a2a-peer-name": "peer-a"},
+                "no_credential_record",
+            ),
             (gate(secret=""), {"x-a2a-peer-name": "peer-a"}, "blank_stored_secret"),
             (gate("odd"), {"x-a2a-peer-name": "peer-a"}, "unknown_scheme"),
         ]
@@ -267,7 +274,9 @@ def test_compare_is_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
         UNAUTHENTICATED,
         "credential_mismatch",
     )
-    assert calls == [(SECRET.encode(), SECRET.encode()), (b"nope", SECRET.encode())]
+    # (The admitted call also compares the admin token's digest: filtered out here.)
+    credential_calls = [call for call in calls if call[1] == SECRET.encode()]
+    assert credential_calls == [(SECRET.encode(), SECRET.encode()), (b"nope", SECRET.encode())]
 
 
 # Non-ASCII and garbage headers never crash
@@ -308,14 +317,14 @@ def test_undecodable_header_bytes_are_refused() -> None:
 
 
 def test_no_catalog_skips_gate3_only() -> None:
-    g = PeerGate(ALLOWED, None)
+    g = PeerGate(ALLOWED, None, ADMIN_TOKEN)
     assert g.check({"x-a2a-peer-name": "peer-b"}) == Admitted("peer-b")
-    refused(g.check({"x-a2a-peer-name": "stranger"}), 403, FORBIDDEN, "peer_not_allowed")
+    refused(g.check({"x-a2a-peer-name": "stranger"}), 403, PEER_NOT_ALLOWED, "peer_not_allowed")
     refused(g.check({}), 401, UNAUTHENTICATED, "missing_peer_name")
 
 
 def test_empty_catalog_is_not_the_fail_open_shape() -> None:
-    g = PeerGate(ALLOWED, Catalog({}))
+    g = PeerGate(ALLOWED, Catalog({}), ADMIN_TOKEN)
     refused(g.check({"x-a2a-peer-name": "peer-b"}), 401, UNAUTHENTICATED, "no_credential_record")
 
 

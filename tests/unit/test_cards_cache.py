@@ -9,16 +9,16 @@ import pytest
 import yaml
 
 from synthorg.cards import publisher as publisher_module
-from synthorg.cards.http_cache import (
+from synthorg.cards.lru import LruCache
+from synthorg.cards.publisher import CardPublisher, socket_base_url
+from synthorg.config.company import parse_config
+from synthorg.http.caching import (
     DEFAULT_MAX_AGE,
     MAX_FRESHNESS,
     freshness_seconds,
     none_match,
     usable_etag,
 )
-from synthorg.cards.lru import LruCache
-from synthorg.cards.publisher import CardPublisher, socket_base_url
-from synthorg.config.company import parse_config
 
 ETAG = '"0123abcd"'
 
@@ -121,16 +121,17 @@ def test_public_url_wins_over_the_socket() -> None:
 
 def test_publisher_renders_once_per_base_and_agent() -> None:
     cards = publisher()
-    assert cards.company("http://x:1") is cards.company("http://x:1")
-    assert cards.agent("a", "http://x:1") is cards.agent("a", "http://x:1")
-    assert cards.agent("a", "http://x:1") is not cards.agent("b", "http://x:1")
-    assert cards.agent("nope", "http://x:1") is None
+    assert cards.company_at("http://x:1") is cards.company_at("http://x:1")
+    assert cards.agent_at("a", "http://x:1") is cards.agent_at("a", "http://x:1")
+    assert cards.agent_at("a", "http://x:1") is not cards.agent_at("b", "http://x:1")
+    assert cards.agent_at("nope", "http://x:1") is None
 
 
 def test_publisher_cache_is_bounded_in_base_urls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(publisher_module, "MAX_BASE_URLS", 2)
     cards = publisher()
     for port in range(5):
-        cards.company(f"http://x:{port}")
-    assert cards.company("http://x:0") is cards.company("http://x:0")
-    assert cards.company("http://x:4") is not cards.company("http://x:4")  # rendered, not kept
+        cards.company_at(f"http://x:{port}")
+    assert cards.company_at("http://x:0") is cards.company_at("http://x:0")
+    # rendered, not kept:
+    assert cards.company_at("http://x:4") is not cards.company_at("http://x:4")

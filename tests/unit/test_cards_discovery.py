@@ -20,8 +20,8 @@ from synthorg.cards.discovery import (
 )
 from synthorg.cards.fetch import Fetched
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
-from synthorg.gateway.errors import PEER_UNAVAILABLE, UNKNOWN_PEER, RpcError
-from synthorg.generated.models import AgentConfig
+from synthorg.errors import PeerUnavailable, UnknownPeer
+from synthorg.generated.models import AgentConfig, SkillsQueryResult
 from synthorg.skills import SkillDirectory
 from tests.support.peers import Catalog, Peer
 
@@ -347,11 +347,15 @@ def directory() -> SkillDirectory:
     return SkillDirectory(agents, cards)
 
 
+def found(result: SkillsQueryResult) -> tuple[list[str], list[str]]:
+    return result.agents, result.peers
+
+
 def test_query_matches_ids_and_tags_case_insensitively_sorted() -> None:
     skills = directory()
-    assert asyncio.run(skills.query("TRANSLATE")) == (["zed"], ["alpha", "zeta"])
-    assert asyncio.run(skills.query("fr")) == (["amy"], ["alpha"])
-    assert asyncio.run(skills.query("nothing")) == ([], [])
+    assert found(asyncio.run(skills.query("TRANSLATE"))) == (["zed"], ["alpha", "zeta"])
+    assert found(asyncio.run(skills.query("fr"))) == (["amy"], ["alpha"])
+    assert found(asyncio.run(skills.query("nothing"))) == ([], [])
 
 
 def test_negotiate_answers_from_the_peers_card() -> None:
@@ -364,10 +368,8 @@ def test_negotiate_answers_from_the_peers_card() -> None:
 
 
 def test_negotiate_errors_for_unknown_and_unreachable_peers() -> None:
-    with pytest.raises(RpcError) as unknown:
+    with pytest.raises(UnknownPeer):
         asyncio.run(directory().negotiate("translate", "nobody"))
-    assert unknown.value.code == UNKNOWN_PEER
-    with pytest.raises(RpcError) as down:
+    with pytest.raises(PeerUnavailable) as down:
         asyncio.run(directory().negotiate("translate", "down"))
-    assert down.value.code == PEER_UNAVAILABLE
-    assert down.value.data == {"reason": "connect_error"}
+    assert down.value.detail == {"reason": "connect_error"}

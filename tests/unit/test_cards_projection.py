@@ -10,7 +10,6 @@ import pytest
 import yaml
 from a2a.types import AgentCard as SdkAgentCard
 
-from synthorg.cards.agent_ids import AGENT_ID_PATTERN, is_agent_id
 from synthorg.cards.projection import (
     SKILLS_EXTENSION_METHODS,
     SKILLS_EXTENSION_URI,
@@ -21,6 +20,8 @@ from synthorg.cards.publisher import CardPublisher, render
 from synthorg.cards.validation import spec_issues
 from synthorg.config.company import NodeConfig, parse_config
 from synthorg.contract.spec import all_definitions
+from synthorg.generated.constants import AGENT_ID_PATTERN
+from synthorg.names import is_agent_id
 
 BASE = "http://127.0.0.1:8000"
 
@@ -109,8 +110,8 @@ def test_every_card_validates_against_the_spec_and_the_official_sdk(config: Node
 
 def test_no_private_value_appears_in_any_byte_of_any_card(config: NodeConfig) -> None:
     publisher = CardPublisher(config, "1.2.3")
-    bodies = [publisher.company(BASE).body]
-    bodies += [publisher.agent(a.id, BASE).body for a in config.agents]  # type: ignore[union-attr]
+    bodies = [publisher.company_at(BASE).body]
+    bodies += [publisher.agent_at(a.id, BASE).body for a in config.agents]  # type: ignore[union-attr]
     assert len(bodies) == 4
     for body in bodies:
         for canary in CANARIES.values():

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from synthorg.cli import main as cli_main
-from synthorg.store.catalog import PeerRecord, SqliteCatalog
-from synthorg.store.db import DB_FILENAME, open_database
+from synthorg.store.catalog import PeerRecord
 from synthorg.store.secretbox import KEY_ENV, KEY_FILENAME, SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import DB_FILENAME, open_database
 from tests.support.node import NodeProcess, cli
 
 SECRET = "cli-secret-7f3a9c-must-never-print"

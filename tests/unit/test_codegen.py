@@ -22,15 +22,21 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from referencing import Registry, Resource
 
 import codegen.__main__ as codegen_main
-from codegen.dispatch import handler_module, methods, render_dispatch
+from codegen.constants import methods, render_constants
+from codegen.dispatch import render_dispatch
 from codegen.models import CodegenError, _class_source, render_models, type_expr
+from codegen.naming import handler_module
 from synthorg.contract.spec import all_definitions, load_schema_files
-from synthorg.gateway import rpc
+from synthorg.gateway import pipeline as rpc
+from synthorg.gateway.dispatch import DISPATCH, PARAMS_ADAPTER
 from synthorg.generated import models
-from synthorg.generated.dispatch import DISPATCH, PARAMS_ADAPTER
 
 ROOT = Path(__file__).resolve().parents[2]
-GENERATED = ("synthorg/generated/models.py", "synthorg/generated/dispatch.py")
+GENERATED = (
+    "synthorg/generated/models.py",
+    "synthorg/gateway/dispatch.py",
+    "synthorg/generated/constants.py",
+)
 
 # -- the generator --------------------------------------------------------------------------------
 
@@ -51,11 +57,13 @@ def test_check_passes_on_the_repository() -> None:
 def test_rendering_is_deterministic() -> None:
     assert render_models() == render_models()
     assert render_dispatch() == render_dispatch()
+    assert render_constants() == render_constants()
 
 
 def test_checked_in_output_is_what_the_generator_renders() -> None:
     assert (ROOT / GENERATED[0]).read_text() == render_models()
     assert (ROOT / GENERATED[1]).read_text() == render_dispatch()
+    assert (ROOT / GENERATED[2]).read_text() == render_constants()
 
 
 def test_generated_files_are_marked_do_not_edit() -> None:
@@ -79,6 +87,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     outputs: dict[Path, Callable[[], str]] = {
         tmp_path / GENERATED[0]: render_models,
         tmp_path / GENERATED[1]: render_dispatch,
+        tmp_path / GENERATED[2]: render_constants,
     }
     monkeypatch.setattr(codegen_main, "ROOT", tmp_path)
     monkeypatch.setattr(codegen_main, "OUTPUTS", outputs)
@@ -103,7 +112,7 @@ def test_check_fails_on_stale_output(tree: Path, capsys: pytest.CaptureFixture[s
 def test_check_fails_on_missing_output(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tree / GENERATED[1]).unlink()
     assert codegen_main.main(["--check"]) == 1
-    assert "stale: synthorg/generated/dispatch.py" in capsys.readouterr().err
+    assert "stale: synthorg/gateway/dispatch.py" in capsys.readouterr().err
 
 
 def test_regenerating_repairs_stale_output(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,7 +121,7 @@ def test_regenerating_repairs_stale_output(tree: Path, capsys: pytest.CaptureFix
     assert codegen_main.main([]) == 0
     out = capsys.readouterr().out
     assert "wrote synthorg/generated/models.py" in out
-    assert "wrote synthorg/generated/dispatch.py" in out
+    assert "wrote synthorg/gateway/dispatch.py" in out
     assert codegen_main.main(["--check"]) == 0
     assert (tree / GENERATED[0]).read_text() == render_models()
 

@@ -23,13 +23,14 @@ from synthorg.contract.compat import (
 )
 from synthorg.contract.spec import bundled_openapi
 
-OURS = bundled_openapi()
+OURS_DOCUMENT = bundled_openapi()
+OURS = OURS_DOCUMENT["info"]["version"]
 CORE = ("message/send", "tasks/get", "tasks/cancel")
 WE_REJECT = "the peer may send it; we reject unknown members"
 
 
 def peer(change: Callable[[dict[str, Any]], object] | None = None) -> dict[str, Any]:
-    document = copy.deepcopy(OURS)
+    document = copy.deepcopy(OURS_DOCUMENT)
     if change is not None:
         change(document)
     return document
@@ -41,7 +42,7 @@ def schemas(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def check(document: dict[str, Any]) -> CompatReport:
-    return compare_specs(OURS, document)
+    return compare_specs(OURS_DOCUMENT, document)
 
 
 def method(report: CompatReport, name: str) -> MethodCompat:
@@ -79,7 +80,8 @@ def test_every_method_of_ours_has_a_known_result() -> None:
     """A new method in the spec needs an entry in compat.RESULTS (the spec cannot say it)."""
     methods = [m.method for m in check(peer()).methods]
     assert sorted(RESULTS) == sorted(methods)
-    result_names = {v["$ref"].rsplit("/", 1)[-1] for v in schemas(OURS)["RpcResult"]["oneOf"]}
+    union = schemas(OURS_DOCUMENT)["RpcResult"]["oneOf"]
+    result_names = {v["$ref"].rsplit("/", 1)[-1] for v in union}
     assert set(RESULTS.values()) <= result_names
     assert set(methods) >= OPTIONAL_METHODS
 
@@ -377,7 +379,7 @@ def test_a_different_major_version_is_a_warning() -> None:
         (
             "warning",
             "",
-            "the peer's contract is version 2.0.0, ours 1.0.0: a different major version",
+            f"the peer's contract is version 2.0.0, ours {OURS}: a different major version",
         )
     ]
 
@@ -409,7 +411,7 @@ def test_an_unresolvable_reference_is_reported_not_raised() -> None:
 @pytest.mark.parametrize("document", [[], "openapi", {"swagger": "2.0"}, {"openapi": 3}])
 def test_not_an_openapi_3_document(document: Any) -> None:
     with pytest.raises(SpecShapeError):
-        compare_specs(OURS, document)
+        compare_specs(OURS_DOCUMENT, document)
 
 
 def test_recursive_schemas_terminate() -> None:
@@ -432,8 +434,8 @@ def test_the_table() -> None:
     )
     text = render_table(report, "http://peer/openapi.json")
     assert text.splitlines()[:10] == [
-        "peer:  SynthOrg A2A federation gateway 1.0.0 (http://peer/openapi.json)",
-        "ours:  SynthOrg A2A federation gateway 1.0.0",
+        f"peer:  SynthOrg A2A federation gateway {OURS} (http://peer/openapi.json)",
+        f"ours:  SynthOrg A2A federation gateway {OURS}",
         "",
         "method            offered        request  result",
         "message/send      yes            ok       warning",
@@ -472,9 +474,9 @@ def write(tmp_path: Path, document: Any, name: str = "peer.json") -> str:
 
 def test_cli_prints_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "spec")
-    assert code == 0 and json.loads(out) == OURS
+    assert code == 0 and json.loads(out) == OURS_DOCUMENT
     code, out, _ = run_cli(capsys, "spec", "--format", "yaml")
-    assert code == 0 and yaml.safe_load(out) == OURS
+    assert code == 0 and yaml.safe_load(out) == OURS_DOCUMENT
 
 
 def test_cli_check_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

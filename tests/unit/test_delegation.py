@@ -17,10 +17,11 @@ import pytest
 
 from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import DelegationError, Delegator
-from synthorg.store.catalog import SqliteCatalog
-from synthorg.store.db import Database, open_database
-from synthorg.store.delegations import Delegation, SqliteDelegationStore
+from synthorg.store.delegations import Delegation
 from synthorg.store.secretbox import SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import Database, open_database
+from synthorg.store.sqlite.delegations import SqliteDelegationStore
 from tests.support.catalog import add_peer
 from tests.support.node import NodeProcess
 from tests.support.scripted_server import Answer, ScriptedServer

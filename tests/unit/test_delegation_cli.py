@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from synthorg.store.db import open_database
-from synthorg.store.tasks import SqliteTaskStore
+from synthorg.generated.models import Task
+from synthorg.store.sqlite.database import open_database
+from synthorg.store.sqlite.tasks import SqliteTaskStore
+from synthorg.store.tasks import MessageKey
 from tests.support.catalog import add_peer
 from tests.support.node import cli
 from tests.support.scripted_server import Answer, ScriptedServer
@@ -172,7 +174,8 @@ def test_an_inbound_final_task_cannot_be_canceled(data_dir: Path) -> None:
     }
     db = open_database(data_dir)
     try:
-        asyncio.run(SqliteTaskStore(db).create("node-b", "m-1", "digest", final))
+        task = Task.model_validate(final)
+        asyncio.run(SqliteTaskStore(db).create("node-b", MessageKey("m-1", "digest"), task))
     finally:
         db.close()
     shown = json.loads(run(data_dir, "tasks", "get", "in-1", "--json").stdout)

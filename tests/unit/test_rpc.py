@@ -1,4 +1,4 @@
-"""`handle_rpc` in process against a real node (SQLite store, real executors): DESIGN §4
+"""`pipeline.answer` in process against a real node (SQLite store, real executors): DESIGN §4
 steps 8-12 — parse, envelope, id rules, method, params, handler errors and internal faults.
 
 Every envelope it answers must also conform to the spec's JsonRpcResponse schema.
@@ -17,7 +17,16 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from synthorg.contract.spec import bundled_openapi
-from synthorg.gateway.errors import (
+from synthorg.gateway import pipeline
+from synthorg.gateway.context import Services
+from synthorg.gateway.pipeline import MAX_DEPTH
+from synthorg.generated.models import Message, Task
+from synthorg.node import Node
+from synthorg.observability.events import a2a as events
+from synthorg.observability.log import LOGGER_NAME
+from synthorg.tasks.executors import Outcome
+from synthorg.tasks.service import AgentRuntime, TaskService
+from tests.support.codes import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -30,13 +39,6 @@ from synthorg.gateway.errors import (
     UNKNOWN_AGENT,
     UNKNOWN_PEER,
 )
-from synthorg.gateway.rpc import MAX_DEPTH, handle_rpc
-from synthorg.generated.models import Task
-from synthorg.node import Node
-from synthorg.observability.events import a2a as events
-from synthorg.observability.log import LOGGER_NAME
-from synthorg.tasks.executors import Outcome
-from synthorg.tasks.service import AgentRuntime, TaskService
 
 PEER = "peer-a"
 OTHER_PEER = "peer-b"
@@ -65,7 +67,7 @@ RESPONSE_SCHEMA = Draft202012Validator(
 def node(tmp_path: Path) -> Iterator[Node]:
     (tmp_path / "config.yaml").write_text(CONFIG)
     built = Node.build(tmp_path)
-    asyncio.run(built.startup())
+    asyncio.run(built.recover())
     yield built
     built.close()
 
@@ -78,11 +80,16 @@ def rpc(node: Node, body: bytes | str | Any, peer: str = PEER) -> tuple[int, dic
         raw = body
     else:
         raw = json.dumps(body).encode("utf-8")
-    status, envelope = asyncio.run(handle_rpc(raw, peer, node))
-    json.dumps(envelope, allow_nan=False)  # what goes on the wire is strict JSON
+    services = Services(node.tasks, node.skills)
+    status, answer = asyncio.run(pipeline.answer(raw, peer, None, services))
+    envelope = json.loads(answer, parse_constant=_not_json)  # the wire carries strict JSON
     errors = sorted(RESPONSE_SCHEMA.iter_errors(envelope), key=str)
     assert not errors, f"{envelope} does not conform: {errors[0].message}"
     return status, envelope
+
+
+def _not_json(name: str) -> None:
+    raise AssertionError(f"{name} is not JSON")
 
 
 def call(method: str, params: Any, request_id: str | int = 1) -> dict[str, Any]:
@@ -519,10 +526,12 @@ def test_store_fault_on_message_send_is_a_500_too(node: Node) -> None:
 
 
 class _BrokenExecutor:
-    async def run(self, task: dict[str, Any], message: dict[str, Any]) -> Outcome:
+    pure = True
+
+    async def run(self, task: Task, message: Message) -> Outcome:
         raise RuntimeError("executor exploded: /secret/path")
 
-    async def cancel(self, task: dict[str, Any]) -> None:
+    async def cancel(self, task: Task) -> None:
         return None
 
 

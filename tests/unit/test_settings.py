@@ -11,8 +11,8 @@ from synthorg.contract.spec import all_definitions
 from synthorg.generated.models import A2AConfig
 from synthorg.settings.definitions.a2a import definitions
 from synthorg.settings.runtime import RuntimeSettings, UnknownSetting
-from synthorg.settings.store import SqliteSettingsStore
-from synthorg.store.db import open_database
+from synthorg.store.sqlite.database import open_database
+from synthorg.store.sqlite.settings import SqliteSettingsStore
 
 
 def settings(data_dir: Path, config: A2AConfig | None = None) -> RuntimeSettings:

@@ -238,13 +238,12 @@ def test_without_swagger_ui_the_docs_answer_503_and_the_contract_is_still_served
 
 
 def test_the_node_app_serves_the_document_it_was_built_from(tmp_path: Path) -> None:
-    from synthorg.api.app import create_app
     from synthorg.node import Node
 
     before = json.dumps(bundled_openapi(), sort_keys=True)
     node = Node.build(tmp_path)  # no config: the gateway is disabled
     try:
-        app = create_app(node)
+        app = node.app()
         assert json.dumps(bundled_openapi(), sort_keys=True) == before  # not mutated
         assert call(app, "/openapi.json").json() == bundled_openapi()
         assert call(app, "/spec/schemas/methods.json").status_code == 200

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -14,9 +15,11 @@ import pytest
 from cryptography.fernet import Fernet
 
 from synthorg.names import PEER_NAME_PATTERN, canonical_peer_name
-from synthorg.store.catalog import PeerRecord, SqliteCatalog
-from synthorg.store.db import DB_FILENAME, SCHEMA_VERSION, Database, open_database
+from synthorg.store.catalog import PeerRecord
 from synthorg.store.secretbox import KEY_ENV, SecretBox, SecretBoxError
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import DB_FILENAME, Database, open_database
+from synthorg.store.sqlite.schema import SCHEMA_VERSION
 
 SECRET = "peer-secret-0123456789-must-not-leak"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +89,7 @@ def test_peer_name_pattern_is_anchored() -> None:
 
 
 def test_database_files_are_private(conn: Database, data_dir: Path) -> None:
-    conn.execute("INSERT INTO settings VALUES ('a2a', 'k', '1', 'now')")
+    conn.writer.execute("INSERT INTO settings VALUES ('a2a', 'k', '1', 'now')")
     assert mode(data_dir) == 0o700
     db_file = data_dir / DB_FILENAME
     assert mode(db_file) == 0o600
@@ -103,16 +106,17 @@ def test_existing_database_file_is_tightened(tmp_path: Path) -> None:
 
 
 def test_pragmas_and_schema(conn: Database, data_dir: Path) -> None:
-    def pragma(name: str) -> object:
-        return conn.execute(f"PRAGMA {name}").fetchone()[0]
+    def pragma(name: str, handle: sqlite3.Connection = conn.reader) -> object:
+        return handle.execute(f"PRAGMA {name}").fetchone()[0]
 
     assert pragma("journal_mode") == "wal"
     assert pragma("synchronous") == 1  # NORMAL
-    assert pragma("busy_timeout") == 5000
+    assert pragma("busy_timeout") == 2000  # a reader waits only out a crashed writer's recovery
+    assert pragma("busy_timeout", conn.writer) == 0  # a writer waits on the event loop instead
     assert pragma("foreign_keys") == 1
     assert pragma("user_version") == SCHEMA_VERSION
-    assert conn.isolation_level is None
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert conn.reader.isolation_level is None and conn.writer.isolation_level is None
+    tables = {row[0] for row in conn.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"peers", "tasks", "message_keys", "settings"} <= tables
     # Reopening is idempotent.
     open_database(data_dir).close()
@@ -120,7 +124,7 @@ def test_pragmas_and_schema(conn: Database, data_dir: Path) -> None:
 
 def test_newer_schema_is_refused(data_dir: Path) -> None:
     db = open_database(data_dir)
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.writer.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.close()
     with pytest.raises(RuntimeError, match="newer"):
         open_database(data_dir)
@@ -215,7 +219,7 @@ def test_secrets_are_not_stored_in_plaintext(
     assert any(p.name.endswith("-wal") for p in files)
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), path.name
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert SECRET.encode() not in (data_dir / DB_FILENAME).read_bytes()
 
 
@@ -252,8 +256,8 @@ def test_another_process_write_is_visible(catalog: SqliteCatalog, data_dir: Path
         """
         import sys
         from pathlib import Path
-        from synthorg.store.catalog import SqliteCatalog
-        from synthorg.store.db import open_database
+        from synthorg.store.sqlite.catalog import SqliteCatalog
+        from synthorg.store.sqlite.database import open_database
         from synthorg.store.secretbox import SecretBox
         data_dir = Path(sys.argv[1])
         catalog = SqliteCatalog(open_database(data_dir), SecretBox.for_data_dir(data_dir))

@@ -1,10 +1,11 @@
-"""SqliteTaskStore: idempotency keys, ownership, recovery, ordering and kill -9 durability."""
+"""The task store's contract: idempotency keys, ownership, compare-and-set writes, atomic
+key-and-task commits, group commit, recovery, ordering and kill -9 durability (SQLite)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -14,8 +15,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from synthorg.store.db import Database, open_database
-from synthorg.store.tasks import RESTART_MESSAGE, SqliteTaskStore, TaskStore
+from synthorg.errors import StoreError, TaskNotFound, VersionConflict
+from synthorg.generated.models import Artifact, Task, TaskStatus, TextPart
+from synthorg.store.sqlite.database import Database, open_database
+from synthorg.store.sqlite.tasks import SqliteTaskStore
+from synthorg.store.tasks import RESTART_MESSAGE, KeyRecorded, MessageKey, StoredTask, TaskStore
 
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +30,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def make_task(task_id: str, state: str = "submitted", context_id: str = "ctx-1") -> dict[str, Any]:
-    return {
+def make_task(task_id: str, state: str = "submitted", context_id: str = "ctx-1") -> Task:
+    return Task.model_validate({
         "kind": "task",
         "id": task_id,
         "contextId": context_id,
@@ -44,7 +48,15 @@ def make_task(task_id: str, state: str = "submitted", context_id: str = "ctx-1")
         ],
         "artifacts": [],
         "metadata": {"n": 1},
-    }
+    })
+
+
+def key(message_id: str, digest: str = "d-1") -> MessageKey:
+    return MessageKey(message_id, digest)
+
+
+def with_state(task: Task, state: str) -> Task:
+    return task.model_copy(update={"status": TaskStatus.model_validate({"state": state})})
 
 
 @pytest.fixture
@@ -53,15 +65,15 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def conn(data_dir: Path) -> Iterator[Database]:
-    db = open_database(data_dir)
-    yield db
-    db.close()
+def db(data_dir: Path) -> Iterator[Database]:
+    database = open_database(data_dir)
+    yield database
+    database.close()
 
 
 @pytest.fixture
-def store(conn: Database) -> SqliteTaskStore:
-    return SqliteTaskStore(conn)
+def store(db: Database) -> SqliteTaskStore:
+    return SqliteTaskStore(db)
 
 
 def test_implements_the_protocol(store: SqliteTaskStore) -> None:
@@ -71,151 +83,209 @@ def test_implements_the_protocol(store: SqliteTaskStore) -> None:
 
 def test_create_and_get_round_trip(store: SqliteTaskStore) -> None:
     task = make_task("t-1")
-    created, digest = run(store.create("peer-a", "m-1", "d-1", task))
-    assert (created, digest) == (task, "d-1")
-    assert run(store.get("peer-a", "t-1")) == task
+    assert run(store.create("peer-a", key("m-1"), task)) == StoredTask(task, 0)
+    assert run(store.get("peer-a", "t-1")) == StoredTask(task, 0)
     assert run(store.get("peer-a", "missing")) is None
+    assert run(store.message_key("peer-a", "m-1")) == MessageKey("m-1", "d-1", "t-1")
+    assert run(store.message_key("peer-a", "m-2")) is None
 
 
 def test_other_peers_task_is_indistinguishable_from_missing(store: SqliteTaskStore) -> None:
-    run(store.create("peer-a", "m-1", "d-1", make_task("t-1")))
+    run(store.create("peer-a", key("m-1"), make_task("t-1")))
     assert run(store.get("peer-b", "t-1")) is None
+    assert run(store.message_key("peer-b", "m-1")) is None
 
 
-def test_create_is_idempotent_per_peer_and_message_id(store: SqliteTaskStore) -> None:
+def test_a_recorded_key_writes_nothing_and_names_its_task(store: SqliteTaskStore) -> None:
     original = make_task("t-1")
-    run(store.create("peer-a", "m-1", "d-1", original))
-    # A retry (same digest) and a reuse (other digest) both get the first task and its digest.
-    assert run(store.create("peer-a", "m-1", "d-1", make_task("t-2"))) == (original, "d-1")
-    assert run(store.create("peer-a", "m-1", "d-other", make_task("t-3"))) == (original, "d-1")
+    run(store.create("peer-a", key("m-1"), original))
+    for digest in ("d-1", "d-other"):  # a retry and a reuse alike: the first key stands
+        with pytest.raises(KeyRecorded) as recorded:
+            run(store.create("peer-a", key("m-1", digest), make_task("t-2")))
+        assert recorded.value.key == MessageKey("m-1", "d-1", "t-1")
     assert run(store.get("peer-a", "t-2")) is None
-    assert run(store.get("peer-a", "t-3")) is None
     # The same messageId from another peer is an independent key.
-    other = make_task("t-4")
-    assert run(store.create("peer-b", "m-1", "d-1", other)) == (other, "d-1")
+    run(store.create("peer-b", key("m-1"), make_task("t-4")))
     assert len(run(store.list())) == 2
 
 
-def test_create_returns_the_saved_state_of_an_existing_task(store: SqliteTaskStore) -> None:
+def test_update_compares_the_version_it_read(store: SqliteTaskStore) -> None:
     task = make_task("t-1")
-    run(store.create("peer-a", "m-1", "d-1", task))
-    task["status"] = {"state": "completed", "timestamp": NOW}
-    run(store.save("peer-a", task))
-    existing, _ = run(store.create("peer-a", "m-1", "d-1", make_task("t-2")))
-    assert existing["status"]["state"] == "completed"
+    run(store.create("peer-a", key("m-1"), task))
+    working = with_state(task, "working")
+    assert run(store.update("peer-a", working, 0)) == StoredTask(working, 1)
+    with pytest.raises(VersionConflict):  # a writer that read version 0 lost the race
+        run(store.update("peer-a", with_state(task, "canceled"), 0))
+    assert run(store.get("peer-a", "t-1")) == StoredTask(working, 1)
+    done = working.model_copy(update={"artifacts": [
+        Artifact(artifactId="a-1", parts=[TextPart(kind="text", text="x")])
+    ]})
+    assert run(store.update("peer-a", done, 1)).version == 2
 
 
-def test_claim_message(store: SqliteTaskStore) -> None:
-    run(store.create("peer-a", "m-1", "d-1", make_task("t-1")))
-    assert run(store.claim_message("peer-a", "m-2", "d-2", "t-1")) is None
-    assert run(store.claim_message("peer-a", "m-2", "d-9", "t-1")) == ("t-1", "d-2")
-    # Keys of creates and continuations share one namespace.
-    assert run(store.claim_message("peer-a", "m-1", "d-x", "t-1")) == ("t-1", "d-1")
-    assert run(store.create("peer-a", "m-2", "d-2", make_task("t-5")))[1] == "d-2"
-    assert run(store.get("peer-a", "t-5")) is None
-    assert run(store.claim_message("peer-b", "m-2", "d-2", "t-9")) is None
-
-
-def test_save_updates_only_the_owners_task(store: SqliteTaskStore, conn: Database) -> None:
+def test_update_touches_only_the_owners_task(store: SqliteTaskStore) -> None:
     task = make_task("t-1")
-    run(store.create("peer-a", "m-1", "d-1", task))
-    task["status"] = {"state": "working", "timestamp": NOW}
-    task["artifacts"].append({"artifactId": "a-1", "parts": [{"kind": "text", "text": "x"}]})
-    run(store.save("peer-a", task))
-    assert run(store.get("peer-a", "t-1")) == task
-    assert conn.execute("SELECT state FROM tasks WHERE id = 't-1'").fetchone()[0] == "working"
+    run(store.create("peer-a", key("m-1"), task))
+    with pytest.raises(TaskNotFound):
+        run(store.update("peer-b", with_state(task, "canceled"), 0))
+    with pytest.raises(TaskNotFound):
+        run(store.update("peer-a", make_task("t-missing"), 0))
+    assert run(store.get("peer-a", "t-1")) == StoredTask(task, 0)
 
-    hijack = make_task("t-1", state="canceled")
-    with pytest.raises(LookupError):
-        run(store.save("peer-b", hijack))
-    assert run(store.get("peer-a", "t-1")) == task
-    with pytest.raises(ValueError, match="contextId"):
-        run(store.save("peer-a", {"id": "t-1"}))
+
+def test_a_follow_up_key_commits_with_its_update_or_not_at_all(store: SqliteTaskStore) -> None:
+    task = make_task("t-1")
+    run(store.create("peer-a", key("m-1"), task))
+    followed = with_state(task, "working")
+    run(store.update("peer-a", followed, 0, key("m-2", "d-2")))
+    assert run(store.message_key("peer-a", "m-2")) == MessageKey("m-2", "d-2", "t-1")
+    # A stale version: neither the key nor the task is written.
+    with pytest.raises(VersionConflict):
+        run(store.update("peer-a", with_state(task, "completed"), 0, key("m-3", "d-3")))
+    assert run(store.message_key("peer-a", "m-3")) is None
+    # A key already recorded: the update is not written either.
+    with pytest.raises(KeyRecorded):
+        run(store.update("peer-a", with_state(task, "completed"), 1, key("m-2", "d-9")))
+    assert run(store.get("peer-a", "t-1")) == StoredTask(followed, 1)
+
+
+def test_one_failed_job_does_not_spoil_its_batch(store: SqliteTaskStore) -> None:
+    async def batch() -> list[Any]:
+        return await asyncio.gather(
+            store.create("peer-a", key("m-1"), make_task("t-1")),
+            store.create("peer-a", key("m-1"), make_task("t-2")),  # same key: refused
+            store.create("peer-a", key("m-3"), make_task("t-3")),
+            return_exceptions=True,
+        )
+
+    first, second, third = run(batch())
+    assert isinstance(first, StoredTask) and isinstance(third, StoredTask)
+    assert isinstance(second, KeyRecorded)
+    assert {t.id for t in run(store.list())} == {"t-1", "t-3"}
 
 
 def test_recover_fails_only_submitted_and_working(store: SqliteTaskStore) -> None:
     states = [
-        "submitted",
-        "working",
-        "input-required",
-        "auth-required",
-        "completed",
-        "failed",
-        "canceled",
-        "rejected",
+        "submitted", "working", "input-required", "auth-required",
+        "completed", "failed", "canceled", "rejected",
     ]
-    for i, state in enumerate(states):
-        run(store.create("peer-a", f"m-{i}", "d", make_task(f"t-{state}", state, f"c-{i}")))
-    message_ids: set[str] = set()
     before = {state: make_task(f"t-{state}", state, f"c-{i}") for i, state in enumerate(states)}
-
+    for i, state in enumerate(states):
+        run(store.create("peer-a", key(f"m-{i}", "d"), before[state]))
     assert run(store.recover(NOW)) == 2
+    message_ids: set[str] = set()
     for state in ("submitted", "working"):
-        task = run(store.get("peer-a", f"t-{state}"))
-        assert task is not None
-        status = task["status"]
-        assert status["state"] == "failed" and status["timestamp"] == NOW
-        message = status["message"]
-        assert message["kind"] == "message" and message["role"] == "agent"
-        assert message["parts"] == [{"kind": "text", "text": RESTART_MESSAGE}]
-        assert message["taskId"] == f"t-{state}"
-        assert message["contextId"] == before[state]["contextId"]
-        message_ids.add(message["messageId"])
-        assert task["history"] == before[state]["history"]
+        stored = run(store.get("peer-a", f"t-{state}"))
+        assert stored is not None and stored.version == 1
+        status = stored.task.status
+        assert status.state == "failed" and status.timestamp == NOW
+        message = status.message
+        assert message is not None and message.role == "agent"
+        assert message.parts == [TextPart(kind="text", text=RESTART_MESSAGE)]
+        assert (message.taskId, message.contextId) == (f"t-{state}", before[state].contextId)
+        message_ids.add(message.messageId)
+        assert stored.task.history == before[state].history
     for state in states[2:]:
-        assert run(store.get("peer-a", f"t-{state}")) == before[state]
+        assert run(store.get("peer-a", f"t-{state}")) == StoredTask(before[state], 0)
     assert run(store.recover(NOW)) == 0
-    assert len(message_ids) == 2 and "" not in message_ids
+    assert len(message_ids) == 2
 
 
 def test_list_newest_first_with_peer_filter_and_limit(store: SqliteTaskStore) -> None:
     for i in range(5):
         peer = "peer-a" if i % 2 == 0 else "peer-b"
-        run(store.create(peer, f"m-{i}", "d", make_task(f"t-{i}")))
-    assert [t["id"] for t in run(store.list())] == ["t-4", "t-3", "t-2", "t-1", "t-0"]
-    assert [t["id"] for t in run(store.list("peer-a"))] == ["t-4", "t-2", "t-0"]
-    assert [t["id"] for t in run(store.list(limit=2))] == ["t-4", "t-3"]
+        run(store.create(peer, key(f"m-{i}", "d"), make_task(f"t-{i}")))
+    assert [t.id for t in run(store.list())] == ["t-4", "t-3", "t-2", "t-1", "t-0"]
+    assert [t.id for t in run(store.list("peer-a"))] == ["t-4", "t-2", "t-0"]
+    assert [t.id for t in run(store.list(limit=2))] == ["t-4", "t-3"]
     assert run(store.list("nobody")) == []
     with pytest.raises(ValueError):
         run(store.list(limit=0))
 
 
-def test_second_connection_sees_writes_immediately(store: SqliteTaskStore, data_dir: Path) -> None:
-    other_conn = open_database(data_dir)
+def test_a_second_process_sees_writes_at_once(store: SqliteTaskStore, data_dir: Path) -> None:
+    other_db = open_database(data_dir)
     try:
-        other = SqliteTaskStore(other_conn)
+        other = SqliteTaskStore(other_db)
         assert run(other.get("peer-a", "t-1")) is None
         task = make_task("t-1")
-        run(store.create("peer-a", "m-1", "d-1", task))
-        assert run(other.get("peer-a", "t-1")) == task
-        task["status"]["state"] = "completed"
-        run(store.save("peer-a", task))
-        assert run(other.get("peer-a", "t-1")) == task
+        run(store.create("peer-a", key("m-1"), task))
+        assert run(other.get("peer-a", "t-1")) == StoredTask(task, 0)
+        # ... and compare-and-set holds between the two handles.
+        run(other.update("peer-a", with_state(task, "completed"), 0))
+        with pytest.raises(VersionConflict):
+            run(store.update("peer-a", with_state(task, "canceled"), 0))
     finally:
-        other_conn.close()
+        other_db.close()
 
 
 def test_concurrent_creates_of_one_key_yield_one_task(store: SqliteTaskStore) -> None:
-    async def race() -> list[tuple[dict[str, Any], str]]:
+    async def race() -> list[Any]:
         return await asyncio.gather(
-            *(store.create("peer-a", "m-1", f"d-{i}", make_task(f"t-{i}")) for i in range(10))
+            *(store.create("peer-a", key("m-1", f"d-{i}"), make_task(f"t-{i}"))
+              for i in range(10)),
+            return_exceptions=True,
         )
 
     results = run(race())
-    winners = {task["id"] for task, _ in results}
-    assert len(winners) == 1
-    assert len({digest for _, digest in results}) == 1
+    assert sum(isinstance(r, StoredTask) for r in results) == 1
+    assert sum(isinstance(r, KeyRecorded) for r in results) == 9
     assert len(run(store.list())) == 1
+
+
+def test_a_write_waits_for_another_writer_without_blocking_the_loop(
+    store: SqliteTaskStore, data_dir: Path
+) -> None:
+    """Another process holds the write lock: the write waits on the event loop (other work
+    goes on), then commits once the lock is free."""
+    holder = sqlite3.connect(data_dir / "synthorg.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+
+    async def scenario() -> tuple[StoredTask, int]:
+        write = asyncio.ensure_future(store.create("peer-a", key("m-1"), make_task("t-1")))
+        ticks = 0
+        while ticks < 20:  # the loop keeps turning while the write waits for the lock
+            await asyncio.sleep(0)
+            ticks += 1
+        assert not write.done()
+        holder.execute("COMMIT")
+        return await write, ticks
+
+    try:
+        stored, ticks = run(scenario())
+    finally:
+        holder.close()
+    assert stored.task.id == "t-1" and ticks == 20
+
+
+def test_a_failed_commit_acknowledges_nothing(data_dir: Path) -> None:
+    db = open_database(data_dir)
+    store = SqliteTaskStore(db)
+    db.writer.close()  # every commit now fails, as on a full disk
+    try:
+        with pytest.raises(StoreError):
+            run(store.create("peer-a", key("m-1"), make_task("t-1")))
+    finally:
+        db.close()
+    fresh = open_database(data_dir)
+    try:
+        assert run(SqliteTaskStore(fresh).get("peer-a", "t-1")) is None
+        assert run(SqliteTaskStore(fresh).message_key("peer-a", "m-1")) is None
+    finally:
+        fresh.close()
 
 
 _KILLED_WRITER = textwrap.dedent(
     """
-    import asyncio, json, sys
+    import asyncio, sys
     from pathlib import Path
-    from synthorg.store.db import open_database
-    from synthorg.store.tasks import SqliteTaskStore
+    from synthorg.generated.models import Task
+    from synthorg.store.sqlite.database import open_database
+    from synthorg.store.sqlite.tasks import SqliteTaskStore
+    from synthorg.store.tasks import MessageKey
     store = SqliteTaskStore(open_database(Path(sys.argv[1])))
-    asyncio.run(store.create("peer-a", "m-1", "d-1", json.loads(sys.argv[2])))
+    task = Task.model_validate_json(sys.argv[2])
+    asyncio.run(store.create("peer-a", MessageKey("m-1", "d-1"), task))
     print("acknowledged", flush=True)
     sys.stdin.read()  # wait to be killed; never close the database cleanly
     """
@@ -225,7 +295,8 @@ _KILLED_WRITER = textwrap.dedent(
 def test_acknowledged_task_survives_sigkill(data_dir: Path) -> None:
     task = make_task("t-durable", state="working")
     proc = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_WRITER, str(data_dir), json.dumps(task)],
+        [sys.executable, "-c", _KILLED_WRITER, str(data_dir),
+         task.model_dump_json(by_alias=True, exclude_none=True)],
         cwd=REPO_ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -247,11 +318,12 @@ def test_acknowledged_task_survives_sigkill(data_dir: Path) -> None:
     fresh = open_database(data_dir)
     try:
         store = SqliteTaskStore(fresh)
-        assert run(store.get("peer-a", "t-durable")) == task
-        assert run(store.create("peer-a", "m-1", "d-1", make_task("t-new"))) == (task, "d-1")
+        assert run(store.get("peer-a", "t-durable")) == StoredTask(task, 0)
+        with pytest.raises(KeyRecorded):
+            run(store.create("peer-a", key("m-1"), make_task("t-new")))
         # On the next start the unfinished task is failed, not left dangling.
-        assert run(store.recover()) == 1
+        assert run(store.recover(NOW)) == 1
         recovered = run(store.get("peer-a", "t-durable"))
-        assert recovered is not None and recovered["status"]["state"] == "failed"
+        assert recovered is not None and recovered.task.status.state == "failed"
     finally:
         fresh.close()

@@ -1,4 +1,10 @@
-"""GatewayMiddleware driven as a bare ASGI callable: DESIGN §4 steps 0-7 and their order."""
+"""The gateway endpoint (`synthorg.gateway.endpoint.Gateway`) on a real node, driven in process
+through the node's ASGI app: DESIGN §4 steps 0-7, their order, and the hand-off of an admitted
+body to the JSON-RPC pipeline (steps 8-12, whose details are `test_rpc.py`'s).
+
+Every refusal up to step 7 is a JSON-RPC error envelope with `id: null`, and nothing of the body
+is read before the caller is admitted: each call counts the receive() calls it took.
+"""
 
 from __future__ import annotations
 
@@ -6,75 +12,74 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.types import Message
 
-from synthorg.gateway.auth import PeerGate
-from synthorg.gateway.errors import FORBIDDEN, INTERNAL_ERROR, INVALID_REQUEST, UNAUTHENTICATED
-from synthorg.gateway.transport import CANONICAL_PATH, DISABLED_PATH, GatewayMiddleware
+from synthorg.admin.token import TOKEN_ENV
+from synthorg.gateway.endpoint import RPC_PATH
+from synthorg.node import Node
 from synthorg.observability import log
 from synthorg.observability.events import a2a as events
+from tests.support.codes import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    PEER_NOT_ALLOWED,
+    TASK_NOT_FOUND,
+    UNAUTHENTICATED,
+)
 
 SECRET = "top-secret-credential-value"
-LIMIT = 64
+BEARER_SECRET = "top-secret-bearer-credential"
+ADMIN_TOKEN = "top-secret-admin-token-0123456789"
+LIMIT = 1024  # the smallest max_request_body_bytes the config schema allows
+CONFIG = f"""\
+agents:
+  - id: echo
+    name: Echo
+    executor: {{kind: echo}}
+a2a:
+  enabled: true
+  allowed_peers: [peer-a, peer-b, peer-c, twin, rotating]
+  max_request_body_bytes: {LIMIT}
+"""
+# peer-a: api_key SECRET; peer-b: allowlisted, no catalog record; peer-c: bearer BEARER_SECRET;
+# twin: its stored secret is the admin token; rotating: only for the catalog-change test.
 GOOD = [
     (b"x-a2a-peer-name", b"peer-a"),
     (b"x-api-key", SECRET.encode()),
     (b"content-type", b"application/json"),
 ]
+NOT_FOUND = {"error": "not_found", "message": "No such path"}
+GATEWAY_EVENTS = (events.INBOUND_REJECTED, events.INBOUND_AUTH_FAILED, events.INBOUND_RECEIVED)
 
 
-@dataclass(frozen=True)
-class Record:
-    scheme: str
-    secret: str
+def build(data_dir: Path, config: str) -> Node:
+    """A real node on a SQLite data dir, with the admin token known to the test."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "config.yaml").write_text(config)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(TOKEN_ENV, ADMIN_TOKEN)
+        node = Node.build(data_dir)
+    asyncio.run(node.recover())
+    return node
 
 
-class Catalog:
-    def get(self, name: str) -> Record | None:
-        return {"peer-a": Record("api_key", SECRET)}.get(name)
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    built = build(tmp_path_factory.mktemp("node"), CONFIG)
+    built.catalog.put("peer-a", "http://127.0.0.1:9", "api_key", SECRET)
+    built.catalog.put("peer-c", "http://127.0.0.1:9", "bearer", BEARER_SECRET)
+    built.catalog.put("twin", "http://127.0.0.1:9", "api_key", ADMIN_TOKEN)
+    yield built
+    built.close()
 
 
-@dataclass
-class Settings:
-    enabled: bool = True
-    max_request_body_bytes: int = LIMIT
-    gate: PeerGate = field(default_factory=lambda: PeerGate(frozenset({"peer-a"}), Catalog()))
-
-
-class Echo:
-    """Downstream app: answers 200 with what it saw (path, peer, body) as JSON."""
-
-    def __init__(self) -> None:
-        self.scopes: list[dict[str, Any]] = []
-        self.second_receive: dict[str, Any] | None = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        self.scopes.append(scope)
-        if scope["type"] != "http":
-            return
-        first = await receive()
-        if scope.get("synthorg.peer") is not None:
-            self.second_receive = await receive()
-        payload = {
-            "path": scope["path"],
-            "raw_path": scope["raw_path"].decode(),
-            "peer": scope.get("synthorg.peer"),
-            "scope_body": (scope.get("synthorg.body") or b"").decode(),
-            "received": first.get("body", b"").decode(),
-        }
-        body = json.dumps(payload).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+@pytest.fixture(scope="module")
+def app(node: Node) -> Any:
+    return node.app()
 
 
 @dataclass
@@ -93,24 +98,29 @@ def call(
     app: Any,
     *,
     method: str = "POST",
-    path: str = "/api/v1/a2a/",
+    path: str = RPC_PATH,
     headers: list[tuple[bytes, bytes]] | None = None,
     chunks: list[bytes] | None = None,
     content_length: bool = True,
-    scope_type: str = "http",
 ) -> Response:
-    """One request through ``app``. Chunks are fed one per receive(), then disconnect."""
+    """One request through `app`. Chunks are fed one per receive(), then disconnect."""
     chunks = [b"{}"] if chunks is None else chunks
     hdrs = list(GOOD if headers is None else headers)
     if content_length:
         hdrs.append((b"content-length", str(sum(map(len, chunks))).encode()))
     scope = {
-        "type": scope_type,
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
         "method": method,
+        "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
-        "headers": hdrs,
+        "root_path": "",
         "query_string": b"",
+        "headers": hdrs,
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
     }
     queue = list(chunks)
     calls = 0
@@ -137,27 +147,44 @@ def call(
     )
 
 
-def gateway(settings: Settings | None = None) -> tuple[GatewayMiddleware, Echo]:
-    echo = Echo()
-    current = settings or Settings()
-    return GatewayMiddleware(echo, settings_provider=lambda: current), echo
-
-
 def with_header(name: bytes, value: bytes | None) -> list[tuple[bytes, bytes]]:
     out = [(k, v) for k, v in GOOD if k != name]
     return out if value is None else [*out, (name, value)]
 
 
-def assert_error(resp: Response, status: int, code: int) -> dict[str, Any]:
-    assert resp.status == status
+def rpc(method: str, params: dict[str, Any], request_id: int | str = 1) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    ).encode()
+
+
+def assert_envelope(resp: Response, status: int, code: int, request_id: Any = None) -> Any:
+    """A JSON-RPC error answer: status, code, id (null unless the pipeline read one)."""
+    assert resp.status == status, resp.body
     assert resp.headers["content-type"] == "application/json"
     assert int(resp.headers["content-length"]) == len(resp.body)
     doc = resp.json
     assert doc["jsonrpc"] == "2.0"
-    assert doc["id"] is None
+    assert doc["id"] == request_id
     assert doc["error"]["code"] == code
+    assert isinstance(doc["error"]["message"], str)
     assert "result" not in doc
-    return doc  # type: ignore[no-any-return]
+    return doc
+
+
+def assert_error(resp: Response, status: int, code: int) -> Any:
+    return assert_envelope(resp, status, code, None)
+
+
+def assert_not_found(resp: Response) -> None:
+    assert resp.status == 404
+    assert resp.json == NOT_FOUND
+    assert int(resp.headers["content-length"]) == len(resp.body)
+
+
+def assert_admitted(resp: Response) -> None:
+    """The default body `{}` got past steps 0-7: the pipeline answers it, -32600, id null."""
+    assert_envelope(resp, 200, INVALID_REQUEST)
 
 
 class Capture(logging.Handler):
@@ -185,70 +212,95 @@ def logs() -> Iterator[Capture]:
     for line in capture.lines:
         assert "\n" not in line
         json.loads(line)
-        assert SECRET not in line
         assert "top-secret" not in line
 
 
-# Admitted requests
+# -- admitted requests: the body reaches the JSON-RPC pipeline -----------------------------------
 
 
 @pytest.mark.parametrize("path", ["/api/v1/a2a", "/api/v1/a2a/"])
-def test_admitted_request_reaches_app_normalised(path: str) -> None:
-    app, _ = gateway()
-    resp = call(app, path=path, chunks=[b'{"jsonrpc":', b'"2.0"}'])
-    assert resp.status == 200
-    assert resp.json == {
-        "path": CANONICAL_PATH,
-        "raw_path": CANONICAL_PATH,
-        "peer": "peer-a",
-        "scope_body": '{"jsonrpc":"2.0"}',
-        "received": '{"jsonrpc":"2.0"}',
+def test_admitted_body_reaches_the_pipeline(app: Any, path: str, logs: Capture) -> None:
+    resp = call(app, path=path, chunks=[b"{", b"}"])
+    assert_admitted(resp)  # `{}` has no id: the pipeline's -32600, not a transport refusal
+    assert resp.receive_calls == 2  # the body, and nothing after its last chunk
+    assert logs.events(events.INBOUND_REJECTED) == []
+    assert logs.events(events.INBOUND_AUTH_FAILED) == []
+    [parse] = logs.events(events.JSONRPC_PARSE_ERROR)
+    assert parse["peer_name"] == "peer-a"
+
+
+def test_admitted_call_is_answered_by_its_handler(app: Any, logs: Capture) -> None:
+    body = rpc("tasks/get", {"id": "no-such-task"}, request_id=7)
+    resp = call(app, chunks=[body[:5], body[5:20], body[20:]])
+    assert_envelope(resp, 200, TASK_NOT_FOUND, request_id=7)
+    assert resp.receive_calls == 3
+    [received] = logs.events(events.INBOUND_RECEIVED)
+    assert (received["method"], received["request_id"], received["peer_name"]) == (
+        "tasks/get",
+        7,
+        "peer-a",
+    )
+
+
+def test_admitted_message_send_runs_the_agent(app: Any) -> None:
+    message = {
+        "kind": "message",
+        "messageId": "transport-m-1",
+        "role": "user",
+        "parts": [{"kind": "text", "text": "hello"}],
     }
+    body = rpc("message/send", {"message": message}, request_id="r-1")
+    resp = call(app, chunks=[body])
+    assert resp.status == 200
+    doc = resp.json
+    assert doc["id"] == "r-1"
+    assert doc["result"]["kind"] == "task"
+    assert doc["result"]["metadata"]["agentId"] == "echo"  # the default agent
 
 
-def test_replay_then_delegates_to_real_receive() -> None:
-    app, echo = gateway()
-    call(app)
-    # After the replayed body, receive() is the client's: the disconnect propagates.
-    assert echo.second_receive == {"type": "http.disconnect"}
-
-
-def test_original_scope_is_not_mutated() -> None:
-    app, echo = gateway()
+def test_the_scope_is_not_mutated(app: Any) -> None:
+    headers = [*GOOD, (b"content-length", b"2")]
     scope = {
         "type": "http",
         "method": "POST",
         "path": "/api/v1/a2a",
         "raw_path": b"/api/v1/a2a",
-        "headers": GOOD,
+        "query_string": b"",
+        "headers": headers,
     }
+    before = {**scope, "headers": list(headers)}
     messages = [{"type": "http.request", "body": b"{}", "more_body": False}]
+    sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
         return messages.pop(0) if messages else {"type": "http.disconnect"}
 
-    async def send(message: Message) -> None:
-        pass
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
 
     asyncio.run(app(scope, receive, send))
-    assert scope["path"] == "/api/v1/a2a"
-    assert "synthorg.peer" not in scope
-    assert echo.scopes[0] is not scope
-    assert echo.scopes[0]["path"] == CANONICAL_PATH
+    assert sent[0]["status"] == 200
+    assert scope == before
 
 
-def test_body_exactly_at_limit_is_accepted() -> None:
-    app, _ = gateway()
-    body = b"x" * LIMIT
-    assert call(app, chunks=[body[:10], body[10:]]).json["scope_body"] == body.decode()
-    assert call(app, chunks=[body], content_length=False).status == 200
+def padded(body: bytes, size: int) -> bytes:
+    assert len(body) <= size
+    return body + b" " * (size - len(body))  # JSON allows trailing whitespace
 
 
-def test_empty_body_is_forwarded() -> None:
-    app, _ = gateway()
-    resp = call(app, chunks=[b""])
-    assert resp.status == 200
-    assert resp.json["scope_body"] == ""
+def test_body_exactly_at_limit_is_accepted(app: Any) -> None:
+    body = padded(rpc("tasks/get", {"id": "no-such-task"}), LIMIT)
+    # the whole body reached the parser: it answers with the id and the handler's error
+    assert_envelope(call(app, chunks=[body[:10], body[10:]]), 200, TASK_NOT_FOUND, 1)
+    resp = call(app, chunks=[body], content_length=False)
+    assert_envelope(resp, 200, TASK_NOT_FOUND, 1)
+
+
+@pytest.mark.parametrize("content_length", [True, False])
+def test_empty_body_reaches_the_pipeline(app: Any, content_length: bool) -> None:
+    resp = call(app, chunks=[b""], content_length=content_length)
+    assert_error(resp, 200, PARSE_ERROR)  # the parser's answer, not a transport refusal
+    assert resp.receive_calls == 1
 
 
 @pytest.mark.parametrize(
@@ -260,174 +312,372 @@ def test_empty_body_is_forwarded() -> None:
         b"  application/json ;charset=UTF-8",
     ],
 )
-def test_json_content_types_accepted(content_type: bytes) -> None:
-    app, _ = gateway()
-    assert call(app, headers=with_header(b"content-type", content_type)).status == 200
+def test_json_content_types_accepted(app: Any, content_type: bytes) -> None:
+    assert_admitted(call(app, headers=with_header(b"content-type", content_type)))
 
 
-# Pass-through
+# -- what is not the gateway's -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "path", ["/", "/api/v1/a2a/x", "/api/v1/a2ax", "/.well-known/agent-card.json", "/API/V1/A2A"]
+    "path",
+    [
+        "/api/v1/a2ax",
+        "/api/v1/a2a/x",
+        "/api/v1/a2a//",
+        "/api/v1/a2a/agents",
+        "/api/v1/a2a/agents/",
+        "/api/v1/a2a/agents/echo/x",
+    ],
 )
-def test_other_paths_pass_through_untouched(path: str) -> None:
-    app, echo = gateway()
-    resp = call(app, method="GET", path=path, headers=[])
-    assert resp.status == 200
-    assert echo.scopes[0]["path"] == path
-    assert "synthorg.peer" not in echo.scopes[0]
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_other_paths_under_the_prefix_are_absent(
+    app: Any, path: str, method: str, logs: Capture
+) -> None:
+    resp = call(app, method=method, path=path, headers=[])  # no credentials: no gate runs
+    assert_not_found(resp)
+    assert resp.receive_calls == 0
+    assert logs.lines == []
 
 
-def test_non_http_scopes_pass_through() -> None:
-    app, echo = gateway()
-    for scope_type in ("lifespan", "websocket"):
-        call(app, scope_type=scope_type, headers=[])
-    assert [s["type"] for s in echo.scopes] == ["lifespan", "websocket"]
-    assert all(s["path"] == "/api/v1/a2a/" for s in echo.scopes)
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/.well-known/agent-card.json", 200),
+        ("POST", "/API/V1/A2A", 404),
+        ("POST", "/api/v1/A2A/", 404),
+        ("POST", "/", 404),
+    ],
+)
+def test_other_paths_never_reach_the_gateway(
+    app: Any, method: str, path: str, status: int, logs: Capture
+) -> None:
+    resp = call(app, method=method, path=path, headers=[])
+    assert resp.status == status
+    assert all(logs.events(name) == [] for name in GATEWAY_EVENTS)
 
 
-# Step 0: disabled
+def test_non_http_scopes_never_reach_the_gateway(app: Any) -> None:
+    messages = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent: list[dict[str, Any]] = []
+    calls = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        return messages.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app({"type": "lifespan"}, receive, send))
+    assert [m["type"] for m in sent] == [
+        "lifespan.startup.complete",
+        "lifespan.shutdown.complete",
+    ]
+    sent.clear()
+    calls = 0
+    scope = {"type": "websocket", "path": RPC_PATH, "raw_path": RPC_PATH.encode(), "headers": GOOD}
+    asyncio.run(app(scope, receive, send))
+    assert (sent, calls) == ([], 0)
 
 
-def test_disabled_hands_request_to_app_as_unknown_route() -> None:
-    app, echo = gateway(Settings(enabled=False))
-    for method in ("POST", "GET"):
-        resp = call(app, method=method, headers=[])  # no credentials: gates never run
-        assert resp.status == 200
-        assert resp.json["path"] == DISABLED_PATH
-        assert resp.json["peer"] is None
-    assert [s["raw_path"] for s in echo.scopes] == [DISABLED_PATH.encode()] * 2
+# -- step 0: disabled ------------------------------------------------------------------------------
 
 
-def test_settings_are_read_per_request() -> None:
-    echo = Echo()
-    current = Settings(enabled=False)
-    app = GatewayMiddleware(echo, settings_provider=lambda: current)
-    assert call(app).json["path"] == DISABLED_PATH
-    current = Settings(max_request_body_bytes=1)
-    assert_error(call(app), 413, INVALID_REQUEST)
-    current = Settings()
-    assert call(app).json["path"] == CANONICAL_PATH
+@pytest.fixture(scope="module")
+def disabled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    config = CONFIG.replace("enabled: true", "enabled: false")
+    built = build(tmp_path_factory.mktemp("disabled"), config)
+    built.catalog.put("peer-a", "http://127.0.0.1:9", "api_key", SECRET)
+    yield built.app()
+    built.close()
 
 
-def test_broken_settings_provider_answers_500(logs: Capture) -> None:
-    def provider() -> Settings:
-        raise RuntimeError("config reload failed")
+@pytest.mark.parametrize("path", ["/api/v1/a2a", "/api/v1/a2a/", "/api/v1/a2a/agents/echo/"])
+@pytest.mark.parametrize("method", ["POST", "GET"])
+@pytest.mark.parametrize("credentials", [True, False])
+def test_disabled_gateway_routes_are_absent(
+    disabled: Any, path: str, method: str, credentials: bool, logs: Capture
+) -> None:
+    resp = call(disabled, method=method, path=path, headers=None if credentials else [])
+    assert_not_found(resp)
+    assert resp.receive_calls == 0
+    assert logs.lines == []  # no gate ran, nothing was refused: the route is simply not there
 
-    resp = call(GatewayMiddleware(Echo(), settings_provider=provider))
-    assert_error(resp, 500, INTERNAL_ERROR)
-    assert "config reload" not in resp.body.decode()
+
+def test_disabled_gateway_leaves_the_rest_of_the_node_up(disabled: Any) -> None:
+    assert call(disabled, method="GET", path="/openapi.json", headers=[]).status == 200
 
 
-# Step 1: method
+# -- what stays live: the catalog (config.yaml settings are fixed at start) ----------------------
 
 
-@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "HEAD", "OPTIONS", "post"])
-def test_non_post_is_405(method: str, logs: Capture) -> None:
-    resp = call(gateway()[0], method=method)
+def test_catalog_changes_apply_to_the_next_request(node: Node, app: Any) -> None:
+    def as_rotating(key: str) -> Response:
+        headers = [(b"x-a2a-peer-name", b"rotating"), (b"x-api-key", key.encode())]
+        return call(app, headers=[*headers, (b"content-type", b"application/json")])
+
+    first, second = "top-secret-rotating-1", "top-secret-rotating-2"
+    assert_error(as_rotating(first), 401, UNAUTHENTICATED)  # no record yet
+    node.catalog.put("rotating", "http://127.0.0.1:9", "api_key", first)
+    assert_admitted(as_rotating(first))
+    node.catalog.put("rotating", "http://127.0.0.1:9", "api_key", second)
+    assert_error(as_rotating(first), 401, UNAUTHENTICATED)
+    assert_admitted(as_rotating(second))
+    node.catalog.remove("rotating")
+    assert_error(as_rotating(second), 401, UNAUTHENTICATED)
+
+
+def test_a_store_failure_in_the_gate_fails_closed(tmp_path: Path, logs: Capture) -> None:
+    broken = build(tmp_path, CONFIG)
+    broken.catalog.put("peer-a", "http://127.0.0.1:9", "api_key", SECRET)
+    app = broken.app()
+    broken.close()  # the catalog can no longer be read
+    resp = call(app)
+    assert_error(resp, 401, UNAUTHENTICATED)  # refused: neither admitted nor a 500
+    assert resp.receive_calls == 0
+    [event] = logs.events(events.INBOUND_AUTH_FAILED)
+    assert (event["reason"], event["peer_name"]) == ("catalog_error", "peer-a")
+
+
+# -- step 1: method --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "post"])
+def test_non_post_is_405(app: Any, method: str, logs: Capture) -> None:
+    resp = call(app, method=method)
     assert_error(resp, 405, INVALID_REQUEST)
     assert resp.headers["allow"] == "POST"
     assert resp.receive_calls == 0
     [event] = logs.events(events.INBOUND_REJECTED)
-    assert (event["status"], event["reason"], event["path"]) == (
+    assert (event["status"], event["reason"], event["path"], event["level"]) == (
         405,
         "method_not_allowed",
-        "/api/v1/a2a/",
+        RPC_PATH,
+        "warning",
     )
 
 
-# Step 2: declared Content-Length
+def test_405_logs_a_clipped_method(app: Any, logs: Capture) -> None:
+    call(app, method='X"\n{"event":"forged"}' + "M" * 200)
+    [event] = logs.events(events.INBOUND_REJECTED)
+    assert event["method"] == 'X????event???forged??' + "M" * 43  # clipped, neutralised
+    assert len(logs.lines) == 1
 
 
-def test_declared_length_over_limit_is_413(logs: Capture) -> None:
+# -- step 2: declared Content-Length -------------------------------------------------------------
+
+
+def test_declared_length_over_limit_is_413(app: Any, logs: Capture) -> None:
     headers = [*GOOD, (b"content-length", str(LIMIT + 1).encode())]
-    resp = call(gateway()[0], headers=headers, chunks=[b"x" * (LIMIT + 1)], content_length=False)
+    resp = call(app, headers=headers, chunks=[b"x" * (LIMIT + 1)], content_length=False)
     assert_error(resp, 413, INVALID_REQUEST)
+    assert resp.headers["connection"] == "close"
     assert resp.receive_calls == 0
     [event] = logs.events(events.INBOUND_REJECTED)
-    assert (event["status"], event["reason"], event["declared"]) == (
+    assert (event["status"], event["reason"], event["declared"], event["limit"]) == (
         413,
         "body_too_large",
         LIMIT + 1,
+        LIMIT,
     )
 
 
-def test_absurd_declared_length_is_413_not_a_crash() -> None:
+def test_absurd_declared_length_is_413_not_a_crash(app: Any) -> None:
     headers = [*GOOD, (b"content-length", b"9" * 5000)]
-    assert_error(call(gateway()[0], headers=headers, content_length=False), 413, INVALID_REQUEST)
+    resp = call(app, headers=headers, content_length=False)
+    assert_error(resp, 413, INVALID_REQUEST)
+    assert resp.receive_calls == 0
 
 
 @pytest.mark.parametrize(
     "value", [b"abc", b"-1", b"+5", b"1_0", b"1.5", b"", b"0x10", b"5, 5", b"\xd9\xa3"]
 )
-def test_invalid_content_length_is_400(value: bytes, logs: Capture) -> None:
+def test_invalid_content_length_is_400(app: Any, value: bytes, logs: Capture) -> None:
     headers = [*GOOD, (b"content-length", value)]
-    resp = call(gateway()[0], headers=headers, content_length=False)
+    resp = call(app, headers=headers, content_length=False)
     assert_error(resp, 400, INVALID_REQUEST)
     assert resp.receive_calls == 0
-    assert logs.events(events.INBOUND_REJECTED)[0]["reason"] == "invalid_content_length"
+    [event] = logs.events(events.INBOUND_REJECTED)
+    assert (event["status"], event["reason"]) == (400, "invalid_content_length")
 
 
-def test_duplicate_content_length_headers_are_400() -> None:
+def test_duplicate_content_length_headers_are_400(app: Any) -> None:
     headers = [*GOOD, (b"content-length", b"2"), (b"content-length", b"2")]
-    assert_error(call(gateway()[0], headers=headers, content_length=False), 400, INVALID_REQUEST)
+    resp = call(app, headers=headers, content_length=False)
+    assert_error(resp, 400, INVALID_REQUEST)
+    assert resp.receive_calls == 0
 
 
-# Steps 3-5: gates, on headers only, before any body byte is read
+# -- steps 3-5: the gates, on headers only, before any body byte is read -------------------------
 
 
 @pytest.mark.parametrize(
-    ("headers", "status", "code", "reason"),
+    ("headers", "status", "code", "reason", "peer"),
     [
-        (with_header(b"x-a2a-peer-name", None), 401, UNAUTHENTICATED, "missing_peer_name"),
-        (with_header(b"x-a2a-peer-name", b"not a name"), 401, UNAUTHENTICATED, "invalid_peer_name"),
-        (with_header(b"x-a2a-peer-name", b"stranger"), 403, FORBIDDEN, "peer_not_allowed"),
-        (with_header(b"x-api-key", None), 401, UNAUTHENTICATED, "missing_credential"),
-        (with_header(b"x-api-key", b"wrong"), 401, UNAUTHENTICATED, "credential_mismatch"),
+        (with_header(b"x-a2a-peer-name", None), 401, UNAUTHENTICATED, "missing_peer_name", None),
+        (
+            with_header(b"x-a2a-peer-name", b"not a name"),
+            401,
+            UNAUTHENTICATED,
+            "invalid_peer_name",
+            None,
+        ),
+        (
+            with_header(b"x-a2a-peer-name", b"stranger"),
+            403,
+            PEER_NOT_ALLOWED,
+            "peer_not_allowed",
+            "stranger",
+        ),
+        (
+            with_header(b"x-a2a-peer-name", b"peer-b"),
+            401,
+            UNAUTHENTICATED,
+            "no_credential_record",
+            "peer-b",
+        ),
+        (with_header(b"x-api-key", None), 401, UNAUTHENTICATED, "missing_credential", "peer-a"),
+        (with_header(b"x-api-key", b"   "), 401, UNAUTHENTICATED, "missing_credential", "peer-a"),
+        (with_header(b"x-api-key", b"wrong"), 401, UNAUTHENTICATED, "credential_mismatch",
+         "peer-a"),
         (
             with_header(b"x-api-key", b"\xff\xfe\x00garbage"),
             401,
             UNAUTHENTICATED,
             "credential_mismatch",
+            "peer-a",
+        ),
+        (
+            [*GOOD, (b"authorization", b"Bearer " + ADMIN_TOKEN.encode())],
+            401,
+            UNAUTHENTICATED,
+            "admin_token_presented",
+            "peer-a",
+        ),
+        (
+            [
+                (b"x-a2a-peer-name", b"twin"),
+                (b"x-api-key", ADMIN_TOKEN.encode()),
+                (b"content-type", b"application/json"),
+            ],
+            401,
+            UNAUTHENTICATED,
+            "admin_token_presented",
+            "twin",
         ),
     ],
 )
 def test_gate_refusals(
-    headers: list[tuple[bytes, bytes]], status: int, code: int, reason: str, logs: Capture
+    app: Any,
+    headers: list[tuple[bytes, bytes]],
+    status: int,
+    code: int,
+    reason: str,
+    peer: str | None,
+    logs: Capture,
 ) -> None:
-    app, echo = gateway()
     resp = call(app, headers=headers, chunks=[b'{"big": "body"}'])
     assert_error(resp, status, code)
     assert resp.receive_calls == 0  # the body was never touched
-    assert echo.scopes == []
     [event] = logs.events(events.INBOUND_AUTH_FAILED)
-    assert event["reason"] == reason
-    assert event["path"] == "/api/v1/a2a/"
+    assert (event["reason"], event["status"], event["path"]) == (reason, status, RPC_PATH)
     assert event["level"] == "warning"
-    assert event["peer_name"] == (
-        "stranger" if status == 403 else None if "peer_name" in reason else "peer-a"
-    )
+    assert event["peer_name"] == peer
+    assert logs.events(events.INBOUND_RECEIVED) == []
 
 
-def test_gate_reads_bearer_from_raw_headers() -> None:
-    headers = [*with_header(b"x-api-key", None), (b"authorization", b"bEaReR " + SECRET.encode())]
-    assert call(gateway()[0], headers=headers).status == 200
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        b"Bearer\xc2\xa0" + ADMIN_TOKEN.encode(),  # NBSP as the separator
+        b"Bearer " + ADMIN_TOKEN.encode() + b"\xc2\xa0",  # trailing NBSP
+        b"Bearer\xc2\x85" + ADMIN_TOKEN.encode(),  # NEL as the separator
+    ],
+)
+def test_the_admin_token_never_passes_however_the_bearer_is_spaced(
+    app: Any, authorization: bytes
+) -> None:
+    headers = [
+        (b"x-a2a-peer-name", b"twin"),  # its stored secret is the admin token
+        (b"authorization", authorization),
+        (b"content-type", b"application/json"),
+    ]
+    assert_error(call(app, headers=headers), 401, UNAUTHENTICATED)
 
 
-def test_duplicate_credential_headers_are_refused() -> None:
-    headers = [*GOOD, (b"x-api-key", b"other")]
-    assert_error(call(gateway()[0], headers=headers), 401, UNAUTHENTICATED)
+def test_gate_messages_do_not_say_which_credential_check_failed(app: Any) -> None:
+    messages = {
+        call(app, headers=headers).json["error"]["message"]
+        for headers in (
+            with_header(b"x-a2a-peer-name", b"peer-b"),  # no record
+            with_header(b"x-api-key", None),  # missing
+            with_header(b"x-api-key", b"wrong"),  # mismatch
+            [*GOOD, (b"authorization", b"Bearer " + ADMIN_TOKEN.encode())],  # admin token
+        )
+    }
+    assert len(messages) == 1
 
 
-def test_utf8_peer_name_header_is_refused_without_crash() -> None:
+@pytest.mark.parametrize("scheme", [b"Bearer ", b"bEaReR ", b"  bearer   "])
+def test_gate_reads_bearer_from_raw_headers(app: Any, scheme: bytes) -> None:
+    headers = [*with_header(b"x-api-key", None), (b"authorization", scheme + SECRET.encode())]
+    assert_admitted(call(app, headers=headers))
+
+
+def test_bearer_scheme_peer_must_use_authorization(app: Any, logs: Capture) -> None:
+    peer_c = [(b"x-a2a-peer-name", b"peer-c"), (b"content-type", b"application/json")]
+    with_key = [*peer_c, (b"x-api-key", BEARER_SECRET.encode())]
+    assert_error(call(app, headers=with_key), 401, UNAUTHENTICATED)
+    assert logs.events(events.INBOUND_AUTH_FAILED)[0]["reason"] == "missing_credential"
+    bearer = [*peer_c, (b"authorization", b"Bearer " + BEARER_SECRET.encode())]
+    assert_admitted(call(app, headers=bearer))
+
+
+@pytest.mark.parametrize("name", [b"PEER-A", b"  Peer-A "])
+def test_peer_names_are_canonicalised(app: Any, name: bytes) -> None:
+    assert_admitted(call(app, headers=with_header(b"x-a2a-peer-name", name)))
+
+
+def test_header_names_are_matched_case_insensitively(app: Any) -> None:
+    headers = [(k.upper(), v) for k, v in GOOD]
+    assert_admitted(call(app, headers=headers))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        (b"x-api-key", b"other"),
+        (b"x-api-key", SECRET.encode()),  # even the same value twice: one header, one value
+        (b"x-a2a-peer-name", b"peer-a"),
+        (b"x-a2a-peer-name", b"peer-c"),
+    ],
+)
+def test_duplicate_gate_headers_are_refused(
+    app: Any, extra: tuple[bytes, bytes], logs: Capture
+) -> None:
+    resp = call(app, headers=[*GOOD, extra])
+    assert_error(resp, 401, UNAUTHENTICATED)
+    assert resp.receive_calls == 0
+    [event] = logs.events(events.INBOUND_AUTH_FAILED)
+    assert event["reason"] in {"invalid_peer_name", "credential_mismatch"}
+
+
+def test_duplicate_authorization_headers_are_refused(app: Any) -> None:
+    bearer = (b"authorization", b"Bearer " + SECRET.encode())
+    headers = [*with_header(b"x-api-key", None), bearer, bearer]
+    assert_error(call(app, headers=headers), 401, UNAUTHENTICATED)
+
+
+def test_utf8_peer_name_header_is_refused_without_crash(app: Any) -> None:
     headers = with_header(b"x-a2a-peer-name", "pëer-ä".encode())
-    assert_error(call(gateway()[0], headers=headers), 401, UNAUTHENTICATED)
+    assert_error(call(app, headers=headers), 401, UNAUTHENTICATED)
 
 
-def test_invalid_peer_name_is_never_logged(logs: Capture) -> None:
+def test_invalid_peer_name_is_never_logged(app: Any, logs: Capture) -> None:
     raw = b'evil"\n{"event":"forged"}\xff' + b"A" * 200
-    call(gateway()[0], headers=with_header(b"x-a2a-peer-name", raw))
+    call(app, headers=with_header(b"x-a2a-peer-name", raw))
     [event] = logs.events(events.INBOUND_AUTH_FAILED)
     assert event["peer_name"] is None
     assert len(logs.lines) == 1
@@ -435,29 +685,41 @@ def test_invalid_peer_name_is_never_logged(logs: Capture) -> None:
     assert "forged" not in logs.lines[0]
 
 
-def test_secret_misplaced_in_peer_name_is_not_logged(logs: Capture) -> None:
-    # The fixture's teardown asserts the secret is in no log line.
+def test_secret_misplaced_in_peer_name_is_not_logged(app: Any, logs: Capture) -> None:
+    # The fixture's teardown asserts no secret is in any log line.
     headers = [
         *with_header(b"x-a2a-peer-name", SECRET.encode() + b"!"),
         (b"authorization", b"Bearer " + SECRET.encode()),
     ]
-    assert_error(call(gateway()[0], headers=headers), 401, UNAUTHENTICATED)
+    assert_error(call(app, headers=headers), 401, UNAUTHENTICATED)
     assert logs.events(events.INBOUND_AUTH_FAILED)[0]["peer_name"] is None
 
 
-def test_wrong_secret_for_valid_peer_is_not_logged(logs: Capture) -> None:
+def test_wrong_secret_for_valid_peer_is_not_logged(app: Any, logs: Capture) -> None:
     headers = with_header(b"x-api-key", SECRET.encode() + b"-almost")
-    assert_error(call(gateway()[0], headers=headers), 401, UNAUTHENTICATED)
+    assert_error(call(app, headers=headers), 401, UNAUTHENTICATED)
     assert "almost" not in "".join(logs.lines)
 
 
-def test_no_catalog_admits_allowlisted_peer_without_credentials() -> None:
-    settings = Settings(gate=PeerGate(frozenset({"peer-a"}), None))
-    resp = call(gateway(settings)[0], headers=with_header(b"x-api-key", None))
-    assert resp.json["peer"] == "peer-a"
+@pytest.fixture(scope="module")
+def fail_open(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    config = CONFIG + "  dev_allow_without_catalog: true\n"
+    built = build(tmp_path_factory.mktemp("fail-open"), config)
+    built.catalog.put("peer-a", "http://127.0.0.1:9", "api_key", SECRET)
+    yield built.app()
+    built.close()
 
 
-# Step 6: Content-Type
+def test_no_catalog_admits_allowlisted_peer_without_credentials(fail_open: Any) -> None:
+    assert_admitted(call(fail_open, headers=with_header(b"x-api-key", None)))
+    assert_admitted(call(fail_open, headers=with_header(b"x-api-key", b"anything")))
+    stranger = with_header(b"x-a2a-peer-name", b"stranger")
+    assert_error(call(fail_open, headers=stranger), 403, PEER_NOT_ALLOWED)
+    headers = with_header(b"x-api-key", ADMIN_TOKEN.encode())  # still never a peer credential
+    assert_error(call(fail_open, headers=headers), 401, UNAUTHENTICATED)
+
+
+# -- step 6: Content-Type ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -472,8 +734,10 @@ def test_no_catalog_admits_allowlisted_peer_without_credentials() -> None:
         b"application/json, text/plain",
     ],
 )
-def test_non_json_content_type_is_415(content_type: bytes | None, logs: Capture) -> None:
-    resp = call(gateway()[0], headers=with_header(b"content-type", content_type))
+def test_non_json_content_type_is_415(
+    app: Any, content_type: bytes | None, logs: Capture
+) -> None:
+    resp = call(app, headers=with_header(b"content-type", content_type))
     assert_error(resp, 415, INVALID_REQUEST)
     assert resp.receive_calls == 0
     [event] = logs.events(events.INBOUND_REJECTED)
@@ -484,60 +748,81 @@ def test_non_json_content_type_is_415(content_type: bytes | None, logs: Capture)
     )
 
 
-# Step 7: streamed body ceiling
+def test_duplicate_content_type_headers_are_415(app: Any) -> None:
+    headers = [*GOOD, (b"content-type", b"application/json")]
+    assert_error(call(app, headers=headers), 415, INVALID_REQUEST)
 
 
-def test_chunked_body_over_limit_is_413_without_draining(logs: Capture) -> None:
-    app, echo = gateway()
-    chunks = [b"x" * 40] * 10  # 400 bytes, no Content-Length
+# -- step 7: streamed body ceiling -----------------------------------------------------------------
+
+
+def test_chunked_body_over_limit_is_413_without_draining(app: Any, logs: Capture) -> None:
+    chunks = [b"x" * 600] * 10  # 6000 bytes, no Content-Length
     resp = call(app, chunks=chunks, content_length=False)
     assert_error(resp, 413, INVALID_REQUEST)
     assert resp.headers["connection"] == "close"
     assert resp.receive_calls == 2  # stopped at the chunk that crossed the limit
-    assert echo.scopes == []
     [event] = logs.events(events.INBOUND_REJECTED)
-    assert (event["status"], event["reason"]) == (413, "body_too_large_streamed")
+    assert (event["status"], event["reason"], event["peer_name"], event["limit"]) == (
+        413,
+        "body_too_large_streamed",
+        "peer-a",
+        LIMIT,
+    )
+    assert logs.events(events.INBOUND_RECEIVED) == []  # never reached the pipeline
 
 
-def test_lying_content_length_is_caught_while_streaming() -> None:
+def test_lying_content_length_is_caught_while_streaming(app: Any) -> None:
     headers = [*GOOD, (b"content-length", b"2")]
-    resp = call(gateway()[0], headers=headers, chunks=[b"x" * (LIMIT + 1)], content_length=False)
+    chunks = [b"x" * 1000, b"x" * 1000, b"x" * 1000]
+    resp = call(app, headers=headers, chunks=chunks, content_length=False)
+    assert_error(resp, 413, INVALID_REQUEST)
+    assert resp.headers["connection"] == "close"
+    assert resp.receive_calls == 2
+
+
+def test_one_byte_over_limit_is_413(app: Any) -> None:
+    resp = call(app, chunks=[b"x" * LIMIT, b"y"], content_length=False)
+    assert_error(resp, 413, INVALID_REQUEST)
+    assert resp.receive_calls == 2
+    resp = call(app, chunks=[b"x" * (LIMIT + 1)], content_length=False)
     assert_error(resp, 413, INVALID_REQUEST)
 
 
-def test_one_byte_over_limit_is_413() -> None:
-    resp = call(gateway()[0], chunks=[b"x" * LIMIT, b"y"], content_length=False)
-    assert_error(resp, 413, INVALID_REQUEST)
-
-
-def test_client_disconnect_while_reading_just_returns() -> None:
-    app, echo = gateway()
-    sent: list[Message] = []
-    messages: list[dict[str, Any]] = [
-        {"type": "http.request", "body": b"{", "more_body": True},
-        {"type": "http.disconnect"},
-    ]
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"type": "http.request", "body": b"{", "more_body": True}, {"type": "http.disconnect"}],
+        [{"type": "http.disconnect"}],
+    ],
+)
+def test_client_disconnect_while_reading_just_returns(
+    app: Any, messages: list[dict[str, Any]], logs: Capture
+) -> None:
+    sent: list[dict[str, Any]] = []
+    pending = list(messages)
 
     async def receive() -> dict[str, Any]:
-        return messages.pop(0)
+        return pending.pop(0)
 
-    async def send(message: Message) -> None:
+    async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
     scope = {
         "type": "http",
         "method": "POST",
-        "path": "/api/v1/a2a/",
-        "raw_path": b"/api/v1/a2a/",
+        "path": RPC_PATH,
+        "raw_path": RPC_PATH.encode(),
+        "query_string": b"",
         "headers": GOOD,
     }
     asyncio.run(app(scope, receive, send))
     assert sent == []
-    assert messages == []
-    assert echo.scopes == []
+    assert pending == []  # read up to the disconnect, and no further
+    assert logs.events(events.INBOUND_RECEIVED) == []
 
 
-# Step order
+# -- step order ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -545,6 +830,8 @@ def test_client_disconnect_while_reading_just_returns() -> None:
     [
         # 1 before 2: GET with an oversized declared body
         ("GET", [*GOOD, (b"content-length", b"99999")], 405),
+        # 1 before 2: GET with an ill-formed declared body
+        ("GET", [*GOOD, (b"content-length", b"nope")], 405),
         # 1 before 3: GET without a peer name
         ("GET", with_header(b"x-a2a-peer-name", None), 405),
         # 2 before 3: oversized Content-Length and a bad peer
@@ -553,6 +840,8 @@ def test_client_disconnect_while_reading_just_returns() -> None:
             [*with_header(b"x-a2a-peer-name", b"bad name"), (b"content-length", b"99999")],
             413,
         ),
+        # 2 before 3: ill-formed Content-Length and no credentials at all
+        ("POST", [(b"content-length", b"-1")], 400),
         # 3 before 6: bad peer and bad content type
         (
             "POST",
@@ -586,23 +875,27 @@ def test_client_disconnect_while_reading_just_returns() -> None:
         ),
     ],
 )
-def test_step_order(method: str, headers: list[tuple[bytes, bytes]], status: int) -> None:
-    resp = call(gateway()[0], method=method, headers=headers, content_length=False)
+def test_step_order(
+    app: Any, method: str, headers: list[tuple[bytes, bytes]], status: int
+) -> None:
+    resp = call(app, method=method, headers=headers, content_length=False)
     assert resp.status == status
+    assert resp.json["id"] is None
     assert resp.receive_calls == 0
 
 
-def test_step_6_before_7() -> None:
+def test_step_6_before_7(app: Any) -> None:
     resp = call(
-        gateway()[0],
+        app,
         headers=with_header(b"content-type", b"text/plain"),
-        chunks=[b"x" * 1000],
+        chunks=[b"x" * (LIMIT * 4)],
         content_length=False,
     )
-    assert resp.status == 415
+    assert_error(resp, 415, INVALID_REQUEST)
+    assert resp.receive_calls == 0
 
 
-# The event emitter guarantees the transport relies on
+# -- the event emitter guarantees the gateway relies on ------------------------------------------
 
 
 def test_emit_redacts_sensitive_keys(logs: Capture) -> None:
@@ -617,6 +910,7 @@ def test_emit_redacts_sensitive_keys(logs: Capture) -> None:
     )
     [event] = logs.events("t.redact")
     assert event["api_key"] == event["body"] == event["password"] == "[redacted]"
+    assert event["secret"] == "[redacted]"
     assert event["nested"] == {"Authorization": "[redacted]", "ok": [{"token": "[redacted]"}]}
     assert event["peer"] == "peer-a"
     assert event["level"] == "info"
@@ -648,6 +942,7 @@ def test_emit_never_raises(logs: Capture) -> None:
 def test_configure_logging_is_idempotent() -> None:
     logger = logging.getLogger(log.LOGGER_NAME)
     before = list(logger.handlers)
+    old_level = logger.level
     try:
         log.configure_logging("debug")
         log.configure_logging("warning")
@@ -657,3 +952,4 @@ def test_configure_logging_is_idempotent() -> None:
     finally:
         for handler in [h for h in logger.handlers if h not in before]:
             logger.removeHandler(handler)
+        logger.setLevel(old_level)

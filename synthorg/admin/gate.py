@@ -1,4 +1,4 @@
-"""Pure-ASGI admin middleware: everything under `/api/v1/admin` passes here first.
+"""The admin gate, pure ASGI: everything under `/api/v1/admin` passes here first.
 
 In order, each refusal written here as an AdminError (spec/schemas/admin.json):
 
@@ -21,33 +21,83 @@ closed.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from synthorg.admin.errors import NO_STORE, error_document, json_bytes
-from synthorg.admin.routes import is_admin_path, match_route
 from synthorg.admin.token import AdminToken, bearer_credential
+from synthorg.generated.constants import OPERATIONS
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
+from synthorg.http.responses import CLOSE, JSON, send_bytes
 from synthorg.observability.events.admin import AUTH_FAILED, REQUEST_REJECTED
 from synthorg.observability.log import emit
 
+PREFIX = "/api/v1/admin"
 MAX_BODY_BYTES = 64 * 1024
 SCOPE_ADMIN = "synthorg.admin"
 SCOPE_ADMIN_BODY = "synthorg.admin.body"
 WWW_AUTHENTICATE = b'Bearer realm="synthorg-admin"'
+NO_STORE = (b"cache-control", b"no-store")
 _DIGITS = re.compile(rb"[0-9]{1,18}")
+_PARAM = re.compile(r"\{[^/{}]+\}")
 
 
-class AdminMiddleware:
+@dataclass(frozen=True)
+class AdminRoute:
+    template: str  # the spec's path, e.g. /api/v1/admin/peers/{name}
+    pattern: re.Pattern[str]
+    methods: frozenset[str]
+    body_methods: frozenset[str]  # those with a request body
+
+    @property
+    def allow(self) -> str:
+        return ", ".join(sorted(self.methods))
+
+
+def is_admin_path(path: str) -> bool:
+    return path == PREFIX or path.startswith(PREFIX + "/")
+
+
+def _admin_routes() -> tuple[AdminRoute, ...]:
+    templates: dict[str, list[tuple[str, bool]]] = {}
+    for operation in OPERATIONS:
+        if is_admin_path(operation.path):
+            templates.setdefault(operation.path, []).append((operation.method, operation.has_body))
+    return tuple(
+        AdminRoute(
+            template,
+            re.compile("".join(
+                "[^/]+" if _PARAM.fullmatch(part) else re.escape(part)
+                for part in re.split(r"(\{[^/{}]+\})", template)
+            )),
+            frozenset(method for method, _ in methods),
+            frozenset(method for method, body in methods if body),
+        )
+        for template, methods in templates.items()
+    )
+
+
+ADMIN_ROUTES = _admin_routes()
+
+
+def match_route(path: str) -> AdminRoute | None:
+    for route in ADMIN_ROUTES:
+        if route.pattern.fullmatch(path):
+            return route
+    return None
+
+
+class AdminGate:
     def __init__(self, app: ASGIApp, *, token_provider: Callable[[], AdminToken]) -> None:
         self.app = app
         self.token_provider = token_provider
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_admin_path(scope.get("path")):
+        if scope["type"] != "http" or not is_admin_path(scope["path"]):
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
@@ -139,21 +189,14 @@ def _is_json(content_type: bytes | None) -> bool:
 
 async def _refuse(send: Send, status: int, error: str, message: str,
                   extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json_bytes(error_document(error, message))
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode("ascii")),
-        NO_STORE,
-        *(extra or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    body = json.dumps({"error": error, "message": message}, separators=(",", ":")).encode()
+    await send_bytes(send, status, body, [JSON, NO_STORE, *(extra or [])])
 
 
 async def _too_large(send: Send) -> None:
     # The rest of the body is never read, so the connection cannot be reused.
     await _refuse(send, 413, "too_large", f"Request body exceeds {MAX_BODY_BYTES} bytes",
-                  [(b"connection", b"close")])
+                  [CLOSE])
 
 
 def _rejected(reason: str, status: int, path: str, client: str | None) -> None:

@@ -1,8 +1,8 @@
 """Steps 8-12 of the inbound pipeline: parse, envelope, method, params, dispatch.
 
-The transport middleware has already admitted the peer and bounded the body, so everything
-here works on bytes already in memory. JSON-RPC-level errors answer HTTP 200; only an
-unexpected fault answers 500.
+The endpoint has already admitted the peer and bounded the body, so everything here works
+on bytes in memory and answers bytes. JSON-RPC-level errors answer HTTP 200; only an
+unexpected fault answers 500, without detail.
 """
 
 from __future__ import annotations
@@ -12,20 +12,20 @@ import math
 import re
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from synthorg.gateway.context import RpcContext
-from synthorg.gateway.errors import (
+from synthorg.errors import SynthorgError
+from synthorg.gateway.context import CallContext, Services
+from synthorg.gateway.dispatch import DISPATCH, PARAMS_ADAPTER
+from synthorg.gateway.replies import RPC_ERRORS, RequestId, error_body, result_body, rpc_error
+from synthorg.generated.constants import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
-    RequestId,
-    RpcError,
-    error_envelope,
+    RpcErrorSpec,
 )
-from synthorg.generated.dispatch import DISPATCH, PARAMS_ADAPTER
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 
@@ -35,11 +35,12 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 # A lone UTF-16 surrogate escape decodes to a str that cannot be re-encoded as UTF-8.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_TOO_DEEP = f"Invalid request: nesting deeper than {MAX_DEPTH}"
 
 
 class _Reject(Exception):
-    def __init__(self, code: int, message: str, request_id: RequestId = None) -> None:
-        self.code, self.message, self.request_id = code, message, request_id
+    def __init__(self, error: RpcErrorSpec, message: str, request_id: RequestId = None) -> None:
+        self.error, self.message, self.request_id = error, message, request_id
 
 
 def _reject_constant(name: str) -> None:
@@ -74,7 +75,7 @@ def _check_structure(value: Any, check_strings: bool) -> None:
                     raise _Reject(PARSE_ERROR, "Parse error: invalid Unicode escape") from None
             continue
         if depth > MAX_DEPTH:
-            raise _Reject(INVALID_REQUEST, f"Invalid request: nesting deeper than {MAX_DEPTH}")
+            raise _Reject(INVALID_REQUEST, _TOO_DEEP)
         stack.extend((child, depth + 1) for child in children)
 
 
@@ -83,9 +84,7 @@ def _parse(body: bytes) -> Any:
         text = body.decode("utf-8")
         parsed = json.loads(text, parse_constant=_reject_constant, parse_float=_json_number)
     except RecursionError:
-        raise _Reject(
-            INVALID_REQUEST, f"Invalid request: nesting deeper than {MAX_DEPTH}"
-        ) from None
+        raise _Reject(INVALID_REQUEST, _TOO_DEEP) from None
     except (UnicodeDecodeError, ValueError):
         raise _Reject(PARSE_ERROR, "Parse error: body is not UTF-8 JSON") from None
     _check_structure(parsed, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
@@ -155,21 +154,14 @@ def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
     return issues
 
 
-def _success(request_id: RequestId, result: Any) -> dict[str, Any]:
-    if isinstance(result, BaseModel):
-        result = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
-async def handle_rpc(
-    body: bytes, peer: str, node: Any, agent_id: str | None = None
-) -> tuple[int, dict[str, Any]]:
-    """Run steps 8-12 for one admitted request; returns (HTTP status, response envelope)."""
+async def answer(
+    body: bytes, peer: str, agent_id: str | None, services: Services
+) -> tuple[int, bytes]:
+    """Run steps 8-12 for one admitted request: (HTTP status, response body)."""
     request_id: RequestId = None
     method = ""
     try:
-        parsed = _parse(body)
-        request_id, method, raw_params = _envelope(parsed)
+        request_id, method, raw_params = _envelope(_parse(body))
         emit(events.INBOUND_RECEIVED, method=method[:64], request_id=request_id, peer_name=peer)
         route = DISPATCH.get(method)
         if route is None:
@@ -179,7 +171,7 @@ async def handle_rpc(
                 request_id=request_id,
                 peer_name=peer,
             )
-            return 200, error_envelope(METHOD_NOT_FOUND, "Method not found", request_id)
+            return 200, error_body(METHOD_NOT_FOUND, None, request_id)
         # Envelope precedence: the envelope's method is copied over params.method, so the
         # params are validated as the envelope's method. A different params.method is also
         # reported, as the spec's const says, instead of passing silently.
@@ -196,11 +188,10 @@ async def handle_rpc(
                 peer_name=peer,
                 errors=len(issues),
             )
-            return 200, error_envelope(
-                INVALID_PARAMS, "Invalid params", request_id, {"errors": issues}
-            )
-        result = await route.handler(params, RpcContext(peer, request_id, node, agent_id))
-        return 200, _success(request_id, result)
+            return 200, error_body(INVALID_PARAMS, None, request_id, {"errors": issues})
+        context = CallContext(peer, request_id, agent_id, services.tasks, services.skills)
+        result = await route.handler(params, context)
+        return 200, result_body(request_id, result)
     except _Reject as reject:
         emit(
             events.JSONRPC_PARSE_ERROR,
@@ -208,16 +199,24 @@ async def handle_rpc(
             reason=reject.message,
             request_id=reject.request_id,
         )
-        return 200, error_envelope(reject.code, reject.message, reject.request_id)
-    except RpcError as error:
-        return 200, error_envelope(error.code, error.message, request_id, error.data)
+        return 200, error_body(reject.error, reject.message, reject.request_id)
+    except SynthorgError as error:
+        if type(error) in RPC_ERRORS:
+            spec, message, data = rpc_error(error)
+            return 200, error_body(spec, message, request_id, data)
+        return _fault(error, method, request_id, peer)
     except Exception as exc:  # an unexpected fault: no detail leaves the node
-        emit(
-            events.INTERNAL_ERROR,
-            level="error",
-            method=method[:64],
-            request_id=request_id,
-            peer_name=peer,
-            error=type(exc).__name__,
-        )
-        return 500, error_envelope(INTERNAL_ERROR, "Internal error", request_id)
+        return _fault(exc, method, request_id, peer)
+
+
+def _fault(exc: Exception, method: str, request_id: RequestId, peer: str) -> tuple[int, bytes]:
+    emit(
+        events.INTERNAL_ERROR,
+        level="error",
+        method=method[:64],
+        request_id=request_id,
+        peer_name=peer,
+        error=type(exc).__name__,
+    )
+    return 500, error_body(INTERNAL_ERROR, None, request_id)
+

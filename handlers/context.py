@@ -1,0 +1,159 @@
+"""What a JSON-RPC handler may use besides its params: the caller and the node's services.
+
+Handlers see only this interface and the generated models, never the runtime that implements
+it, so the arrows run one way: the gateway calls handlers, handlers call services.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from synthorg.generated.models import (
+    MessageSendParams,
+    SkillsNegotiateResult,
+    SkillsQueryResult,
+    Task,
+)
+
+RequestId = str | int | None
+
+
+class TaskOperations(Protocol):
+    """The caller's tasks; another peer's task is indistinguishable from a missing one."""
+
+    async def send(
+        self, peer: str, params: MessageSendParams, agent_id: str | None
+    ) -> Task: ...
+
+    async def get(self, peer: str, task_id: str, history_length: int | None) -> Task: ...
+
+    async def cancel(self, peer: str, task_id: str) -> Task: ...
+
+
+class SkillOperations(Protocol):
+    """Which agents and peers offer a skill."""
+
+    async def query(self, skill: str) -> SkillsQueryResult: ...
+
+    async def negotiate(self, skill: str, peer_name: str) -> SkillsNegotiateResult: ...
+
+
+class RpcContext(Protocol):
+    """One admitted call: who is calling, on which endpoint, and the services it may use."""
+
+    @property
+    def peer(self) -> str:
+        """The caller's canonical peer name, admitted by the gates."""
+        ...
+
+    @property
+    def request_id(self) -> RequestId: ...
+
+    @property
+    def agent_id(self) -> str | None:
+        """Set when the call came in on an agent's own endpoint."""
+        ...
+
+    @property
+    def tasks(self) -> TaskOperations: ...
+
+    @property
+    def skills(self) -> SkillOperations: ...
+
+
+# -- the HTTP operations (cards, admin) ------------------------------------------------------
+
+
+class HttpRequest(Protocol):
+    """What a card or admin operation may read of its request."""
+
+    @property
+    def path_params(self) -> Mapping[str, str]: ...
+
+    @property
+    def body(self) -> bytes:
+        """The body the admin gate buffered (empty for methods that take none)."""
+        ...
+
+    @property
+    def client(self) -> str | None:
+        """The caller's address, for the audit trail."""
+        ...
+
+    @property
+    def local_base_url(self) -> str:
+        """`scheme://host:port` of the socket that took the request (never the Host header)."""
+        ...
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of a header (lower-case name), in order."""
+        ...
+
+
+class CardDocument(Protocol):
+    """A card rendered once: its canonical bytes and the strong ETag hashed from them."""
+
+    @property
+    def body(self) -> bytes: ...
+
+    @property
+    def etag(self) -> str: ...
+
+
+class CardsContext(Protocol):
+    """This node's own cards, built from its config."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def cache_control(self) -> str: ...
+
+    def company(self, request: HttpRequest) -> CardDocument: ...
+
+    def agent(self, agent_id: str, request: HttpRequest) -> CardDocument | None:
+        """None when no agent has this id."""
+        ...
+
+
+JsonDocument = dict[str, Any]
+
+
+class AdminContext(Protocol):
+    """The operator's operations on settings and peers, validated, written and audited.
+
+    Refusals are `synthorg.errors` (InvalidValue, UnknownSetting, UnknownPeer, PeerExists);
+    documents are the spec's admin.json shapes (SettingView, AdminPeer, AdminStatus)."""
+
+    def list_settings(self) -> list[JsonDocument]: ...
+
+    def get_setting(self, name: str) -> JsonDocument: ...
+
+    def require_setting(self, name: str) -> str:
+        """The setting's range in words; UnknownSetting when there is no such setting."""
+        ...
+
+    def set_setting(self, name: str, value: float | int, client: str | None) -> JsonDocument: ...
+
+    def reset_setting(self, name: str, client: str | None) -> JsonDocument: ...
+
+    def list_peers(self) -> list[JsonDocument]: ...
+
+    def get_peer(self, name: str) -> JsonDocument: ...
+
+    def require_peer(self, name: str) -> None:
+        """UnknownPeer unless a record by this canonical name exists."""
+        ...
+
+    def create_peer(
+        self, name: str, endpoint: str, scheme: str, secret: str, client: str | None
+    ) -> JsonDocument: ...
+
+    def replace_peer(
+        self, name: str, endpoint: str, scheme: str, secret: str, client: str | None
+    ) -> JsonDocument: ...
+
+    def delete_peer(self, name: str, client: str | None) -> None: ...
+
+    def status(self) -> JsonDocument: ...

@@ -1,0 +1,84 @@
+"""The admin API's side of the node: `handlers.context.AdminContext`, over the admin service.
+
+Answers are the spec's admin.json documents (SettingView, AdminPeer, AdminStatus); every
+change is made and audited by the same service the CLI uses, with `via="admin_api"` and the
+operator's client address.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from synthorg.admin.service import AdminService, peer_json, setting_definition, setting_json
+from synthorg.cards.discovery import CardDiscovery
+from synthorg.settings.runtime import RuntimeSettings
+
+
+class AdminApi:
+    def __init__(
+        self,
+        service: AdminService,
+        settings: RuntimeSettings,
+        discovery: CardDiscovery,
+        a2a_enabled: bool,
+    ) -> None:
+        self._service = service
+        self._settings = settings
+        self._discovery = discovery
+        self._enabled = a2a_enabled
+
+    def list_settings(self) -> list[dict[str, Any]]:
+        return [setting_json(view) for view in self._service.settings.list()]
+
+    def get_setting(self, name: str) -> dict[str, Any]:
+        return setting_json(self._service.settings.get(name))
+
+    def require_setting(self, name: str) -> str:
+        return setting_definition(name).describe_range()
+
+    def set_setting(self, name: str, value: float | int, client: str | None) -> dict[str, Any]:
+        view, _, _ = self._service.settings.set(name, value, via="admin_api", client=client)
+        return setting_json(view)
+
+    def reset_setting(self, name: str, client: str | None) -> dict[str, Any]:
+        view, _, _ = self._service.settings.reset(name, via="admin_api", client=client)
+        return setting_json(view)
+
+    def list_peers(self) -> list[dict[str, Any]]:
+        return [peer_json(record) for record in self._service.peers.list()]
+
+    def get_peer(self, name: str) -> dict[str, Any]:
+        return peer_json(self._service.peers.get(name))
+
+    def require_peer(self, name: str) -> None:
+        self._service.peers.require(name)
+
+    def create_peer(
+        self, name: str, endpoint: str, scheme: str, secret: str, client: str | None
+    ) -> dict[str, Any]:
+        record = self._service.peers.create(name, endpoint, scheme, secret, via="admin_api",
+                                            client=client)
+        return peer_json(record)
+
+    def replace_peer(
+        self, name: str, endpoint: str, scheme: str, secret: str, client: str | None
+    ) -> dict[str, Any]:
+        record = self._service.peers.replace(name, endpoint, scheme, secret, via="admin_api",
+                                             client=client)
+        return peer_json(record)
+
+    def delete_peer(self, name: str, client: str | None) -> None:
+        self._service.peers.delete(name, via="admin_api", client=client)
+
+    def status(self) -> dict[str, Any]:
+        # Reading the setting picks up a write made by another process (the CLI, a replica)
+        # and resizes the cache through the settings listener; the resize here covers the rest.
+        bound = self._settings.card_cache_max_entries
+        cache = self._discovery.cache
+        if cache.max_entries != bound:
+            self._discovery.resize(bound)
+        return {
+            "a2aEnabled": self._enabled,
+            "cardCacheEntries": len(cache),
+            "cardCacheMaxEntries": cache.max_entries,
+        }

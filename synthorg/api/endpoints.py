@@ -1,0 +1,77 @@
+"""Which endpoint serves each operation of the spec, keyed by its operationId.
+
+The two JSON-RPC operations are the gateway itself (`synthorg.gateway.endpoint`); the card
+and admin operations are the hand-written handlers, called with the typed context each
+declares. `check_complete` holds this table to the spec: a node never starts with an
+operation of its contract unserved, or serving one the contract does not have.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+
+from starlette.responses import Response
+from starlette.types import Scope
+
+import handlers.admin
+import handlers.cards
+from handlers.context import AdminContext, CardsContext, HttpRequest
+from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
+from synthorg.api.router import Endpoint, HttpCall
+from synthorg.generated import constants as spec
+from synthorg.generated.constants import OPERATIONS, Operation
+
+GATEWAY = "gateway"  # the JSON-RPC operations: served by the gateway endpoint
+CardHandler = Callable[[HttpRequest, CardsContext], Awaitable[Response]]
+AdminHandler = Callable[[HttpRequest, AdminContext], Awaitable[Response]]
+
+
+def _card(handler: CardHandler, ctx: CardsContext) -> Endpoint:
+    async def endpoint(scope: Scope, params: Mapping[str, str]) -> Response:
+        return await handler(HttpCall(scope, params), ctx)
+
+    return endpoint
+
+
+def _admin(handler: AdminHandler, ctx: AdminContext) -> Endpoint:
+    async def endpoint(scope: Scope, params: Mapping[str, str]) -> Response:
+        if scope.get(SCOPE_ADMIN) is not True:  # only the admin gate admits: fail closed
+            body = json.dumps({"error": "unauthorized", "message": "Admin token required"})
+            return Response(body, 401, media_type="application/json", headers={
+                "Cache-Control": "no-store", "WWW-Authenticate": 'Bearer realm="synthorg-admin"',
+            })
+        return await handler(HttpCall(scope, params, scope.get(SCOPE_ADMIN_BODY, b"")), ctx)
+
+    return endpoint
+
+
+def operation_endpoints(
+    cards: CardsContext, admin: AdminContext
+) -> dict[Operation, Endpoint | str]:
+    """Every operation of the spec -> its endpoint (GATEWAY for the JSON-RPC ones)."""
+    table: dict[Operation, Endpoint | str] = {
+        spec.RPC_POST: GATEWAY,
+        spec.RPC_POST_AGENT: GATEWAY,
+        spec.CARDS_COMPANY_CARD: _card(handlers.cards.company_card, cards),
+        spec.CARDS_AGENT_CARD: _card(handlers.cards.agent_card, cards),
+        spec.ADMIN_STATUS: _admin(handlers.admin.status, admin),
+        spec.ADMIN_LIST_SETTINGS: _admin(handlers.admin.list_settings, admin),
+        spec.ADMIN_GET_SETTING: _admin(handlers.admin.get_setting, admin),
+        spec.ADMIN_PUT_SETTING: _admin(handlers.admin.put_setting, admin),
+        spec.ADMIN_RESET_SETTING: _admin(handlers.admin.reset_setting, admin),
+        spec.ADMIN_LIST_PEERS: _admin(handlers.admin.list_peers, admin),
+        spec.ADMIN_CREATE_PEER: _admin(handlers.admin.create_peer, admin),
+        spec.ADMIN_GET_PEER: _admin(handlers.admin.get_peer, admin),
+        spec.ADMIN_REPLACE_PEER: _admin(handlers.admin.replace_peer, admin),
+        spec.ADMIN_DELETE_PEER: _admin(handlers.admin.delete_peer, admin),
+    }
+    check_complete(table)
+    return table
+
+
+def check_complete(table: Mapping[Operation, object]) -> None:
+    missing = [op.operation_id for op in OPERATIONS if op not in table]
+    extra = [op.operation_id for op in table if op not in OPERATIONS]
+    if missing or extra:
+        raise RuntimeError(f"operations without an endpoint: {missing}; not in the spec: {extra}")

@@ -1,0 +1,173 @@
+"""The JSON-RPC endpoint, `POST /api/v1/a2a/` and `POST /api/v1/a2a/agents/{agent_id}/`, as
+one plain ASGI app. Read top to bottom, it is the request pipeline:
+
+| step | check                                                   | refusal               |
+|------|---------------------------------------------------------|-----------------------|
+| 0    | the gateway is enabled                                  | 404, as if absent     |
+| 1    | the method is POST                                      | 405, Allow: POST      |
+| 2    | a declared Content-Length is well formed and in bounds  | 400 / 413, -32600     |
+| 3-5  | the three gates, on headers alone (`gates.py`)          | 401 / 403             |
+|      | an agent endpoint's id is well formed                   | 404, -32012           |
+| 6    | Content-Type is application/json                        | 415, -32600           |
+| 7    | the body streams in under the same ceiling              | 413, -32600           |
+|      | an agent endpoint's id names an agent of this node      | 404, -32012           |
+| 8-12 | parse, envelope, method, params, handler (`pipeline.py`)| 200 / 500             |
+
+Refusals up to step 7 carry `id: null`. Nothing of the body is read before the caller is
+admitted, so an unauthenticated caller never reaches the JSON parser.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from starlette.types import Receive, Scope, Send
+
+from synthorg.gateway import pipeline
+from synthorg.gateway.context import Services
+from synthorg.gateway.gates import Admitted, PeerGate
+from synthorg.gateway.replies import error_body
+from synthorg.generated.constants import INVALID_REQUEST, RPC_POST, UNKNOWN_AGENT, RpcErrorSpec
+from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
+from synthorg.http.headers import content_length, header_map, is_json
+from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
+from synthorg.names import is_agent_id
+from synthorg.observability.events.a2a import INBOUND_AUTH_FAILED, INBOUND_REJECTED
+from synthorg.observability.log import emit
+
+RPC_PATH = RPC_POST.path  # "/api/v1/a2a/"
+RPC_PATHS = frozenset({RPC_PATH, RPC_PATH.rstrip("/")})
+AGENT_PATH_PREFIX = f"{RPC_PATH}agents/"
+# One non-empty segment, optionally followed by "/".
+_AGENT_PATH = re.compile(re.escape(AGENT_PATH_PREFIX) + r"([^/]+)/?")
+_LOGGABLE = re.compile(r"[^A-Za-z0-9._-]")
+_MAX_LOGGED = 64
+_ALLOW_POST = [JSON, (b"allow", b"POST")]
+
+
+class RpcTarget(NamedTuple):
+    agent: str | None  # the raw path segment on an agent's endpoint; checked after the gates
+    log_path: str  # the path as logged: never an ill-formed (caller-chosen) segment
+
+
+def rpc_target(path: str) -> RpcTarget | None:
+    """The JSON-RPC endpoint `path` names, or None when it is not one."""
+    if path in RPC_PATHS:
+        return RpcTarget(None, path)
+    match = _AGENT_PATH.fullmatch(path)
+    if match is None:
+        return None
+    agent = match.group(1)
+    if not is_agent_id(agent):
+        return RpcTarget(agent, f"{AGENT_PATH_PREFIX}<invalid>/")
+    return RpcTarget(agent, f"{AGENT_PATH_PREFIX}{agent}/")
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """What the endpoint needs, fixed for the life of the process."""
+
+    enabled: bool
+    max_request_body_bytes: int
+    gate: PeerGate
+    agent_ids: frozenset[str]
+    services: Services
+    request_started: Callable[[], None]  # lets the store read its change counters once
+
+
+class Gateway:
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        target = rpc_target(scope["path"])
+        config = self.config
+        if target is None or not config.enabled:  # step 0: the routes are absent
+            await send_not_found(send)
+            return
+        path = target.log_path
+        if scope["method"] != "POST":  # step 1
+            _rejected("method_not_allowed", 405, path, method=_clip(str(scope["method"])))
+            await _refuse(send, 405, INVALID_REQUEST, "Method not allowed; use POST", _ALLOW_POST)
+            return
+        headers = header_map(scope["headers"])
+        limit = config.max_request_body_bytes
+        declared = headers.get("content-length")  # step 2
+        if declared is not None:
+            length = content_length(declared)
+            if length is None:
+                _rejected("invalid_content_length", 400, path)
+                await _refuse(send, 400, INVALID_REQUEST, "Invalid Content-Length header")
+                return
+            if length > limit:
+                _rejected("body_too_large", 413, path, declared=length, limit=limit)
+                await _too_large(send, limit)
+                return
+        config.request_started()  # the catalog and settings are read at most once from here
+        result = config.gate.check(headers)  # steps 3-5
+        if not isinstance(result, Admitted):
+            emit(
+                INBOUND_AUTH_FAILED,
+                level="warning",
+                path=path,
+                reason=result.reason,
+                status=result.status,
+                # Canonical name or null: an invalid header may hold anything (even a
+                # misplaced secret), so none of it is ever logged.
+                peer_name=result.peer,
+            )
+            await _refuse(send, result.status, result.error, result.message)
+            return
+        peer, agent = result.peer, target.agent
+        if agent is not None and not is_agent_id(agent):
+            await _unknown_agent(send, path, peer)
+            return
+        if not is_json(headers.get("content-type")):  # step 6
+            _rejected("unsupported_media_type", 415, path, peer_name=peer)
+            await _refuse(send, 415, INVALID_REQUEST, "Content-Type must be application/json")
+            return
+        try:  # step 7
+            body = await read_body(receive, limit)
+        except ClientDisconnected:
+            return
+        except BodyTooLarge:
+            _rejected("body_too_large_streamed", 413, path, peer_name=peer, limit=limit)
+            await _too_large(send, limit)
+            return
+        if agent is not None and agent not in config.agent_ids:
+            await _unknown_agent(send, path, peer)
+            return
+        status, answer = await pipeline.answer(body, peer, agent, config.services)  # 8-12
+        await send_bytes(send, status, answer)
+
+
+async def _refuse(
+    send: Send,
+    status: int,
+    error: RpcErrorSpec,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    await send_bytes(send, status, error_body(error, message), headers or [JSON])
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    # The rest of the body is never read, so the connection cannot be reused.
+    await _refuse(send, 413, INVALID_REQUEST, f"Request body exceeds {limit} bytes",
+                  [JSON, CLOSE])
+
+
+async def _unknown_agent(send: Send, path: str, peer: str) -> None:
+    _rejected("unknown_agent", 404, path, peer_name=peer)
+    await _refuse(send, 404, UNKNOWN_AGENT, UNKNOWN_AGENT.message)
+
+
+def _rejected(reason: str, status: int, path: str, **fields: object) -> None:
+    emit(INBOUND_REJECTED, level="warning", reason=reason, status=status, path=path, **fields)
+
+
+def _clip(value: str) -> str:
+    return _LOGGABLE.sub("?", value[:_MAX_LOGGED])

@@ -1,0 +1,174 @@
+"""The three inbound gates (steps 3-5), decided on headers alone.
+
+Gate 1: ``X-A2A-Peer-Name`` names a valid peer.                     401, -32003
+Gate 2: that peer is in ``a2a.allowed_peers``.                         403, -32004
+Gate 3: the presented credential matches the peer's catalog record,
+        and is not the operator's admin token.                         401, -32003
+
+Everything fails closed. The one exception is ``catalog=None`` (a node started with no
+catalog at all, development only): gate 3 checks no credential and the allowlist is the
+sole gate (the admin token is still refused).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from synthorg.admin.token import AdminToken
+from synthorg.generated.constants import (
+    API_KEY_HEADER,
+    PEER_NAME_HEADER,
+    PEER_NOT_ALLOWED,
+    UNAUTHENTICATED,
+    RpcErrorSpec,
+)
+from synthorg.names import canonical_peer_name
+
+# Header names as the endpoint's header map holds them: lower case.
+PEER_NAME = PEER_NAME_HEADER.lower()
+API_KEY = API_KEY_HEADER.lower()
+AUTHORIZATION = "authorization"
+# One message for every gate-3 failure, so a caller cannot probe which records exist.
+BAD_CREDENTIAL_MESSAGE = "Invalid or missing credentials"
+
+
+class PeerCredential(Protocol):
+    """What gate 3 needs from a catalog record (`synthorg.store.catalog.PeerRecord`)."""
+
+    @property
+    def scheme(self) -> str: ...
+
+    @property
+    def secret(self) -> str: ...
+
+
+class CredentialCatalog(Protocol):
+    """The read side of the connection catalog."""
+
+    def get(self, name: str, /) -> PeerCredential | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    peer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    status: int
+    error: RpcErrorSpec
+    reason: str  # short machine string, for logs only
+    message: str  # what the caller is told; deliberately vaguer than `reason`
+    peer: str | None = None  # canonical name once gate 1 passed
+
+
+GateResult = Admitted | Refused
+
+
+def _bearer_token(headers: Mapping[str, str]) -> str | None:
+    value = headers.get(AUTHORIZATION)
+    if value is None:
+        return None
+    parts = value.strip().split(None, 1)
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        return None
+    return parts[1].strip() or None
+
+
+def _presented(scheme: str, headers: Mapping[str, str]) -> str | None:
+    if scheme == "api_key":
+        return (headers.get(API_KEY) or "").strip() or _bearer_token(headers)
+    return _bearer_token(headers)
+
+
+def _utf8(value: str) -> bytes | None:
+    # surrogateescape round-trips header bytes that were not valid UTF-8; a str holding any
+    # other lone surrogate (not from the wire) has no bytes at all.
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeError:
+        return None
+
+
+class PeerGate:
+    """Decides admission for one request from its (lower-cased) headers."""
+
+    def __init__(
+        self,
+        allowed_peers: frozenset[str],
+        catalog: CredentialCatalog | None,
+        admin_token: AdminToken,
+    ) -> None:
+        self.allowed_peers = allowed_peers
+        self.catalog = catalog
+        self.admin_token = admin_token
+
+    def check(self, headers: Mapping[str, str]) -> GateResult:
+        try:
+            return self._check(headers)
+        except Exception:
+            # Unreachable by design; if it happens, refuse rather than 500 or admit.
+            return Refused(401, UNAUTHENTICATED, "gate_error", UNAUTHENTICATED.message)
+
+    def _check(self, headers: Mapping[str, str]) -> GateResult:
+        raw_name = headers.get(PEER_NAME)
+        if raw_name is None:
+            return Refused(401, UNAUTHENTICATED, "missing_peer_name", UNAUTHENTICATED.message)
+        peer = canonical_peer_name(raw_name)
+        if peer is None:
+            return Refused(401, UNAUTHENTICATED, "invalid_peer_name", UNAUTHENTICATED.message)
+        if peer not in self.allowed_peers:
+            return Refused(403, PEER_NOT_ALLOWED, "peer_not_allowed", PEER_NOT_ALLOWED.message,
+                           peer)
+        reason = None if self.catalog is None else _credential_failure(
+            self.catalog, peer, headers
+        )
+        if reason is None and self._presents_admin_token(headers):
+            reason = "admin_token_presented"
+        if reason is not None:
+            return Refused(401, UNAUTHENTICATED, reason, BAD_CREDENTIAL_MESSAGE, peer)
+        return Admitted(peer)
+
+    def _presents_admin_token(self, headers: Mapping[str, str]) -> bool:
+        """The admin token never passes a peer gate, whatever the catalog holds. Every value
+        gate 3 could take as the credential is checked, read by gate 3's own parsers."""
+        try:
+            candidates = [
+                (headers.get(API_KEY) or "").strip(),
+                _bearer_token(headers) or "",
+            ]
+            presented = [b for b in map(_utf8, candidates) if b]
+            # Check every candidate: no early exit, so timing does not say which matched.
+            matches = [self.admin_token.matches(value) for value in presented]
+            return any(matches)
+        except Exception:
+            return True  # fail closed
+
+
+def _credential_failure(
+    catalog: CredentialCatalog, peer: str, headers: Mapping[str, str]
+) -> str | None:
+    """Gate 3. Returns the refusal reason, or None when the credential matches."""
+    try:
+        record = catalog.get(peer)
+        if record is None:
+            return "no_credential_record"
+        scheme, secret = record.scheme, record.secret
+    except Exception:
+        return "catalog_error"
+    if not isinstance(secret, str) or not secret.strip():
+        return "blank_stored_secret"
+    if scheme not in ("api_key", "bearer"):
+        return "unknown_scheme"
+    presented = _presented(scheme, headers)
+    if presented is None:
+        return "missing_credential"
+    presented_bytes, secret_bytes = _utf8(presented), _utf8(secret)
+    if presented_bytes is None or secret_bytes is None:
+        return "credential_mismatch"
+    if not hmac.compare_digest(presented_bytes, secret_bytes):
+        return "credential_mismatch"
+    return None

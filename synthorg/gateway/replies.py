@@ -1,0 +1,67 @@
+"""JSON-RPC answers as bytes, and the mapping from the node's errors to JSON-RPC errors.
+
+This is the edge: services raise `synthorg.errors` in domain terms and only here do they
+become codes. The codes and their canonical messages are the spec's (generated constants).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from synthorg import errors
+from synthorg.generated.constants import (
+    DELEGATION_LOOP,
+    INVALID_PARAMS,
+    MESSAGE_ID_CONFLICT,
+    PEER_UNAVAILABLE,
+    TASK_NOT_CANCELABLE,
+    TASK_NOT_FOUND,
+    TASK_TERMINAL,
+    UNKNOWN_AGENT,
+    UNKNOWN_PEER,
+    RpcErrorSpec,
+)
+
+RequestId = str | int | None
+
+# Domain error -> the JSON-RPC error it is answered with (HTTP 200).
+RPC_ERRORS: Mapping[type[errors.SynthorgError], RpcErrorSpec] = {
+    errors.TaskNotFound: TASK_NOT_FOUND,
+    errors.TaskNotCancelable: TASK_NOT_CANCELABLE,
+    errors.TaskTerminal: TASK_TERMINAL,
+    errors.MessageIdConflict: MESSAGE_ID_CONFLICT,
+    errors.UnknownAgent: UNKNOWN_AGENT,
+    errors.InvalidParams: INVALID_PARAMS,
+    errors.DelegationLoop: DELEGATION_LOOP,
+    errors.UnknownPeer: UNKNOWN_PEER,
+    errors.PeerUnavailable: PEER_UNAVAILABLE,
+}
+
+
+def rpc_error(error: errors.SynthorgError) -> tuple[RpcErrorSpec, str, dict[str, Any] | None]:
+    """(code, message, data) for a domain error; KeyError when it has no JSON-RPC form."""
+    spec = RPC_ERRORS[type(error)]
+    return spec, error.message or spec.message, dict(error.detail) or None
+
+
+def error_body(
+    error: RpcErrorSpec,
+    message: str | None = None,
+    request_id: RequestId = None,
+    data: Mapping[str, Any] | None = None,
+) -> bytes:
+    body: dict[str, Any] = {"code": error.code, "message": message or error.message}
+    if data is not None:
+        body["data"] = data
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": body}).encode()
+
+
+def result_body(request_id: RequestId, result: BaseModel) -> bytes:
+    encoded = result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_none=True)
+    return b'{"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode() + b', "result": ' + (
+        encoded + b"}"
+    )

@@ -1,0 +1,37 @@
+"""Reading request headers from an ASGI scope, for the pure-ASGI gates."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_DIGITS = re.compile(r"[0-9]+")
+_MAX_LENGTH_DIGITS = 18  # int() refuses strings past ~4300 digits; 10**18 bytes is plenty
+
+
+def header_map(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Lower-cased names; repeated headers joined with ", " so duplicates cannot smuggle a
+    second value past a gate (a joined value simply fails to match). Values are decoded as
+    UTF-8 with surrogateescape: never fails, and a gate can recover the bytes."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in raw:
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("utf-8", "surrogateescape")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+def content_length(value: str) -> int | None:
+    """Digits only (``int()`` would accept "+5", "1_0" and " 5 "); None when ill-formed.
+    Absurdly long values are capped rather than parsed: they are over any limit anyway."""
+    value = value.strip()
+    if not _DIGITS.fullmatch(value):
+        return None
+    return int(value) if len(value) <= _MAX_LENGTH_DIGITS else 10**_MAX_LENGTH_DIGITS
+
+
+def is_json(content_type: str | None) -> bool:
+    """`application/json`, parameters allowed."""
+    if content_type is None:
+        return False
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"

@@ -1,0 +1,111 @@
+"""The connection catalog in SQLite, with decrypted records cached per catalog revision.
+
+The gate asks for a peer's record on every request. Decrypting it each time (Fernet) and
+reading it through the store cost more than the rest of the gate together, so records are
+kept decrypted in memory and dropped as soon as the catalog's revision moves: a `peers add`,
+a changed secret or a `peers remove` from any process applies to the next request.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import cast
+
+from synthorg.names import canonical_peer_name
+from synthorg.store.catalog import PeerAddress, PeerRecord, Scheme, validate_record
+from synthorg.store.secretbox import SecretBox, SecretBoxError
+from synthorg.store.sqlite.database import Database, utc_now
+from synthorg.store.sqlite.revisions import CATALOG, Revisions
+
+_COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"
+MAX_CACHED = 4096  # records and misses kept between catalog changes
+CatalogRow = tuple[str, str, str, bytes, str, str]
+
+
+class SqliteCatalog:
+    def __init__(self, db: Database, box: SecretBox, revisions: Revisions | None = None) -> None:
+        self._db = db
+        self._box = box
+        self._revisions = revisions or Revisions(db)
+        self._cache: dict[str, PeerRecord | None] = {}
+        self._cached_at = -1
+
+    def get(self, name: str) -> PeerRecord | None:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return None
+        revision = self._revisions.of(CATALOG)
+        if revision != self._cached_at:
+            self._cache.clear()
+            self._cached_at = revision
+        if canonical in self._cache:
+            return self._cache[canonical]
+        row = self._db.query_one(f"SELECT {_COLUMNS} FROM peers WHERE name = ?", (canonical,))
+        record = None if row is None else self._record(cast(CatalogRow, row))
+        if len(self._cache) >= MAX_CACHED:
+            self._cache.clear()
+        self._cache[canonical] = record  # a decryption failure raises and is not kept
+        return record
+
+    def put(self, name: str, endpoint: str, scheme: str, secret: str) -> bool:
+        canonical, endpoint, scheme = validate_record(name, endpoint, scheme, secret)
+        secret_enc = self._box.encrypt(secret)
+        now = utc_now()
+
+        def job(conn: sqlite3.Connection) -> bool:
+            existed = conn.execute("SELECT 1 FROM peers WHERE name = ?", (canonical,)).fetchone()
+            conn.execute(
+                f"INSERT INTO peers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET endpoint = excluded.endpoint, "
+                "scheme = excluded.scheme, secret_enc = excluded.secret_enc, "
+                "updated_at = excluded.updated_at",
+                (canonical, endpoint, scheme, secret_enc, now, now),
+            )
+            return existed is None
+
+        return self._db.write_blocking(job)
+
+    def remove(self, name: str) -> bool:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return False
+
+        def job(conn: sqlite3.Connection) -> bool:
+            return conn.execute("DELETE FROM peers WHERE name = ?", (canonical,)).rowcount > 0
+
+        return self._db.write_blocking(job)
+
+    def _record(self, row: CatalogRow) -> PeerRecord:
+        name, endpoint, scheme, secret_enc, created_at, updated_at = row
+        try:
+            secret = self._box.decrypt(secret_enc)
+        except SecretBoxError as exc:
+            raise SecretBoxError(f"peer {name!r}: {exc}") from None
+        return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at)
+
+    def addresses(self) -> SqlitePeerAddresses:
+        return SqlitePeerAddresses(self._db)
+
+    # Last, so the annotations above resolve `list` to the builtin, not this method.
+    def list(self) -> list[PeerRecord]:
+        rows = self._db.query(f"SELECT {_COLUMNS} FROM peers ORDER BY name")
+        return [self._record(cast(CatalogRow, row)) for row in rows]
+
+
+class SqlitePeerAddresses:
+    """Where each catalog peer lives, for card discovery: no secret is read, so a record
+    that cannot be decrypted never breaks a skills query."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def get(self, name: str, /) -> PeerAddress | None:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return None
+        row = self._db.query_one("SELECT name, endpoint FROM peers WHERE name = ?", (canonical,))
+        return None if row is None else PeerAddress(row[0], row[1])
+
+    def list(self) -> list[PeerAddress]:
+        rows = self._db.query("SELECT name, endpoint FROM peers ORDER BY name")
+        return [PeerAddress(row[0], row[1]) for row in rows]

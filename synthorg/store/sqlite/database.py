@@ -1,0 +1,274 @@
+"""One process's handle on the node's SQLite file: reads and group-committed writes, on the
+event loop, with no thread hop per call.
+
+- Reads run on a reader connection, right where they are asked: in WAL mode a reader never
+  waits for a writer, and a primary-key lookup costs microseconds, less than a hop to a
+  worker thread and back.
+- Writes are jobs (a function of the writer connection). Jobs queued while the loop is busy
+  are committed together in one transaction, each in its own savepoint so one job's failure
+  does not touch the others; every caller is answered after that commit, so "acknowledged"
+  keeps meaning "committed". `BEGIN IMMEDIATE` is tried without waiting: when another
+  process holds the write lock, the batch waits on the event loop (asyncio.sleep with
+  backoff), never blocking it, up to `BUSY_TIMEOUT`.
+- WAL checkpoints (the one step that fsyncs) run on a worker thread every
+  `CHECKPOINT_EVERY` commits, off the request path.
+
+`write_blocking` is the plain path for the CLI and for start-up: one job, one transaction,
+waiting on the lock with SQLite's own busy timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from synthorg.errors import StoreError
+from synthorg.store.private_file import ensure_private_dir, ensure_private_file
+from synthorg.store.sqlite.schema import migrate
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+Job = Callable[[sqlite3.Connection], Any]
+
+DB_FILENAME = "synthorg.db"
+BUSY_TIMEOUT = 5.0  # seconds a write waits for another process's write lock
+READ_BUSY_TIMEOUT_MS = 2000  # a reader waits only while a crashed writer's WAL is recovered
+CHECKPOINT_EVERY = 1000  # commits between passive WAL checkpoints
+_FIRST_BACKOFF, _MAX_BACKOFF = 0.0005, 0.01
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC with milliseconds and a `Z`, the form A2A timestamps use."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+    )
+    conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    # In WAL mode NORMAL loses nothing on a process crash (kill -9), only on power loss.
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+class _Pending:
+    __slots__ = ("future", "job")
+
+    def __init__(self, job: Job, future: asyncio.Future[Any]) -> None:
+        self.job, self.future = job, future
+
+
+class Database:
+    """The node's SQLite file for one process. Use it from one thread (the event loop's)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.reader = _connect(path, READ_BUSY_TIMEOUT_MS)
+        self.writer = _connect(path, int(BUSY_TIMEOUT * 1000))
+        self._pending: list[_Pending] = []
+        self._flushing = False
+        self._commits = 0
+        self._checkpointing = False
+        try:
+            self.write_blocking(migrate)
+        except BaseException:
+            self.close()
+            raise
+        # From here on the writer never waits inside SQLite: a busy lock is waited out on the
+        # event loop (write) or by write_blocking, which raises the timeout for its one job.
+        self.writer.execute("PRAGMA busy_timeout=0")
+        self.writer.execute("PRAGMA wal_autocheckpoint=0")
+
+    # -- reads --------------------------------------------------------------------------
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self.reader.execute(sql, params).fetchall()
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        row: Row | None = self.reader.execute(sql, params).fetchone()
+        return row
+
+    def data_version(self) -> int:
+        """Moves whenever another connection (this process's writer included) commits."""
+        return int(self.reader.execute("PRAGMA data_version").fetchone()[0])
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def write(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `job` in the next group commit; returns its result once committed."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._pending.append(_Pending(job, future))
+        if not self._flushing:
+            self._flushing = True
+            loop.call_soon(self._flush)
+        return await future
+
+    def write_blocking(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        """One job in its own transaction, waiting up to BUSY_TIMEOUT for the write lock."""
+        conn = self.writer
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = job(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.execute("PRAGMA busy_timeout=0")
+        self._committed()
+        return result
+
+    def _flush(self) -> None:
+        batch, self._pending = self._pending, []
+        if self._try_begin(batch):
+            self._run(batch)
+            self._next()
+        elif batch:
+            asyncio.get_running_loop().create_task(self._flush_when_free(batch))
+
+    async def _flush_when_free(self, batch: list[_Pending]) -> None:
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        delay = _FIRST_BACKOFF
+        while True:
+            await asyncio.sleep(delay)
+            if self._try_begin(batch):
+                self._run(batch)
+                break
+            if time.monotonic() > deadline:
+                _fail(batch, StoreError("the database stayed locked by another writer"))
+                break
+            delay = min(delay * 2, _MAX_BACKOFF)
+        self._next()
+
+    def _next(self) -> None:
+        if self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        else:
+            self._flushing = False
+
+    def _try_begin(self, batch: list[_Pending]) -> bool:
+        """BEGIN IMMEDIATE without waiting; False when another process holds the lock."""
+        if not batch:
+            return False
+        try:
+            self.writer.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
+                return False
+            _fail(batch, _store_error(exc))
+            batch.clear()
+            return False
+        return True
+
+    def _run(self, batch: list[_Pending]) -> None:
+        conn = self.writer
+        outcomes: list[tuple[_Pending, Any, BaseException | None]] = []
+        try:
+            for pending in batch:
+                if pending.future.done():  # the caller went away: nothing was acknowledged
+                    continue
+                conn.execute("SAVEPOINT job")
+                try:
+                    result = pending.job(conn)
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                    outcomes.append((pending, None, exc))
+                else:
+                    conn.execute("RELEASE job")
+                    outcomes.append((pending, result, None))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:  # e.g. the disk is full: nothing of the batch is kept
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            _fail(batch, _store_error(exc))
+            return
+        self._committed()
+        for pending, result, error in outcomes:
+            if pending.future.done():
+                continue
+            if error is None:
+                pending.future.set_result(result)
+            else:
+                pending.future.set_exception(error)
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def _committed(self) -> None:
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY or self._checkpointing:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (the CLI): checkpoint here, it is not a request path
+            self._commits = 0
+            _checkpoint(self.path)
+            return
+        self._commits = 0
+        self._checkpointing = True
+        task = loop.create_task(asyncio.to_thread(_checkpoint, self.path))
+        task.add_done_callback(self._checkpointed)
+
+    def _checkpointed(self, task: asyncio.Task[None]) -> None:
+        self._checkpointing = False
+        if not task.cancelled():
+            task.exception()  # a failed passive checkpoint is retried at the next one
+
+    def close(self) -> None:
+        for conn in (self.reader, self.writer):
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+
+def _checkpoint(path: Path) -> None:
+    """A passive checkpoint on a connection of its own: it never blocks readers or writers."""
+    conn = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    finally:
+        conn.close()
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
+
+
+def _store_error(exc: sqlite3.Error) -> StoreError:
+    return StoreError(f"the database refused a write ({type(exc).__name__}: {exc})")
+
+
+def _fail(batch: list[_Pending], error: BaseException) -> None:
+    for pending in batch:
+        if not pending.future.done():
+            pending.future.set_exception(error)
+
+
+def open_database(data_dir: Path) -> Database:
+    """Open (creating if needed) `data_dir/synthorg.db`, private, migrated to this release."""
+    data_dir = Path(data_dir)
+    ensure_private_dir(data_dir)
+    path = data_dir / DB_FILENAME
+    # Create the file 0600 before SQLite does (SQLite would honour the umask, often 0644);
+    # SQLite gives the -wal and -shm files the database file's mode.
+    ensure_private_file(path)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.chmod(side, 0o600)
+    return Database(path)

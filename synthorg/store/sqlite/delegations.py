@@ -1,0 +1,74 @@
+"""Delegation records in SQLite: reads on the event loop, writes group-committed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from synthorg.store.delegations import Delegation
+from synthorg.store.sqlite.database import Database, utc_now
+
+_COLUMNS = (
+    "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
+    "created_at, updated_at"
+)
+
+
+def _record(row: tuple[Any, ...]) -> Delegation:
+    local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated = row
+    return Delegation(
+        local_id, peer, remote_id, context_id, message_id, state, origin, json.loads(body),
+        created, updated,
+    )
+
+
+class SqliteDelegationStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, record: Delegation) -> None:
+        r = record
+
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"INSERT INTO delegations ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (r.id, r.peer, r.remote_task_id, r.context_id, r.message_id, r.state,
+                 r.origin_task_id, json.dumps(r.task), r.created_at, r.updated_at),
+            )
+
+        await self._db.write(job)
+
+    async def update(self, local_id: str, task: dict[str, Any]) -> Delegation:
+        def job(conn: sqlite3.Connection) -> Delegation:
+            updated = conn.execute(
+                "UPDATE delegations SET state = ?, body = ?, updated_at = ? WHERE id = ?",
+                (task["status"]["state"], json.dumps(task), utc_now(), local_id),
+            ).rowcount
+            if not updated:
+                raise LookupError(f"no delegation {local_id}")
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM delegations WHERE id = ?", (local_id,)
+            ).fetchone()
+            return _record(row)
+
+        return await self._db.write(job)
+
+    async def get(self, local_id: str) -> Delegation | None:
+        return self._one("id = ?", local_id)
+
+    async def by_origin(self, origin_task_id: str) -> Delegation | None:
+        return self._one("origin_task_id = ?", origin_task_id)
+
+    async def recent(self, limit: int = 100) -> list[Delegation]:
+        rows = self._db.query(
+            f"SELECT {_COLUMNS} FROM delegations ORDER BY created_at DESC, id LIMIT ?", (limit,)
+        )
+        return [_record(row) for row in rows]
+
+    def _one(self, where: str, value: str) -> Delegation | None:
+        row = self._db.query_one(
+            f"SELECT {_COLUMNS} FROM delegations WHERE {where} ORDER BY created_at DESC LIMIT 1",
+            (value,),
+        )
+        return None if row is None else _record(row)

@@ -1,0 +1,105 @@
+"""The SQLite schema as numbered, forward-only migrations (`PRAGMA user_version`).
+
+Each migration runs in the transaction that opens the database for writing (BEGIN IMMEDIATE),
+so processes starting together migrate once: the first takes the lock and migrates, the
+others then find the version current. A database newer than this release is refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+_V1 = (
+    """CREATE TABLE IF NOT EXISTS peers (
+        name TEXT PRIMARY KEY,
+        endpoint TEXT NOT NULL,
+        scheme TEXT NOT NULL,
+        secret_enc BLOB NOT NULL,
+        created_at TEXT,
+        updated_at TEXT
+    )""",
+    """CREATE TABLE IF NOT EXISTS tasks (
+        id TEXT PRIMARY KEY,
+        peer TEXT NOT NULL,
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created_at TEXT,
+        updated_at TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS tasks_peer_id ON tasks (peer, id)",
+    """CREATE TABLE IF NOT EXISTS message_keys (
+        peer TEXT,
+        message_id TEXT,
+        digest TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        PRIMARY KEY (peer, message_id)
+    )""",
+    """CREATE TABLE IF NOT EXISTS delegations (
+        id TEXT PRIMARY KEY,
+        peer TEXT NOT NULL,
+        remote_task_id TEXT NOT NULL,
+        context_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        origin_task_id TEXT,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS delegations_origin ON delegations (origin_task_id)",
+    """CREATE TABLE IF NOT EXISTS settings (
+        namespace TEXT,
+        key TEXT,
+        value TEXT,
+        updated_at TEXT,
+        PRIMARY KEY (namespace, key)
+    )""",
+)
+
+
+def _revision_triggers(table: str, revision: str) -> tuple[str, ...]:
+    """Every change to `table`, by any writer (a node, the CLI), moves its revision."""
+    return tuple(
+        f"CREATE TRIGGER IF NOT EXISTS {table}_{event.lower()}_revision AFTER {event} ON {table} "
+        f"BEGIN UPDATE revisions SET value = value + 1 WHERE name = '{revision}'; END"
+        for event in ("INSERT", "UPDATE", "DELETE")
+    )
+
+
+# v2: a version per task for compare-and-set writes across processes, and revision counters
+# that readers poll cheaply to know when their cached catalog or settings went stale.
+_V2 = (
+    "ALTER TABLE tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+    "CREATE TABLE revisions (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "INSERT INTO revisions (name, value) VALUES ('catalog', 0), ('settings', 0)",
+    *_revision_triggers("peers", "catalog"),
+    *_revision_triggers("settings", "settings"),
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaVersionError(RuntimeError):
+    """The database was written by a newer release than this one."""
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the schema to SCHEMA_VERSION inside the caller's write transaction.
+
+    Returns the version found. A database at version 0 with tables already present (written
+    by a release before versions were counted) takes v1's `IF NOT EXISTS` statements as no-ops.
+    """
+    found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"database schema version {found} is newer than this release supports "
+            f"({SCHEMA_VERSION}); run a newer release"
+        )
+    for statements in MIGRATIONS[found:]:
+        for statement in statements:
+            conn.execute(statement)
+    if found < SCHEMA_VERSION:
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    return found
