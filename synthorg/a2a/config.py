@@ -8,7 +8,7 @@ cross-checks, and a pointer for keys that moved to the connection catalog.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,13 @@ import yaml
 from pydantic import ValidationError
 
 from synthorg.a2a.names import canonical_peer_name
-from synthorg.generated.models import A2AConfig, AgentConfig, CompanyConfig, CompanyFile
+from synthorg.generated.models import (
+    A2AConfig,
+    AgentConfig,
+    CompanyConfig,
+    CompanyFile,
+    ServerConfig,
+)
 
 CONFIG_FILE = "config.yaml"
 MOVED_TO_CATALOG = ("peer_url", "peer_jwt_secret")
@@ -47,6 +53,7 @@ class NodeConfig:
     agents: tuple[AgentConfig, ...]
     a2a: A2AConfig
     allowed_peers: frozenset[str]
+    server: ServerConfig = field(default_factory=ServerConfig)  # HTTP connection limits
 
     @property
     def default_agent(self) -> str:
@@ -150,6 +157,7 @@ def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConf
         agents=agents,
         a2a=a2a,
         allowed_peers=allowed,
+        server=parsed.server or ServerConfig(),
     )
 
 
