@@ -27,6 +27,7 @@ def serve(data_dir: Path, host: str, port: int) -> int:
     import uvicorn
 
     from synthorg.api.app import create_app
+    from synthorg.http import uvicorn_options
 
     configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
     try:
@@ -62,7 +63,13 @@ def serve(data_dir: Path, host: str, port: int) -> int:
         allowed_peers=sorted(node.config.allowed_peers),
     )
     server = uvicorn.Server(
-        uvicorn.Config(create_app(node), log_level="warning", access_log=False, lifespan="on")
+        uvicorn.Config(
+            create_app(node),
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            **uvicorn_options(node.config.server),  # connection limits (synthorg.http)
+        )
     )
     try:
         server.run(sockets=[sock])

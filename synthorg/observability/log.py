@@ -18,6 +18,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from synthorg.observability.events.server import SERVER_LOG
+
 LOGGER_NAME = "synthorg.events"
 _logger = logging.getLogger(LOGGER_NAME)
 
@@ -34,7 +36,6 @@ _REDACTED_KEYS = frozenset({"secret", "api_key", "token", "authorization", "pass
 _REDACTED = "[redacted]"
 _RESERVED = ("ts", "level", "event")
 _MAX_DEPTH = 8
-SERVER_LOG = "server.log"  # also in synthorg.observability.events.server
 _MAX_LIBRARY_MESSAGE = 512
 # Library records below this level are dropped before they are formatted.
 _LIBRARY_LEVEL = logging.WARNING
