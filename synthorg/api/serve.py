@@ -37,6 +37,8 @@ def serve(data_dir: Path, host: str, port: int, workers: int = 1) -> int:
     # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
     import uvicorn
 
+    from synthorg.http import uvicorn_options
+
     configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
     try:
         node = Node.build(data_dir, host)
@@ -71,9 +73,14 @@ def serve(data_dir: Path, host: str, port: int, workers: int = 1) -> int:
             allowed_peers=sorted(node.config.allowed_peers),
             workers=workers,
         )
-        options = {"log_level": "warning", "access_log": False, "lifespan": "on"}
+        options = {
+            "log_level": "warning",
+            "access_log": False,
+            "lifespan": "on",
+            **uvicorn_options(node.config.server),  # connection limits (synthorg.http)
+        }
         if workers == 1:
-            server = uvicorn.Server(uvicorn.Config(node.app(), **options))  # type: ignore[arg-type]
+            server = uvicorn.Server(uvicorn.Config(node.app(), **options))
             server.run(sockets=[sock])
             return 0
     finally:
@@ -81,7 +88,7 @@ def serve(data_dir: Path, host: str, port: int, workers: int = 1) -> int:
     # Each worker builds its node from the environment (spawned processes share nothing).
     os.environ["SYNTHORG_DATA_DIR"] = str(data_dir)
     os.environ["SYNTHORG_BACKEND_HOST"] = host
-    config = uvicorn.Config(WORKER_APP, factory=True, workers=workers, **options)  # type: ignore[arg-type]
+    config = uvicorn.Config(WORKER_APP, factory=True, workers=workers, **options)
     from uvicorn.supervisors import Multiprocess
 
     Multiprocess(config, sockets=[sock]).run()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 
 from synthorg.api.app import NodeApp
+from synthorg.http.limits import ServerLimits
+from synthorg.http.protocol import LimitedHttpToolsProtocol
 from synthorg.node import Node
 from synthorg.observability.log import configure_logging
 from synthorg.paths import data_dir_from_env
@@ -18,4 +20,6 @@ from synthorg.paths import data_dir_from_env
 def create_app() -> NodeApp:
     configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
     host = os.environ.get("SYNTHORG_BACKEND_HOST") or "127.0.0.1"
-    return Node.build(data_dir_from_env(), host).app()
+    node = Node.build(data_dir_from_env(), host)
+    LimitedHttpToolsProtocol.limits = ServerLimits.from_config(node.config.server)
+    return node.app()

@@ -8,14 +8,20 @@ cross-checks, and a pointer for keys that moved to the connection catalog.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from synthorg.generated.models import A2AConfig, AgentConfig, CompanyConfig, CompanyFile
+from synthorg.generated.models import (
+    A2AConfig,
+    AgentConfig,
+    CompanyConfig,
+    CompanyFile,
+    ServerConfig,
+)
 from synthorg.names import canonical_peer_name
 
 CONFIG_FILE = "config.yaml"
@@ -47,6 +53,7 @@ class NodeConfig:
     agents: tuple[AgentConfig, ...]
     a2a: A2AConfig
     allowed_peers: frozenset[str]
+    server: ServerConfig = field(default_factory=ServerConfig)  # HTTP connection limits
 
     @property
     def default_agent(self) -> str:
@@ -150,6 +157,7 @@ def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConf
         agents=agents,
         a2a=a2a,
         allowed_peers=allowed,
+        server=parsed.server or ServerConfig(),
     )
 
 

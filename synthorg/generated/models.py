@@ -281,6 +281,7 @@ class CompanyFile(SpecModel):
     company: Annotated[CompanyConfig | None, NoNull] = None
     agents: Annotated[Annotated[list[AgentConfig], Field(max_length=256)] | None, NoNull] = None
     a2a: Annotated[A2AConfig | None, NoNull] = None
+    server: Annotated[ServerConfig | None, NoNull] = None
 
 
 class CompanyConfig(SpecModel):
@@ -340,6 +341,17 @@ class A2AConfig(SpecModel):
     push_verification_clock_skew_seconds: Annotated[int, Field(ge=0, le=86400)] = 300
     card_cache_max_entries: Annotated[int, Field(ge=1, le=100000)] = 512
     max_message_parts: Annotated[int, Field(ge=1, le=1000)] = 100
+
+
+class ServerConfig(SpecModel):
+    """The HTTP server's limits on every connection, per node process. Read at start: a change needs a restart. A refusal answers with a JSON-RPC error envelope (-32600, id null) and Connection: close, then the connection is closed."""
+
+    max_header_bytes: Annotated[int, Field(ge=4096, le=1048576)] = 32768
+    max_header_count: Annotated[int, Field(ge=16, le=1000)] = 100
+    header_timeout_seconds: Annotated[float, Field(ge=0.1, le=600)] = 10.0
+    body_timeout_seconds: Annotated[float, Field(ge=0.1, le=3600)] = 30.0
+    keepalive_timeout_seconds: Annotated[float, Field(ge=0.1, le=600)] = 5.0
+    max_connections: Annotated[int, Field(ge=1, le=1000000)] = 1024
 
 
 CardText = Annotated[str, Field(max_length=8192)]
@@ -610,6 +622,7 @@ SkillConfig.model_rebuild()
 ExecutorConfig.model_rebuild()
 AgentConfig.model_rebuild()
 A2AConfig.model_rebuild()
+ServerConfig.model_rebuild()
 AgentSkill.model_rebuild()
 AgentExtension.model_rebuild()
 AgentCapabilities.model_rebuild()

@@ -3,6 +3,10 @@
 Every event is one JSON object on one line, written through the stdlib logger
 ``synthorg.events`` so tests and operators can attach their own handlers.
 Logging is never allowed to break a request: every failure is swallowed.
+
+Records of every other logger (uvicorn, Connexion, asyncio, Python warnings) reach the same
+stream as ``server.log`` events once ``configure_logging`` has run: level, logger name and the
+message, clipped; of an exception only its type, never a traceback.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 from typing import Any
+
+from synthorg.observability.events.server import SERVER_LOG
 
 LOGGER_NAME = "synthorg.events"
 _logger = logging.getLogger(LOGGER_NAME)
@@ -31,21 +37,57 @@ _REDACTED = "[redacted]"
 _RESERVED = ("ts", "level", "event")
 _MAX_DEPTH = 8
 _SCALARS = (str, int, float, bool)
+_MAX_LIBRARY_MESSAGE = 512
+# Library records below this level are dropped before they are formatted.
+_LIBRARY_LEVEL = logging.WARNING
 
 
 class _EventHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Marker type so ``configure_logging`` can recognise its own handler."""
 
 
+class _LibraryHandler(logging.Handler):
+    """On the root logger: another logger's record becomes a ``server.log`` event."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name == LOGGER_NAME:
+            return  # an event propagating up: already written
+        with contextlib.suppress(Exception):
+            fields: dict[str, object] = {
+                "logger": record.name,
+                "message": _clip(record.getMessage()),
+            }
+            if record.exc_info and record.exc_info[0] is not None:
+                fields["exc_type"] = record.exc_info[0].__name__
+            level = record.levelname.lower()
+            emit(SERVER_LOG, level=level if level in _LEVELS else "warning", **fields)
+
+
+def _clip(message: str) -> str:
+    message = message.strip()
+    if len(message) > _MAX_LIBRARY_MESSAGE:
+        return message[:_MAX_LIBRARY_MESSAGE] + "…"
+    return message
+
+
 def configure_logging(level: str = "info") -> None:
-    """Install the stderr handler once; later calls only adjust the level."""
+    """Install the stderr handler once; later calls only adjust the level.
+
+    Also routes every other logger's records (WARNING and above) and Python warnings through
+    ``emit`` as ``server.log`` events, so stderr carries nothing but JSON event lines.
+    """
     # Propagation stays on so pytest's caplog and host apps still see events; the root
-    # logger has no handler under uvicorn, so lines are not printed twice there.
+    # handler skips them, so lines are not printed twice.
     _logger.setLevel(_LEVELS.get(level.lower(), logging.INFO))
     if not any(isinstance(h, _EventHandler) for h in _logger.handlers):
         handler = _EventHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
         _logger.addHandler(handler)
+    root = logging.getLogger()
+    if not any(isinstance(h, _LibraryHandler) for h in root.handlers):
+        library = _LibraryHandler(_LIBRARY_LEVEL)
+        root.addHandler(library)
+        logging.captureWarnings(True)
 
 
 def _scrub(value: object, depth: int = 0) -> object:

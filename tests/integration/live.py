@@ -68,6 +68,24 @@ class LiveNode(NodeProcess):
             raise AssertionError(f"no {name} event with {fields} within {timeout}s")
         return found
 
+    def wait_for_events(
+        self, name: str, count: int, timeout: float = EVENT_TIMEOUT, **fields: Any
+    ) -> list[dict[str, Any]]:
+        """Every `name` event whose fields include `fields`, once there are `count` or more."""
+
+        def matching() -> list[dict[str, Any]]:
+            return [
+                event
+                for event in self.events(name)
+                if all(event.get(key) == value for key, value in fields.items())
+            ]
+
+        with self._changed:
+            found = self._changed.wait_for(lambda: len(matching()) >= count, timeout)
+        if not found:
+            raise AssertionError(f"fewer than {count} {name} events with {fields} in {timeout}s")
+        return matching()
+
     def wait_for_line(self, fragment: str, timeout: float = EVENT_TIMEOUT) -> str:
         def match() -> str | None:
             return next((line for line in list(self.lines) if fragment in line), None)

@@ -45,6 +45,10 @@ def test_peer_card_reads_only_what_discovery_uses() -> None:
     assert set(all_definitions()["PeerSkill"][1]["properties"]) == set(PEER_SKILL_MEMBERS)
 
 
+# The HTTP server's own refusals, documented on every operation (408, 431, 503).
+SERVER_REFUSALS = {"408", "431", "503"}
+
+
 def operation(path: str, method: str) -> dict[str, Any]:
     found: dict[str, Any] = bundled_openapi()["paths"][path][method]
     return found
@@ -54,9 +58,9 @@ def operation(path: str, method: str) -> dict[str, Any]:
     ("path", "operation_id", "statuses"),
     [
         ("/.well-known/agent-card.json", "handlers.cards.company_card",
-         {"200", "304", "404"}),
+         {"200", "304", "404", *SERVER_REFUSALS}),
         ("/.well-known/agents/{agent_id}/agent-card.json", "handlers.cards.agent_card",
-         {"200", "304", "400", "404"}),
+         {"200", "304", "400", "404", *SERVER_REFUSALS}),
     ],
 )
 def test_card_operations_are_public_and_document_every_answer(

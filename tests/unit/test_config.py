@@ -270,3 +270,46 @@ def test_unknown_executor_kind_is_rejected(kind: str) -> None:
 def test_invalid_agent_id_is_rejected() -> None:
     message = config_error({"agents": [{"id": "Bad Id", "name": "A"}]})
     assert message.startswith(f"{SOURCE}: agents[0].id: ")
+
+
+# -- server: the HTTP server's connection limits --------------------------------------------
+
+
+def test_server_limits_default_to_the_spec_defaults(tmp_path: Path) -> None:
+    config = load_config(tmp_path)
+    schema = all_definitions()["ServerConfig"][1]["properties"]
+    assert set(schema) == {
+        "max_header_bytes",
+        "max_header_count",
+        "header_timeout_seconds",
+        "body_timeout_seconds",
+        "keepalive_timeout_seconds",
+        "max_connections",
+    }
+    for key, prop in schema.items():
+        assert getattr(config.server, key) == prop["default"], key
+        assert {"type", "minimum", "maximum", "default", "description"} <= set(prop), key
+
+
+def test_server_limits_are_read_from_the_file() -> None:
+    config = parse_config(
+        {"server": {"max_connections": 3, "header_timeout_seconds": 0.5}}, SOURCE
+    )
+    assert config.server.max_connections == 3
+    assert config.server.header_timeout_seconds == 0.5
+    assert config.server.body_timeout_seconds == 30.0
+
+
+@pytest.mark.parametrize(
+    ("server", "key", "problem"),
+    [
+        ({"max_header_byte": 1}, "server.max_header_byte", "unknown key"),
+        ({"max_header_bytes": 100}, "server.max_header_bytes", "4096"),
+        ({"max_connections": 0}, "server.max_connections", "1"),
+        ({"body_timeout_seconds": "slow"}, "server.body_timeout_seconds", "number"),
+    ],
+)
+def test_a_bad_server_key_names_the_key(server: dict[str, Any], key: str, problem: str) -> None:
+    message = config_error({"server": server})
+    assert message.startswith(f"{SOURCE}: {key}: "), message
+    assert problem in message

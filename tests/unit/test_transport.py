@@ -940,16 +940,20 @@ def test_emit_never_raises(logs: Capture) -> None:
 
 
 def test_configure_logging_is_idempotent() -> None:
-    logger = logging.getLogger(log.LOGGER_NAME)
-    before = list(logger.handlers)
+    logger, root = logging.getLogger(log.LOGGER_NAME), logging.getLogger()
+    before, before_root = list(logger.handlers), list(root.handlers)
     old_level = logger.level
     try:
         log.configure_logging("debug")
         log.configure_logging("warning")
         ours = [h for h in logger.handlers if type(h).__name__ == "_EventHandler"]
         assert len(ours) == 1
+        assert len([h for h in root.handlers if type(h).__name__ == "_LibraryHandler"]) == 1
         assert logger.level == logging.WARNING
     finally:
         for handler in [h for h in logger.handlers if h not in before]:
             logger.removeHandler(handler)
         logger.setLevel(old_level)
+        for handler in [h for h in root.handlers if h not in before_root]:
+            root.removeHandler(handler)
+        logging.captureWarnings(False)
