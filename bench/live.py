@@ -32,7 +32,7 @@ from bench.hostile import HostileResult
 from bench.report import Row, checks, hostile_table, notes, table, to_json
 from bench.scenarios import SCENARIOS, Scenario, probe
 from bench.servers import Server
-from bench.system import Pinning, cpu_model, cpu_seconds, plan_pinning
+from bench.system import Pinning, cpu_busy_seconds, cpu_model, cpu_seconds, plan_pinning
 from bench.wrk import WrkError, WrkResult, find_wrk, lua_script, run_wrk, wrk_version
 
 TASK_CREATED = "a2a.task.created"
@@ -121,9 +121,16 @@ class Bench:
             script.write_text(lua_script(load, secrets.token_hex(4)))
             count_tasks = server.kind == "node" and scenario.method == "message/send"
             created_before = server.count_events(TASK_CREATED) if count_tasks else 0
+            cpu = self.pinning.server_cpu
             cpu_before = cpu_seconds(server.pid)
+            busy_before = cpu_busy_seconds(cpu) if cpu is not None else (0.0, 0.0)
             result = self._wrk(server, script, self.args.duration)
-            row.server_cpu = (cpu_seconds(server.pid) - cpu_before) / result.seconds
+            used = cpu_seconds(server.pid) - cpu_before
+            row.server_cpu = used / result.seconds
+            if cpu is not None:
+                busy, stolen = (b - a for a, b in zip(busy_before, cpu_busy_seconds(cpu),
+                                                       strict=True))
+                row.others_cpu = max(0.0, busy - used + stolen) / result.seconds
             row.result = result
             if server.proc.poll() is not None:
                 raise RuntimeError(f"the server exited ({server.proc.returncode})")
@@ -203,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
             return 130
 
     found = checks(bench.rows, bench.hostile)
-    print("\n== summary (ratios are req/s; cpu is CPU time over wall time, 100% = one core)")
+    print("\n== summary (x floor, x sdk: req/s ratios; wrk cpu, srv cpu: CPU time over wall "
+          "time, 100% = one core;\n   others: the server's CPU taken by other processes or the "
+          "hypervisor meanwhile)")
     print(table(bench.rows))
     for server, results in bench.hostile.items():
         print(f"\n{server}:")

@@ -14,6 +14,7 @@ from bench.hostile import HostileResult
 from bench.wrk import WrkResult
 
 HOSTILE_LIMIT_MIB = 2.0
+OTHERS_LIMIT = 0.10  # other work on the server's CPU beyond this is noted
 
 
 @dataclass
@@ -26,6 +27,7 @@ class Row:
     probe: str = ""
     result: WrkResult | None = None
     server_cpu: float = float("nan")  # server CPU time over the run's duration
+    others_cpu: float = float("nan")  # the server's CPU busy with others, or stolen, likewise
     tasks_created: int | None = None  # node message/send: a2a.task.created events in the run
     error: str | None = None
 
@@ -63,6 +65,10 @@ def _ratio(value: float, base: float | None) -> float | None:
     return value / base if base else None
 
 
+def _or_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
 def _fmt(value: float | None, spec: str, missing: str = "-") -> str:
     return missing if value is None or math.isnan(value) else format(value, spec)
 
@@ -70,7 +76,7 @@ def _fmt(value: float | None, spec: str, missing: str = "-") -> str:
 def table(rows: list[Row]) -> str:
     head = (f"{'scenario':<30} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'mean ms':>7} "
             f"{'p99/mean':>8} {'x floor':>7} {'x sdk':>6} {'errors':>6} {'wrk cpu':>7} "
-            f"{'srv cpu':>7}")
+            f"{'srv cpu':>7} {'others':>6}")
     lines = [head, "-" * len(head)]
     floor = floor_rps(rows)
     for row in rows:
@@ -84,7 +90,8 @@ def table(rows: list[Row]) -> str:
             f"{row.name:<30} {r.rps:>8.0f} {lat['p50'] / 1000:>7.2f} {lat['p99'] / 1000:>7.2f} "
             f"{lat['mean'] / 1000:>7.2f} {r.ratio_p99_mean():>8.2f} "
             f"{_fmt(_ratio(r.rps, floor), '.2f'):>7} {_fmt(vs_sdk, '.2f'):>6} "
-            f"{row.unexpected():>6} {r.wrk_cpu:>7.0%} {_fmt(row.server_cpu, '.0%'):>7}"
+            f"{row.unexpected():>6} {r.wrk_cpu:>7.0%} {_fmt(row.server_cpu, '.0%'):>7} "
+            f"{_fmt(row.others_cpu, '.0%'):>6}"
         )
     return "\n".join(lines)
 
@@ -160,6 +167,10 @@ def notes(rows: list[Row]) -> list[str]:
         if row.tasks_created is not None and row.tasks_created < row.result.requests:
             found.append(f"{row.name}: {row.result.requests} requests created only "
                          f"{row.tasks_created} tasks: messageIds were reused")
+        if row.others_cpu >= OTHERS_LIMIT:
+            found.append(f"{row.name}: other work took {row.others_cpu:.0%} of the server's "
+                         f"CPU (the server got {row.server_cpu:.0%}): this row is held down "
+                         "by a busy machine")
         if row.result.wrk_cpu >= 0.9:
             found.append(f"{row.name}: wrk used {row.result.wrk_cpu:.0%} of its CPU: the load "
                          "generator may be the limit on this row")
@@ -181,7 +192,8 @@ def to_json(settings: dict[str, Any], rows: list[Row],
                     "x_sdk": None if row.kind == "sdk"
                     else _ratio(r.rps, sdk_rps(rows, row.method)),
                     "wrk_cpu": r.wrk_cpu, "tasks_created": row.tasks_created,
-                    "server_cpu": None if math.isnan(row.server_cpu) else row.server_cpu}
+                    "server_cpu": _or_none(row.server_cpu),
+                    "others_cpu": _or_none(row.others_cpu)}
         return out
 
     return {

@@ -21,6 +21,7 @@ class Pinning:
     server: list[str]
     load: list[str]
     note: str
+    server_cpu: int | None = None  # the CPU the server is pinned to
 
 
 def plan_pinning() -> Pinning:
@@ -36,7 +37,7 @@ def plan_pinning() -> Pinning:
     note = f"server on CPU {server}, wrk on CPU {load} (taskset)"
     if len(cpus) > 2:
         note += f"; {len(cpus) - 2} more CPU(s) left to the rest"
-    return Pinning(["taskset", "-c", str(server)], ["taskset", "-c", str(load)], note)
+    return Pinning(["taskset", "-c", str(server)], ["taskset", "-c", str(load)], note, server)
 
 
 def cpu_model() -> str:
@@ -82,6 +83,17 @@ def cpu_seconds(pid: int) -> float:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
     return total / _TICKS
+
+
+def cpu_busy_seconds(cpu: int) -> tuple[float, float]:
+    """Time CPU `cpu` has spent busy (anyone's user, system, interrupts) and stolen by the
+    hypervisor, from /proc/stat."""
+    for line in (PROC / "stat").read_text().splitlines():
+        fields = line.split()
+        if fields[0] == f"cpu{cpu}":
+            user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
+            return (user + nice + system + irq + softirq) / _TICKS, steal / _TICKS
+    raise OSError(f"no cpu{cpu} in /proc/stat")
 
 
 def _status_kib(pid: int, key: str) -> int:
