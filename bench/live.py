@@ -121,20 +121,9 @@ class Bench:
             script.write_text(lua_script(load, secrets.token_hex(4)))
             count_tasks = server.kind == "node" and scenario.method == "message/send"
             created_before = server.count_events(TASK_CREATED) if count_tasks else 0
-            cpu = self.pinning.server_cpu
-            cpu_before = cpu_seconds(server.pid)
-            busy_before = cpu_busy_seconds(cpu) if cpu is not None else (0.0, 0.0)
-            result = self._wrk(server, script, self.args.duration)
-            used = cpu_seconds(server.pid) - cpu_before
-            row.server_cpu = used / result.seconds
-            if cpu is not None:
-                busy, stolen = (b - a for a, b in zip(busy_before, cpu_busy_seconds(cpu),
-                                                       strict=True))
-                row.others_cpu = max(0.0, busy - used + stolen) / result.seconds
-            row.result = result
-            if server.proc.poll() is not None:
-                raise RuntimeError(f"the server exited ({server.proc.returncode})")
-            print(f"{result.rps:.0f} req/s", end="", flush=True)
+            self._measure(row, server, script)
+            assert row.result is not None
+            print(f"{row.result.rps:.0f} req/s", end="", flush=True)
             if count_tasks:
                 time.sleep(0.2)  # the last answers' log lines
                 row.tasks_created = server.count_events(TASK_CREATED) - created_before
@@ -150,6 +139,22 @@ class Bench:
                       + _indent(server.log_tail(), "      "), flush=True)
             self.failures.append(f"{scenario.name}: {row.error}")
         return row
+
+    def _measure(self, row: Row, server: Server, script: Path) -> None:
+        """The measured wrk run, with the CPU time of the server and of others on its CPU."""
+        cpu = self.pinning.server_cpu
+        used_before = cpu_seconds(server.pid)
+        busy_before = cpu_busy_seconds(cpu) if cpu is not None else (0.0, 0.0)
+        result = self._wrk(server, script, self.args.duration)
+        used = cpu_seconds(server.pid) - used_before
+        row.server_cpu = used / result.seconds
+        if cpu is not None:
+            busy_after, stolen_after = cpu_busy_seconds(cpu)
+            others = busy_after - busy_before[0] - used + stolen_after - busy_before[1]
+            row.others_cpu = max(0.0, others) / result.seconds
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"the server exited ({server.proc.returncode})")
+        row.result = result
 
     def _wrk(self, server: Server, script: Path, seconds: int) -> WrkResult:
         return run_wrk(self.wrk, self.pinning.load, server.rpc_url, script,
