@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     found = checks(bench.rows, bench.hostile)
     print("\n== summary (x floor, x sdk: req/s ratios; wrk cpu, srv cpu: CPU time over wall "
           "time, 100% = one core;\n   others: the server's CPU taken by other processes or the "
-          "hypervisor meanwhile)")
+          "hypervisor meanwhile; req/cpu-s: requests per server CPU-second)")
     print(table(bench.rows))
     for server, results in bench.hostile.items():
         print(f"\n{server}:")

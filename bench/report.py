@@ -31,6 +31,15 @@ class Row:
     tasks_created: int | None = None  # node message/send: a2a.task.created events in the run
     error: str | None = None
 
+    def per_cpu_second(self) -> float:
+        """Requests answered per CPU-second of the server: its cost, whatever else ran."""
+        if self.result is None or not self.server_cpu > 0:
+            return float("nan")
+        return self.result.rps / self.server_cpu
+
+    def busy(self) -> bool:
+        return self.others_cpu >= OTHERS_LIMIT
+
     def unexpected(self) -> int:
         """Answers without the expected status, plus socket errors and timeouts."""
         assert self.result is not None
@@ -52,13 +61,22 @@ class Check:
         return f"{verdict}  {self.goal}: {self.detail}"
 
 
+def floor_row(rows: list[Row]) -> Row | None:
+    return next((r for r in rows if r.kind == "floor" and r.result), None)
+
+
+def sdk_row(rows: list[Row], method: str) -> Row | None:
+    return next((r for r in rows if r.kind == "sdk" and r.method == method and r.result), None)
+
+
 def floor_rps(rows: list[Row]) -> float | None:
-    return next((r.result.rps for r in rows if r.kind == "floor" and r.result), None)
+    row = floor_row(rows)
+    return row.result.rps if row and row.result else None
 
 
 def sdk_rps(rows: list[Row], method: str) -> float | None:
-    return next((r.result.rps for r in rows
-                 if r.kind == "sdk" and r.method == method and r.result), None)
+    row = sdk_row(rows, method)
+    return row.result.rps if row and row.result else None
 
 
 def _ratio(value: float, base: float | None) -> float | None:
@@ -76,7 +94,7 @@ def _fmt(value: float | None, spec: str, missing: str = "-") -> str:
 def table(rows: list[Row]) -> str:
     head = (f"{'scenario':<30} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'mean ms':>7} "
             f"{'p99/mean':>8} {'x floor':>7} {'x sdk':>6} {'errors':>6} {'wrk cpu':>7} "
-            f"{'srv cpu':>7} {'others':>6}")
+            f"{'srv cpu':>7} {'others':>6} {'req/cpu-s':>9}")
     lines = [head, "-" * len(head)]
     floor = floor_rps(rows)
     for row in rows:
@@ -91,7 +109,7 @@ def table(rows: list[Row]) -> str:
             f"{lat['mean'] / 1000:>7.2f} {r.ratio_p99_mean():>8.2f} "
             f"{_fmt(_ratio(r.rps, floor), '.2f'):>7} {_fmt(vs_sdk, '.2f'):>6} "
             f"{row.unexpected():>6} {r.wrk_cpu:>7.0%} {_fmt(row.server_cpu, '.0%'):>7} "
-            f"{_fmt(row.others_cpu, '.0%'):>6}"
+            f"{_fmt(row.others_cpu, '.0%'):>6} {_fmt(row.per_cpu_second(), '.0f'):>9}"
         )
     return "\n".join(lines)
 
@@ -113,15 +131,20 @@ def hostile_table(results: list[HostileResult]) -> str:
 
 def checks(rows: list[Row], hostile: dict[str, list[HostileResult]]) -> list[Check]:
     found: list[Check] = []
-    floor = floor_rps(rows)
+    floor = floor_row(rows)
 
-    def against(goal: str, row: Row, base: float | None, base_name: str, least: float) -> None:
-        if row.result is None or not base:
+    def against(goal: str, row: Row, base: Row | None, base_name: str, least: float) -> None:
+        if row.result is None or base is None or base.result is None:
             found.append(Check(goal, None, f"{row.name} or {base_name} did not run"))
             return
-        ratio = row.result.rps / base
-        found.append(Check(goal, ratio >= least, f"{ratio:.2f}x ({row.result.rps:.0f} vs "
-                                                 f"{base:.0f} req/s)"))
+        ratio = row.result.rps / base.result.rps
+        detail = f"{ratio:.2f}x ({row.result.rps:.0f} vs {base.result.rps:.0f} req/s)"
+        busy = [r for r in (row, base) if r.busy()]
+        if busy:
+            taken = ", ".join(f"{r.others_cpu:.0%} on {r.name}" for r in busy)
+            detail += (f"; unreliable, other work took the server's CPU ({taken}); per server "
+                       f"CPU-second {row.per_cpu_second() / base.per_cpu_second():.2f}x")
+        found.append(Check(goal, ratio >= least, detail))
 
     def tail(row: Row) -> None:
         goal = f"{row.name} p99 <= 2x mean"
@@ -130,9 +153,11 @@ def checks(rows: list[Row], hostile: dict[str, list[HostileResult]]) -> list[Che
             return
         ratio = row.result.ratio_p99_mean()
         lat = row.result.latency_us
-        found.append(Check(goal, ratio <= 2.0, f"p99/mean {ratio:.2f} (p99 "
-                                               f"{lat['p99'] / 1000:.2f} ms, mean "
-                                               f"{lat['mean'] / 1000:.2f} ms)"))
+        detail = (f"p99/mean {ratio:.2f} (p99 {lat['p99'] / 1000:.2f} ms, mean "
+                  f"{lat['mean'] / 1000:.2f} ms)")
+        if row.busy():
+            detail += f"; unreliable, other work took {row.others_cpu:.0%} of the server's CPU"
+        found.append(Check(goal, ratio <= 2.0, detail))
 
     for row in (r for r in rows if r.kind == "node"):
         if row.method == "tasks/get":
@@ -140,7 +165,7 @@ def checks(rows: list[Row], hostile: dict[str, list[HostileResult]]) -> list[Che
             tail(row)
         elif row.method == "message/send":
             against(f"{row.name} >= 5x a2a-sdk message/send", row,
-                    sdk_rps(rows, "message/send"), "a2a-sdk message/send", 5.0)
+                    sdk_row(rows, "message/send"), "a2a-sdk message/send", 5.0)
             tail(row)
         elif row.method == "refused":
             against(f"{row.name} >= 0.8x floor", row, floor, "floor", 0.8)
@@ -167,7 +192,7 @@ def notes(rows: list[Row]) -> list[str]:
         if row.tasks_created is not None and row.tasks_created < row.result.requests:
             found.append(f"{row.name}: {row.result.requests} requests created only "
                          f"{row.tasks_created} tasks: messageIds were reused")
-        if row.others_cpu >= OTHERS_LIMIT:
+        if row.busy():
             found.append(f"{row.name}: other work took {row.others_cpu:.0%} of the server's "
                          f"CPU (the server got {row.server_cpu:.0%}): this row is held down "
                          "by a busy machine")
@@ -193,7 +218,8 @@ def to_json(settings: dict[str, Any], rows: list[Row],
                     else _ratio(r.rps, sdk_rps(rows, row.method)),
                     "wrk_cpu": r.wrk_cpu, "tasks_created": row.tasks_created,
                     "server_cpu": _or_none(row.server_cpu),
-                    "others_cpu": _or_none(row.others_cpu)}
+                    "others_cpu": _or_none(row.others_cpu),
+                    "per_server_cpu_second": _or_none(row.per_cpu_second())}
         return out
 
     return {
