@@ -24,8 +24,9 @@ test: venv
 	$(BIN)/mypy
 	$(BIN)/pytest
 
+# The live benchmark (floor, a2a-sdk, this node under wrk); e.g. BENCH_ARGS=--quick.
 bench: venv
-	$(BIN)/python -m bench.pipeline
+	$(BIN)/python -m bench.live $(BENCH_ARGS)
 
 codegen: venv
 	$(BIN)/python -m codegen

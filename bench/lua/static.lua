@@ -1,0 +1,6 @@
+-- The same POST on every request: wrk formats it once and resends it.
+-- Set by the preamble: bench_path, bench_headers, bench_body.
+wrk.method = "POST"
+wrk.path = bench_path
+wrk.headers = bench_headers
+wrk.body = bench_body

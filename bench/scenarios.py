@@ -1,0 +1,119 @@
+"""The rows of the live bench: a scenario is (name, server launcher, method, load).
+
+Scenarios sharing a launcher run one after another on one server process, in list order. The
+load is built against the running server (e.g. tasks/get first creates the task it reads) and
+checked once with a plain request before wrk runs it. `method` pairs a row with the a2a-sdk
+row of the same method for the "x sdk" ratio; the floor row is the one whose launcher has kind
+"floor".
+
+A new row is one more `Scenario`: e.g. a node with two workers,
+`NodeLauncher("node-w2", args=("--workers", "2"))` (once the node takes such an option), or
+one on PostgreSQL, `NodeLauncher("node-pg", env=(("SYNTHORG_DATABASE_URL", url),))`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.serve import RPC_PATH
+from bench.servers import Launcher, ModuleLauncher, NodeLauncher, Server
+from bench.wrk import Load, message_send
+
+TEXT = "hello from the bench"
+
+
+class ProbeError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    launcher: Launcher
+    method: str  # "echo", "tasks/get", "message/send", "refused"
+    load: Callable[[Server], Load]
+
+
+def post(server: Server, body: bytes, headers: dict[str, str],
+         path: str = RPC_PATH) -> tuple[int, Any]:
+    """One request with the standard library; the status and the decoded JSON answer."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.request("POST", path, body=body,
+                     headers={"Content-Type": "application/json", **headers})
+        response = conn.getresponse()
+        raw = response.read()
+    finally:
+        conn.close()
+    try:
+        return response.status, json.loads(raw)
+    except ValueError:
+        return response.status, raw[:200].decode(errors="replace")
+
+
+def probe(server: Server, load: Load) -> str:
+    """Send one request of `load`; raise ProbeError unless it gets the expected answer."""
+    status, answer = post(server, load.sample_body(f"probe-{uuid.uuid4()}"), load.headers,
+                          load.path)
+    if status != load.expect_status:
+        raise ProbeError(f"probe answered {status}, expected {load.expect_status}: {answer}")
+    if not isinstance(answer, dict):
+        raise ProbeError(f"probe answer is not a JSON object: {answer}")
+    if load.expect_status == 200:
+        if "result" not in answer:
+            raise ProbeError(f"probe answered an error: {answer.get('error')}")
+        state = (answer["result"].get("status") or {}).get("state")
+        return f"{status} result" + (f" ({state})" if state else "")
+    return f"{status} error {(answer.get('error') or {}).get('code')}"
+
+
+def create_task(server: Server) -> str:
+    body = message_send(f"setup-{uuid.uuid4()}", TEXT)
+    status, answer = post(server, body, server.headers)
+    try:
+        task_id: str = answer["result"]["id"]
+    except (TypeError, KeyError) as exc:
+        raise ProbeError(f"could not create a task ({status}): {answer}") from exc
+    return task_id
+
+
+def tasks_get_body(task_id: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+                       "params": {"id": task_id}}, separators=(",", ":")).encode()
+
+
+def echo(server: Server) -> Load:
+    return Load(server.headers, body=tasks_get_body(str(uuid.uuid4())))
+
+
+def tasks_get(server: Server) -> Load:
+    return Load(server.headers, body=tasks_get_body(create_task(server)))
+
+
+def send(server: Server) -> Load:
+    return Load(server.headers, message_text=TEXT)
+
+
+def refused(server: Server) -> Load:
+    """The right peer name, a wrong key: gate 3 answers 401 before the body is read."""
+    wrong = {**server.headers, "X-API-Key": "not-" + server.headers.get("X-API-Key", "")}
+    return Load(wrong, body=tasks_get_body(str(uuid.uuid4())), expect_status=401)
+
+
+FLOOR = ModuleLauncher("floor", "floor", "bench.floor_app")
+SDK = ModuleLauncher("a2a-sdk", "sdk", "bench.sdk_app")
+NODE = NodeLauncher("node")
+
+SCENARIOS = (
+    Scenario("floor: JSON-RPC echo", FLOOR, "echo", echo),
+    Scenario("a2a-sdk: tasks/get", SDK, "tasks/get", tasks_get),
+    Scenario("a2a-sdk: message/send", SDK, "message/send", send),
+    Scenario("node: tasks/get (3 gates)", NODE, "tasks/get", tasks_get),
+    Scenario("node: message/send (durable)", NODE, "message/send", send),
+    Scenario("node: 401 wrong key", NODE, "refused", refused),
+)
