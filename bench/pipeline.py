@@ -22,10 +22,8 @@ from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
 
-from synthorg.api.app import create_app
-from synthorg.generated.dispatch import PARAMS_ADAPTER
+from synthorg.gateway.dispatch import PARAMS_ADAPTER
 from synthorg.node import Node
-from synthorg.store.catalog import SqliteCatalog
 
 PEER, SECRET = "bench-peer", "bench-link-secret-0123456789"
 HEADERS = [
@@ -89,7 +87,6 @@ async def timed(label: str, n: int, one: Callable[[int], Awaitable[int]]) -> flo
 def build_node(data_dir: Path) -> Node:
     (data_dir / "config.yaml").write_text(f"a2a:\n  enabled: true\n  allowed_peers: [{PEER}]\n")
     node = Node.build(data_dir)
-    assert isinstance(node.catalog, SqliteCatalog)
     node.catalog.put(PEER, "http://127.0.0.1:9", "api_key", SECRET)
     return node
 
@@ -97,8 +94,8 @@ def build_node(data_dir: Path) -> Node:
 async def run(n: int) -> list[tuple[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         node = build_node(Path(tmp))
-        app = create_app(node)
-        await node.startup()
+        app = node.app()
+        await node.recover()
 
         async def plain(_: Any) -> Response:
             return Response(b'{"jsonrpc":"2.0","id":1,"result":{}}', media_type="application/json")
