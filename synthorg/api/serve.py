@@ -31,12 +31,14 @@ DEFAULT_PORT = 8000
 WORKERS_ENV = "SYNTHORG_WORKERS"
 MAX_WORKERS = 64
 WORKER_APP = "synthorg.api.worker:create_app"
+BACKLOG = 2048
 
 
 def serve(data_dir: Path, host: str, port: int, workers: int = 1) -> int:
     # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
     import uvicorn
 
+    from synthorg.api.supervisor import SocketPerWorker, listen_many
     from synthorg.http import uvicorn_options
 
     configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
@@ -58,7 +60,9 @@ def serve(data_dir: Path, host: str, port: int, workers: int = 1) -> int:
                   file=sys.stderr)
         _announce_admin_token(node, host)
         try:
-            sock = _listen(host, port)
+            sock = _listen(host, port, workers)
+            # Every worker's socket listens before the node says it is started.
+            sockets = [sock] if workers == 1 else listen_many(sock, workers, BACKLOG)
         except OSError as exc:
             print(f"error: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
             return 2
@@ -89,9 +93,7 @@ def serve(data_dir: Path, host: str, port: int, workers: int = 1) -> int:
     os.environ["SYNTHORG_DATA_DIR"] = str(data_dir)
     os.environ["SYNTHORG_BACKEND_HOST"] = host
     config = uvicorn.Config(WORKER_APP, factory=True, workers=workers, **options)
-    from uvicorn.supervisors import Multiprocess
-
-    Multiprocess(config, sockets=[sock]).run()
+    SocketPerWorker(config, sockets).run()
     return 0
 
 
@@ -120,12 +122,14 @@ def _announce_admin_token(node: Node, host: str) -> None:
         )
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, workers: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if workers > 1:  # each worker gets a socket of its own on this port (api/supervisor.py)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
-    sock.listen(2048)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 

@@ -6,6 +6,7 @@ A node is started with `SYNTHORG_BACKEND_PORT=0`; it binds, listens, then writes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -78,6 +79,7 @@ class NodeProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "synthorg.api"], env=env, cwd=ROOT,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its own process group: kill() reaches every worker
         )
         self._reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True)
         self._reader.start()
@@ -110,9 +112,11 @@ class NodeProcess:
         return self.proc.returncode
 
     def kill(self) -> None:
-        """SIGKILL: no shutdown, no flush; what survives is what was acknowledged."""
+        """SIGKILL to the node and its workers: no shutdown, no flush; what survives is what
+        was acknowledged."""
         assert self.proc is not None
-        self.proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         if self._reader is not None:
             self._reader.join(timeout=5)
