@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test codegen lint bench clean
+.PHONY: venv demo test fuzz codegen lint bench clean
 
 venv: $(STAMP)
 
@@ -25,6 +25,15 @@ test: venv
 	$(BIN)/pytest
 
 # The live benchmark (floor, a2a-sdk, this node under wrk); e.g. BENCH_ARGS=--quick.
+# The contract tests with a fresh random seed and many examples per operation (CI runs a
+# fixed 150). The seed is printed first: FUZZ_SEED=<it> make fuzz replays the run.
+FUZZ_EXAMPLES ?= 3000
+fuzz: venv
+	@seed=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "fuzz: seed $$seed, $(FUZZ_EXAMPLES) examples per operation"; \
+	SYNTHORG_FUZZ_SEED=$$seed SYNTHORG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+		$(BIN)/pytest tests/contract -p no:cacheprovider -x -q
+
 bench: venv
 	$(BIN)/python -m bench.live $(BENCH_ARGS)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import zlib
 from collections import Counter
@@ -92,6 +93,18 @@ ADMIN_PATHS = r"^/api/v1/admin/"
 OTHER_PATHS = r"^/(?!api/v1/admin/)"
 
 
+FUZZ_EXAMPLES_ENV = "SYNTHORG_FUZZ_EXAMPLES"
+FUZZ_SEED_ENV = "SYNTHORG_FUZZ_SEED"
+
+
+def fuzzing() -> tuple[int, int] | None:
+    """(examples per operation, seed) when `make fuzz` asked for a long random run."""
+    examples = os.environ.get(FUZZ_EXAMPLES_ENV)
+    if not examples:
+        return None
+    return int(examples), int(os.environ.get(FUZZ_SEED_ENV) or 0)
+
+
 def load_schema(*, admin: bool = False) -> OpenApiSchema:
     """The bundled spec as a Schemathesis schema, with schemathesis.toml applied and this
     package's hooks registered on it (on it only: nothing global).
@@ -102,6 +115,11 @@ def load_schema(*, admin: bool = False) -> OpenApiSchema:
     (Exclusions, not inclusions: schemathesis.toml's `[[operations]]` already install an
     include-everything filter, and includes are alternatives.)"""
     config = schemathesis.Config.from_path(CONFIG_FILE)
+    fuzz = fuzzing()
+    if fuzz is not None:  # `make fuzz`: a random seed and many examples instead of CI's run
+        examples, seed = fuzz
+        config.projects.default.generation.update(max_examples=examples, deterministic=False)
+        config.update(seed=seed, max_failures=None)
     loaded = schemathesis.openapi.from_dict(copy.deepcopy(bundled_openapi()), config=config)
     selected = loaded.exclude(path_regex=OTHER_PATHS if admin else ADMIN_PATHS)
     assert isinstance(selected, OpenApiSchema)

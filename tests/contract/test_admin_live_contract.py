@@ -15,6 +15,7 @@ from tests.contract.support import (
     ALL_CHECKS,
     AnyCase,
     Outcomes,
+    fuzzing,
     load_schema,
     prepare_data_dir,
 )
@@ -35,7 +36,7 @@ def live_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]
 
 
 @schema.parametrize()
-@hypothesis.settings(max_examples=40)
+@hypothesis.settings(max_examples=(fuzzing() or (40, 0))[0])
 def test_admin_api_honours_the_contract_live(case: AnyCase, live_node: NodeProcess) -> None:
     response = case.call_and_validate(base_url=live_node.url, headers=HEADERS,
                                       checks=ALL_CHECKS)
