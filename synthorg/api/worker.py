@@ -14,6 +14,7 @@ import os
 import signal
 
 from synthorg.api.app import NodeApp
+from synthorg.api.serve import settle_memory
 from synthorg.http.limits import ServerLimits
 from synthorg.http.protocol import LimitedHttpToolsProtocol
 from synthorg.node import Node
@@ -29,7 +30,9 @@ def create_app() -> NodeApp:
     host = os.environ.get("SYNTHORG_BACKEND_HOST") or "127.0.0.1"
     node = Node.build(data_dir_from_env(), host)
     LimitedHttpToolsProtocol.limits = ServerLimits.from_config(node.config.server)
-    return node.app()
+    app = node.app()
+    settle_memory()
+    return app
 
 
 def _end_with_supervisor() -> None:

@@ -15,12 +15,12 @@ from typing import Any
 
 import httpx
 
+from synthorg.clock import utc_now
 from synthorg.delegation.client import A2AClient, PeerError
 from synthorg.generated.constants import STATE_AUTH_REQUIRED, STATE_INPUT_REQUIRED, TERMINAL_STATES
 from synthorg.generated.models import Task
 from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
-from synthorg.store.sqlite.database import utc_now
 
 SETTLED = TERMINAL_STATES | {STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from handlers.context import RequestId, SkillOperations, TaskOperations
 
@@ -15,9 +16,8 @@ class Services:
     skills: SkillOperations
 
 
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """One admitted call."""
+class CallContext(NamedTuple):
+    """One admitted call (a tuple: made on every request, it must be cheap)."""
 
     peer: str
     request_id: RequestId

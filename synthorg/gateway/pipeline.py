@@ -56,6 +56,9 @@ def _json_number(text: str) -> float | int:
     return int(value) if value.is_integer() else value
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_json_number)
+
+
 def _check_structure(value: Any, check_strings: bool) -> None:
     """Bound nesting depth and, when needed, reject strings holding lone surrogates."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -82,12 +85,15 @@ def _check_structure(value: Any, check_strings: bool) -> None:
 def _parse(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
-        parsed = json.loads(text, parse_constant=_reject_constant, parse_float=_json_number)
+        parsed = _DECODER.decode(text)
     except RecursionError:
         raise _Reject(INVALID_REQUEST, _TOO_DEEP) from None
     except (UnicodeDecodeError, ValueError):
         raise _Reject(PARSE_ERROR, "Parse error: body is not UTF-8 JSON") from None
-    _check_structure(parsed, check_strings=_SURROGATE_ESCAPE.search(text) is not None)
+    check_strings = _SURROGATE_ESCAPE.search(text) is not None
+    # Fewer brackets than the depth bound cannot nest past it: nothing to walk then.
+    if check_strings or text.count("{") + text.count("[") > MAX_DEPTH:
+        _check_structure(parsed, check_strings)
     return parsed
 
 

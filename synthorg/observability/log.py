@@ -11,13 +11,15 @@ message, clipped; of an exception only its type, never a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import sys
-from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
 
+from synthorg.clock import utc_now
 from synthorg.observability.events.server import SERVER_LOG
 
 LOGGER_NAME = "synthorg.events"
@@ -103,7 +105,16 @@ def _scrub(value: object, depth: int = 0) -> object:
 
 
 def _is_sensitive(key: object) -> bool:
+    if key in _PLAIN_KEYS:
+        return False
     return isinstance(key, str) and key.lower() in _REDACTED_KEYS
+
+
+# Field names the node's own events use, known not to be sensitive: no lower() for them.
+_PLAIN_KEYS = frozenset({
+    "method", "request_id", "peer_name", "task_id", "agent_id", "state", "reason", "status",
+    "path", "error", "errors", "limit", "declared", "count", "client", "operation", "key",
+})
 
 
 def _safe_str(value: object) -> str:
@@ -117,6 +128,25 @@ _ENCODER = json.JSONEncoder(default=_safe_str)
 
 
 def _render(record: dict[str, Any]) -> str:
+    """The record as one JSON object, as `json.dumps` writes it. Flat records of strings,
+    whole numbers, booleans and nulls (nearly every event) are written directly."""
+    parts = []
+    for key, value in record.items():
+        if value is None:
+            text = "null"
+        elif value is True or value is False:
+            text = "true" if value else "false"
+        elif type(value) is str:
+            text = _quote(value)
+        elif type(value) is int:
+            text = int.__repr__(value)
+        else:
+            return _render_any(record)
+        parts.append(f"{_quote(key)}: {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _render_any(record: dict[str, Any]) -> str:
     try:
         return _ENCODER.encode(record)
     except (TypeError, ValueError):
@@ -127,23 +157,18 @@ def _render(record: dict[str, Any]) -> str:
 
 def emit(event: str, /, *, level: str = "info", **fields: object) -> None:
     """Log ``event`` with ``fields`` as one JSON line. Never raises."""
-    # A logging failure must never take a request down.
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # a logging failure must never take a request down
         _emit(event, level, fields)
 
 
 def _emit(event: str, level: str, fields: dict[str, object]) -> None:
-    level_name = level if level in _LEVELS else level.lower()
-    if level_name not in _LEVELS:
-        level_name = "info"
-    levelno = _LEVELS[level_name]
+    levelno = _LEVELS.get(level)
+    if levelno is None:
+        level = level.lower() if level.lower() in _LEVELS else "info"
+        levelno = _LEVELS[level]
     if not _logger.isEnabledFor(levelno):
         return
-    record: dict[str, Any] = {
-        "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "level": level_name,
-        "event": event,
-    }
+    record: dict[str, Any] = {"ts": utc_now(), "level": level, "event": event}
     for key, value in fields.items():
         # A field may not overwrite the envelope keys; keep it under a suffixed name.
         name = f"{key}_" if key in _RESERVED else key
@@ -153,8 +178,56 @@ def _emit(event: str, level: str, fields: dict[str, object]) -> None:
             record[name] = value  # the common case: nothing nested to scrub
         else:
             record[name] = _scrub(value)
-    # A record made here, not through Logger.log: that one looks up the caller's frame on
-    # every call, which costs more than the rest of an event together.
-    _logger.handle(
-        logging.LogRecord(LOGGER_NAME, levelno, "", 0, _render(record), None, None)
-    )
+    line = _render(record)
+    handler = _sole_handler()
+    if handler is not None:
+        # Nobody else listens (no test capture, no host app): write the line straight out;
+        # a LogRecord and the handler chain would cost more than the rest of the event.
+        _write(handler, line)
+        return
+    _logger.handle(logging.LogRecord(LOGGER_NAME, levelno, "", 0, line, None, None))
+
+
+_pending: list[str] = []
+
+
+def _write(handler: _EventHandler, line: str) -> None:
+    """On an event loop, the lines of one turn of the loop go out in one write, at its end
+    (a request usually emits several); elsewhere each line goes out at once."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None:
+        _flush(handler, [line])
+        return
+    if not _pending:
+        loop.call_soon(_flush_pending, handler)
+    _pending.append(line)
+
+
+def _flush_pending(handler: _EventHandler) -> None:
+    lines = _pending[:]
+    _pending.clear()
+    with contextlib.suppress(Exception):
+        _flush(handler, lines)
+
+
+def _flush(handler: _EventHandler, lines: list[str]) -> None:
+    with handler.lock:  # type: ignore[union-attr]
+        handler.stream.write("".join(f"{line}\n" for line in lines))
+        handler.stream.flush()
+
+
+def _sole_handler() -> _EventHandler | None:
+    """Our stderr handler, when it and the library handler are the only ones listening."""
+    handlers = _logger.handlers
+    if len(handlers) != 1 or not isinstance(handlers[0], _EventHandler):
+        return None
+    if not _logger.propagate:
+        return handlers[0]
+    root = logging.root.handlers
+    if any(not isinstance(h, _LibraryHandler) for h in root) or _logger.filters:
+        return None
+    return handlers[0]
+

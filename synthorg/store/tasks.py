@@ -9,8 +9,7 @@ different processes or replicas without holding a lock across an agent's work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from synthorg.generated.models import Task
 
@@ -18,14 +17,12 @@ RESTART_MESSAGE = "the node restarted before this task finished"
 UNFINISHED_STATES = ("submitted", "working")
 
 
-@dataclass(frozen=True, slots=True)
-class StoredTask:
+class StoredTask(NamedTuple):
     task: Task
     version: int  # moves on every write; the next write must name it
 
 
-@dataclass(frozen=True, slots=True)
-class MessageKey:
+class MessageKey(NamedTuple):
     message_id: str
     digest: str  # the message's content hash: a retry has the same, a reuse does not
     task_id: str = ""  # the task the key was recorded for, when read back

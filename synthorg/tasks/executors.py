@@ -9,10 +9,10 @@ outcome can be committed together with the task and the message that led to it.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from synthorg.clock import new_id
 from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED
 from synthorg.generated.models import Artifact, Message, Task, TaskState, TextPart
 
@@ -48,7 +48,7 @@ class EchoExecutor:
 
     async def run(self, task: Task, message: Message) -> Outcome:
         artifact = Artifact(
-            artifactId=str(uuid.uuid4()),
+            artifactId=new_id(),
             name="echo",
             parts=[TextPart(kind="text", text=text_of(message))],
         )

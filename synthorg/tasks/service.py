@@ -15,12 +15,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from weakref import WeakValueDictionary
 
+from synthorg.clock import new_id, utc_now
 from synthorg.errors import (
     DelegationLoop,
     InvalidParams,
@@ -51,8 +50,7 @@ from synthorg.tasks.hops import loop_refusal
 MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+now_iso = utc_now  # the node's clock (synthorg.clock)
 
 
 def message_digest(message: Message) -> str:
@@ -132,8 +130,8 @@ class TaskService:
     async def _create(
         self, peer: str, message: Message, key: MessageKey, agent: AgentRuntime
     ) -> Task:
-        task_id = str(uuid.uuid4())
-        context_id = message.contextId or str(uuid.uuid4())
+        task_id = new_id()
+        context_id = message.contextId or new_id()
         first = message.model_copy(update={"taskId": task_id, "contextId": context_id})
         task = Task(
             kind="task",
@@ -307,7 +305,7 @@ def _settled(task: Task, outcome: Outcome) -> Task:
     if outcome.message_text is not None:
         agent_message = Message(
             kind="message",
-            messageId=str(uuid.uuid4()),
+            messageId=new_id(),
             role="agent",
             parts=[TextPart(kind="text", text=outcome.message_text)],
             taskId=task.id,

@@ -11,10 +11,11 @@ from __future__ import annotations
 import sqlite3
 from typing import cast
 
+from synthorg.clock import utc_now
 from synthorg.names import canonical_peer_name
 from synthorg.store.catalog import PeerAddress, PeerRecord, Scheme, validate_record
 from synthorg.store.secretbox import SecretBox, SecretBoxError
-from synthorg.store.sqlite.database import Database, utc_now
+from synthorg.store.sqlite.database import Database
 from synthorg.store.sqlite.revisions import CATALOG, Revisions
 
 _COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"

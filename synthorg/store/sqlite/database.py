@@ -25,7 +25,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,9 +43,6 @@ CHECKPOINT_EVERY = 1000  # commits between passive WAL checkpoints
 _FIRST_BACKOFF, _MAX_BACKOFF = 0.0005, 0.01
 
 
-def utc_now() -> str:
-    """ISO-8601 UTC with milliseconds and a `Z`, the form A2A timestamps use."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
@@ -177,21 +173,29 @@ class Database:
     def _run(self, batch: list[_Pending]) -> None:
         conn = self.writer
         outcomes: list[tuple[_Pending, Any, BaseException | None]] = []
+        # A job alone in its batch needs no savepoint: its failure rolls the batch back.
+        alone = len(batch) == 1
         try:
             for pending in batch:
                 if pending.future.done():  # the caller went away: nothing was acknowledged
                     continue
-                conn.execute("SAVEPOINT job")
+                if not alone:
+                    conn.execute("SAVEPOINT job")
                 try:
                     result = pending.job(conn)
                 except Exception as exc:
-                    conn.execute("ROLLBACK TO job")
-                    conn.execute("RELEASE job")
+                    if not alone:
+                        conn.execute("ROLLBACK TO job")
+                        conn.execute("RELEASE job")
                     outcomes.append((pending, None, exc))
                 else:
-                    conn.execute("RELEASE job")
+                    if not alone:
+                        conn.execute("RELEASE job")
                     outcomes.append((pending, result, None))
-            conn.execute("COMMIT")
+            if alone and outcomes and outcomes[0][2] is not None:
+                conn.execute("ROLLBACK")
+            else:
+                conn.execute("COMMIT")
         except sqlite3.Error as exc:  # e.g. the disk is full: nothing of the batch is kept
             with contextlib.suppress(sqlite3.Error):
                 if conn.in_transaction:

@@ -6,8 +6,9 @@ import json
 import sqlite3
 from typing import Any
 
+from synthorg.clock import utc_now
 from synthorg.store.delegations import Delegation
-from synthorg.store.sqlite.database import Database, utc_now
+from synthorg.store.sqlite.database import Database
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "

@@ -10,7 +10,8 @@ import json
 import sqlite3
 from typing import Any
 
-from synthorg.store.sqlite.database import Database, utc_now
+from synthorg.clock import utc_now
+from synthorg.store.sqlite.database import Database
 from synthorg.store.sqlite.revisions import SETTINGS, Revisions
 
 

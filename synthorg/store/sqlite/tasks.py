@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-import uuid
+from collections import OrderedDict
 
+from synthorg.clock import new_id, utc_now
 from synthorg.errors import TaskNotFound, VersionConflict
 from synthorg.generated.models import Message, Task, TaskStatus, TextPart
-from synthorg.store.sqlite.database import Database, utc_now
+from synthorg.store.sqlite.database import Database
 from synthorg.store.tasks import (
     RESTART_MESSAGE,
     UNFINISHED_STATES,
@@ -28,12 +29,23 @@ def _loads(body: str) -> Task:
 class SqliteTaskStore:
     def __init__(self, db: Database) -> None:
         self._db = db
+        # Tasks already read, by (peer, id): validating a stored body costs more than the
+        # rest of a read, and a version that has not moved means the body has not either.
+        self._read = TaskCache()
 
     async def get(self, peer: str, task_id: str) -> StoredTask | None:
         row = self._db.query_one(
             "SELECT body, version FROM tasks WHERE id = ? AND peer = ?", (task_id, peer)
         )
-        return None if row is None else StoredTask(_loads(row[0]), row[1])
+        if row is None:
+            return None
+        body, version = row
+        cached = self._read.get((peer, task_id), version)
+        if cached is not None:
+            return cached
+        stored = StoredTask(_loads(body), version)
+        self._read.put((peer, task_id), stored, len(body))
+        return stored
 
     async def message_key(self, peer: str, message_id: str) -> MessageKey | None:
         row = self._db.query_one(
@@ -54,7 +66,9 @@ class SqliteTaskStore:
             )
             return StoredTask(task, 0)
 
-        return await self._db.write(job)
+        stored = await self._db.write(job)
+        self._read.put((peer, task.id), stored, len(body))
+        return stored
 
     async def update(
         self, peer: str, task: Task, version: int, key: MessageKey | None = None
@@ -76,7 +90,9 @@ class SqliteTaskStore:
                 raise VersionConflict() if found else TaskNotFound()
             return StoredTask(task, version + 1)
 
-        return await self._db.write(job)
+        stored = await self._db.write(job)
+        self._read.put((peer, task.id), stored, len(body))
+        return stored
 
     async def recover(self, now_iso: str) -> int:
         def job(conn: sqlite3.Connection) -> int:
@@ -107,11 +123,40 @@ class SqliteTaskStore:
         return [_loads(row[0]) for row in rows]
 
 
+class TaskCache:
+    """Validated tasks by (peer, id) and version, least recently used first out, bounded by
+    the size of their stored bodies."""
+
+    def __init__(self, max_bytes: int = 16 * 1024 * 1024) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._entries: OrderedDict[tuple[str, str], tuple[StoredTask, int]] = OrderedDict()
+
+    def get(self, key: tuple[str, str], version: int) -> StoredTask | None:
+        entry = self._entries.get(key)
+        if entry is None or entry[0].version != version:
+            return None
+        self._entries.move_to_end(key)
+        return entry[0]
+
+    def put(self, key: tuple[str, str], stored: StoredTask, size: int) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= old[1]
+        if size > self._max_bytes // 4:
+            return  # one huge task would push out everything else
+        self._entries[key] = (stored, size)
+        self._bytes += size
+        while self._bytes > self._max_bytes:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self._bytes -= dropped
+
+
 def _restart_failure(task: Task, now_iso: str) -> Task:
     message = Message(
         kind="message",
         role="agent",
-        messageId=str(uuid.uuid4()),
+        messageId=new_id(),
         parts=[TextPart(kind="text", text=RESTART_MESSAGE)],
         taskId=task.id,
         contextId=task.contextId,
