@@ -15,8 +15,6 @@ from synthorg.admin.api import AdminApi
 from synthorg.admin.audit import AuditLog
 from synthorg.admin.service import AdminService, PeersAdmin, SettingsAdmin
 from synthorg.admin.token import AdminToken
-from synthorg.api.app import NodeApp
-from synthorg.api.endpoints import operation_endpoints
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.cards.publisher import CardPublisher
 from synthorg.config.company import ConfigError, NodeConfig, load_config
@@ -41,6 +39,8 @@ from synthorg.store.sqlite.settings import SqliteSettingsStore
 from synthorg.store.sqlite.tasks import SqliteTaskStore
 from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
+from synthorg.web.app import NodeApp
+from synthorg.web.endpoints import operation_endpoints
 
 
 def is_loopback(host: str) -> bool:

@@ -13,13 +13,13 @@ import ctypes
 import os
 import signal
 
-from synthorg.api.app import NodeApp
 from synthorg.api.serve import settle_memory
 from synthorg.http.limits import ServerLimits
 from synthorg.http.protocol import LimitedHttpToolsProtocol
 from synthorg.node import Node
 from synthorg.observability.log import configure_logging
 from synthorg.paths import data_dir_from_env
+from synthorg.web.app import NodeApp
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 

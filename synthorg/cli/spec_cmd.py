@@ -27,7 +27,6 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import yaml
 
-from synthorg.api.spec_routes import OPENAPI_JSON_PATH, OPENAPI_YAML_PATH, openapi_resources
 from synthorg.cli.common import (
     EXIT_OK,
     add_data_dir_option,
@@ -40,6 +39,7 @@ from synthorg.cli.common import (
 from synthorg.contract.compat import SpecShapeError, compare_specs, render_table
 from synthorg.contract.spec import bundled_openapi
 from synthorg.names import canonical_peer_name
+from synthorg.web.spec_routes import OPENAPI_JSON_PATH, OPENAPI_YAML_PATH, openapi_resources
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers

@@ -25,8 +25,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from synthorg.cards.projection import SKILLS_EXTENSION_METHODS
-from synthorg.generated.constants import RESULT_DEFINITIONS, RPC_POST
+from synthorg.generated.constants import (
+    RESULT_DEFINITIONS,
+    RPC_POST,
+    SKILLS_NEGOTIATE,
+    SKILLS_QUERY,
+)
 
 Severity = Literal["error", "warning"]
 Status = Literal["ok", "warning", "incompatible", "-"]
@@ -35,7 +39,8 @@ RPC_PATH = RPC_POST.path
 # Which of our result definitions each of our methods returns (the spec's <Name>Result).
 RESULTS: Mapping[str, str] = RESULT_DEFINITIONS
 # A peer may lack these and still take delegated tasks: they are an optional extension.
-OPTIONAL_METHODS = frozenset(SKILLS_EXTENSION_METHODS)
+# The SynthOrg skills extension: a peer without it is still compatible, with a warning.
+OPTIONAL_METHODS = frozenset({SKILLS_QUERY, SKILLS_NEGOTIATE})
 
 _RANGES = (
     ("minLength", "maxLength", "characters"),

@@ -18,12 +18,12 @@ from synthorg.admin.api import AdminApi
 from synthorg.admin.audit import AUDIT_FILENAME
 from synthorg.admin.gate import ADMIN_ROUTES, MAX_BODY_BYTES, AdminGate
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
-from synthorg.api.endpoints import operation_endpoints
-from synthorg.api.router import Router
 from synthorg.contract.spec import all_definitions, bundled_openapi
 from synthorg.node import Node
 from synthorg.observability.log import LOGGER_NAME
 from synthorg.settings.definitions.a2a import definitions
+from synthorg.web.endpoints import operation_endpoints
+from synthorg.web.router import Router
 
 PEER, PEER_KEY = "peer-a", "peer-a-credential-3b9d1f"
 SECRET = "peer-secret-LEAKCHECK-7e21c4"

@@ -15,7 +15,8 @@ import pytest
 import yaml
 from openapi_spec_validator import validate
 
-from synthorg.api.spec_routes import (
+from synthorg.contract.spec import SCHEMA_FILES, bundled_openapi, spec_dir
+from synthorg.web.spec_routes import (
     DOCS_CSP,
     SpecRoutes,
     build_resources,
@@ -23,7 +24,6 @@ from synthorg.api.spec_routes import (
     swagger_ui_dir,
     swagger_ui_version,
 )
-from synthorg.contract.spec import SCHEMA_FILES, bundled_openapi, spec_dir
 
 SCHEMAS = spec_dir() / "schemas"
 

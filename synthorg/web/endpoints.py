@@ -18,9 +18,9 @@ import handlers.admin
 import handlers.cards
 from handlers.context import AdminContext, CardsContext, HttpRequest
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
-from synthorg.api.router import Endpoint, HttpCall
 from synthorg.generated import constants as spec
 from synthorg.generated.constants import OPERATIONS, Operation
+from synthorg.web.router import Endpoint, HttpCall
 
 GATEWAY = "gateway"  # the JSON-RPC operations: served by the gateway endpoint
 CardHandler = Callable[[HttpRequest, CardsContext], Awaitable[Response]]

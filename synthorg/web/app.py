@@ -1,7 +1,7 @@
 """The node's ASGI app: the JSON-RPC gateway on its own path, everything else routed.
 
     /api/v1/a2a...      the gateway (synthorg.gateway.endpoint): gates, body, pipeline
-    /openapi.*, /spec/, /docs   the published contract (synthorg.api.spec_routes)
+    /openapi.*, /spec/, /docs   the published contract (synthorg.web.spec_routes)
     /api/v1/admin/...   the admin gate (synthorg.admin.gate), then the admin operations
     anything else       the card operations, or 404 / 405
 
@@ -17,10 +17,10 @@ from starlette.types import Receive, Scope, Send
 
 from synthorg.admin.gate import AdminGate
 from synthorg.admin.token import AdminToken
-from synthorg.api.router import Endpoint, Router
-from synthorg.api.spec_routes import SpecRoutes
 from synthorg.gateway.endpoint import Gateway
 from synthorg.generated.constants import RPC_POST, Operation
+from synthorg.web.router import Endpoint, Router
+from synthorg.web.spec_routes import SpecRoutes
 
 RPC_PREFIX = RPC_POST.path.rstrip("/")
 
