@@ -157,8 +157,12 @@ def _render_any(record: dict[str, Any]) -> str:
 
 def emit(event: str, /, *, level: str = "info", **fields: object) -> None:
     """Log ``event`` with ``fields`` as one JSON line. Never raises."""
-    with contextlib.suppress(Exception):  # a logging failure must never take a request down
+    # A plain try (cheaper than contextlib.suppress): a logging failure never takes a
+    # request down.
+    try:  # noqa: SIM105
         _emit(event, level, fields)
+    except Exception:
+        pass
 
 
 def _emit(event: str, level: str, fields: dict[str, object]) -> None:
@@ -226,8 +230,8 @@ def _sole_handler() -> _EventHandler | None:
         return None
     if not _logger.propagate:
         return handlers[0]
-    root = logging.root.handlers
-    if any(not isinstance(h, _LibraryHandler) for h in root) or _logger.filters:
-        return None
-    return handlers[0]
+    for handler in logging.root.handlers:
+        if not isinstance(handler, _LibraryHandler):
+            return None
+    return None if _logger.filters else handlers[0]
 
