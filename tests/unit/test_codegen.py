@@ -23,7 +23,7 @@ from referencing import Registry, Resource
 
 import codegen.__main__ as codegen_main
 from codegen.dispatch import handler_module, methods, render_dispatch
-from codegen.models import CodegenError, _class_source, render_models, type_expr
+from codegen.models import CodegenError, _class_source, render_models, spec_names, type_expr
 from synthorg.a2a import rpc
 from synthorg.generated import models
 from synthorg.generated.dispatch import DISPATCH, PARAMS_ADAPTER
@@ -156,6 +156,109 @@ def test_generator_refuses_unsupported_keywords() -> None:
 def test_generator_refuses_open_objects() -> None:
     with pytest.raises(CodegenError, match="must set additionalProperties: false"):
         _class_source("Open", {"type": "object", "properties": {"a": {"type": "string"}}}, set())
+
+
+def rendered(schema: dict[str, Any]) -> TypeAdapter[Any]:
+    """A strict adapter for what the generator renders for `schema`, in the generated module's
+    namespace (where `_json_type`, `Tag` and the spec's definitions live)."""
+    return TypeAdapter(eval(type_expr(schema, "X"), vars(models)), config={"strict": True})
+
+
+def test_a_type_list_is_a_union_tagged_by_json_type() -> None:
+    adapter = rendered({"type": ["string", "number", "boolean", "null"], "maxLength": 3})
+    for value in ["abc", 5, 2**70, 1.5, True, False, None]:
+        assert adapter.validate_python(value) == value
+        assert type(adapter.validate_python(value)) is type(value)  # 5 stays an int, True a bool
+    assert adapter.dump_python(5, mode="json") == 5
+    with pytest.raises(ValidationError) as too_long:
+        adapter.validate_python("abcd")
+    # only the value's own branch reports: one error, not one per listed type
+    assert [(e["type"], e["loc"]) for e in too_long.value.errors()] == [
+        ("string_too_long", ("string",))
+    ]
+    for wrong in [[], {}, (1,), b"x"]:
+        with pytest.raises(ValidationError) as caught:
+            adapter.validate_python(wrong)
+        [error] = caught.value.errors()
+        assert error["type"] == "json_type_not_allowed"
+        assert error["msg"] == "Input should be a JSON string, number, boolean or null"
+
+
+def test_a_type_list_applies_each_keyword_to_its_own_type() -> None:
+    adapter = rendered(
+        {
+            "type": ["integer", "array", "object"],
+            "maximum": 9,
+            "maxItems": 2,
+            "items": {"type": "integer"},
+            "maxProperties": 1,
+            "propertyNames": {"type": "string", "maxLength": 2},
+            "additionalProperties": {"type": "boolean"},
+        }
+    )
+    assert adapter.validate_python(9) == 9
+    assert adapter.validate_python([1, 2]) == [1, 2]
+    assert adapter.validate_python({"ab": True}) == {"ab": True}
+    bad = [10, 1.5, [1, 2, 3], ["1"], {"a": True, "b": True}, {"abc": True}, {"a": 1}, "s"]
+    for value in bad:
+        with pytest.raises(ValidationError):
+            adapter.validate_python(value)
+
+
+def test_a_free_form_object_takes_its_key_and_value_types_from_the_schema() -> None:
+    schema = {
+        "type": "object",
+        "maxProperties": 2,
+        "propertyNames": {"$ref": "methods.json#/$defs/SkillName"},
+        "additionalProperties": {"type": "integer"},
+    }
+    assert type_expr(schema, "X") == "Annotated[dict[SkillName, int], Field(max_length=2)]"
+    assert type_expr({"type": "object"}, "X") == "dict[str, Any]"
+    assert type_expr({"type": "object", "additionalProperties": True}, "X") == "dict[str, Any]"
+    adapter = rendered(schema)
+    assert adapter.validate_python({"k": 1}) == {"k": 1}
+    for value in [{"k": "1"}, {"": 1}, {"k" * 129: 1}, {"a": 1, "b": 2, "c": 3}]:
+        with pytest.raises(ValidationError):
+            adapter.validate_python(value)
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"type": []}, "type must list distinct JSON types"),
+        ({"type": ["string", "string"]}, "type must list distinct JSON types"),
+        ({"type": ["string", "date"]}, "type must list distinct JSON types"),
+        ({"type": ["integer", "number"]}, "type lists number, which admits integers"),
+        ({"type": ["number", "null"], "maxLength": 3}, r"\['maxLength'\] apply to none of"),
+        ({"type": ["string", "null"], "items": {}}, r"\['items'\] apply to none of"),
+        ({"type": ["string", "null"], "format": "uri"}, "unsupported keywords"),
+        (
+            {"type": "object", "propertyNames": {"type": "integer"}},
+            "propertyNames must be a string schema",
+        ),
+        (
+            {"type": "object", "propertyNames": {"$ref": "a2a.json#/$defs/TextPart"}},
+            "propertyNames must be a string schema",
+        ),
+        (
+            {"type": "object", "additionalProperties": False},
+            "an object without properties must admit some members",
+        ),
+    ],
+)
+def test_generator_refuses_type_lists_and_free_form_objects_it_cannot_honour(
+    schema: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(CodegenError, match=problem):
+        type_expr(schema, "X")
+
+
+def test_spec_names_are_the_spec_vocabulary_and_nothing_a_caller_chose() -> None:
+    names = set(models.SPEC_NAMES)
+    assert names == set(spec_names())
+    assert {"metadata", "messageId", "FileWithBytes", "text", "message/send"} <= names
+    assert {"string", "number", "integer", "boolean", "null", "array", "object"} <= names
+    assert {"agentId", "synthorg.visited", "[key]", "*"}.isdisjoint(names)
 
 
 # -- generated models behave -----------------------------------------------------------------------
