@@ -43,7 +43,34 @@ def _json_type(value: Any) -> str | None:
 Identifier = Annotated[str, Field(min_length=1, max_length=128, pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$')]
 
 
-Metadata = Annotated[dict[str, Any], Field(max_length=64)]
+FreeFormKey = Annotated[str, Field(max_length=256)]
+
+
+MetadataLeaf = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean or null')]
+
+
+MetadataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[MetadataLeaf], Field(max_length=8)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, MetadataLeaf], Field(max_length=8)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+MetadataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[MetadataValue2], Field(max_length=16)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, MetadataValue2], Field(max_length=16)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+Metadata = Annotated[dict[FreeFormKey, MetadataValue1], Field(max_length=64)]
+
+
+DataLeaf = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean or null')]
+
+
+DataValue3 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataLeaf], Field(max_length=256)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataLeaf], Field(max_length=256)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+DataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue3], Field(max_length=256)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue3], Field(max_length=256)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+DataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue2], Field(max_length=256)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue2], Field(max_length=256)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+Data = Annotated[dict[FreeFormKey, DataValue1], Field(max_length=256)]
 
 
 ExtensionUris = Annotated[list[Annotated[str, Field(min_length=1, max_length=512)]], Field(max_length=16)]
@@ -62,13 +89,13 @@ class TextPart(SpecModel):
 
 
 class FileWithBytes(SpecModel):
-    bytes_: Annotated[str, Field(max_length=1048576)] = Field(alias='bytes')
+    bytes_: Annotated[str, Field(max_length=1048576, pattern='^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$')] = Field(alias='bytes')
     mimeType: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
     name: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
 
 
 class FileWithUri(SpecModel):
-    uri: Annotated[str, Field(min_length=1, max_length=2048)]
+    uri: Annotated[str, Field(min_length=1, max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\x00-\\x20\\x7f/?#][^\\x00-\\x20\\x7f]*$')]
     mimeType: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
     name: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
 
@@ -81,7 +108,7 @@ class FilePart(SpecModel):
 
 class DataPart(SpecModel):
     kind: Literal['data']
-    data: Annotated[dict[str, Any], Field(max_length=256)]
+    data: Data
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
@@ -665,7 +692,12 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'CardUrl',
     'CompanyConfig',
     'CompanyFile',
+    'Data',
+    'DataLeaf',
     'DataPart',
+    'DataValue1',
+    'DataValue2',
+    'DataValue3',
     'ErrorCode',
     'ErrorData',
     'ExecutorConfig',
@@ -673,6 +705,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'FilePart',
     'FileWithBytes',
     'FileWithUri',
+    'FreeFormKey',
     'GRPC',
     'HTTP+JSON',
     'HTTPAuthSecurityScheme',
@@ -689,6 +722,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'MessageSendParams',
     'MessageSendRequest',
     'Metadata',
+    'MetadataLeaf',
+    'MetadataValue1',
+    'MetadataValue2',
     'MutualTLSSecurityScheme',
     'OAuth2SecurityScheme',
     'OpenIdConnectSecurityScheme',

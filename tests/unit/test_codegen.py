@@ -327,7 +327,7 @@ def test_part_union_is_discriminated_by_kind() -> None:
     assert isinstance(adapter.validate_python({"kind": "text", "text": "x"}), models.TextPart)
     assert isinstance(adapter.validate_python({"kind": "data", "data": {}}), models.DataPart)
     assert isinstance(
-        adapter.validate_python({"kind": "file", "file": {"uri": "u"}}), models.FilePart
+        adapter.validate_python({"kind": "file", "file": {"uri": "https://x/y"}}), models.FilePart
     )
     assert error_types(models.Part, {"kind": "video"}) == ["union_tag_invalid"]
     assert error_types(models.Part, {"text": "x"}) == ["union_tag_not_found"]
@@ -587,6 +587,128 @@ def test_integral_floats_agree_with_json_schema_once_parsed_at_the_boundary(
     assert model_valid(definition, parsed)
 
 
+def nested(depth: int, leaf: Any) -> Any:
+    """`leaf` inside `depth` single-member objects."""
+    for _ in range(depth):
+        leaf = {"k": leaf}
+    return leaf
+
+
+PEER_NAME_63 = "p" * 63
+# Free-form values and file parts, at each bound and one step past it (spec/schemas/a2a.json):
+# Metadata: names <= 256, strings <= 4096, 64 members, then 16, then 8 entries, four levels;
+# Data: names <= 256, strings <= 65536, 256 members and entries, five levels.
+BOUND_SAMPLES: list[tuple[str, str, Any, bool]] = [
+    ("metadata-empty", "Metadata", {}, True),
+    (
+        "metadata-the-node-writes",
+        "Metadata",
+        {"agentId": "echo", "synthorg.visited": [PEER_NAME_63] * 8},
+        True,
+    ),
+    ("metadata-scalars", "Metadata", {"i": 2**70, "f": -1.5, "t": True, "n": None}, True),
+    ("metadata-string-4096", "Metadata", {"a": "x" * 4096}, True),
+    ("metadata-string-4097", "Metadata", {"a": "x" * 4097}, False),
+    ("metadata-leaf-string-4097", "Metadata", {"a": {"b": ["x" * 4097]}}, False),
+    ("metadata-name-256", "Metadata", {"k" * 256: 1}, True),
+    ("metadata-name-257", "Metadata", {"k" * 257: 1}, False),
+    ("metadata-nested-name-257", "Metadata", {"a": {"k" * 257: 1}}, False),
+    ("metadata-depth-4", "Metadata", nested(3, 1), True),
+    ("metadata-depth-4-array", "Metadata", {"a": {"b": [1, 1.5, True, None, "s"]}}, True),
+    ("metadata-depth-5", "Metadata", nested(4, 1), False),
+    ("metadata-depth-5-empty-object", "Metadata", nested(3, {}), False),
+    ("metadata-depth-5-empty-array", "Metadata", {"a": {"b": [[]]}}, False),
+    ("metadata-members-64", "Metadata", {str(i): i for i in range(64)}, True),
+    ("metadata-members-65", "Metadata", {str(i): i for i in range(65)}, False),
+    ("metadata-widths-16-8", "Metadata", {"a": [[1] * 8] * 16}, True),
+    ("metadata-array-17", "Metadata", {"a": [1] * 17}, False),
+    ("metadata-nested-array-9", "Metadata", {"a": [[1] * 9]}, False),
+    (
+        "metadata-objects-16-8",
+        "Metadata",
+        {"a": {str(i): {str(j): j for j in range(8)} for i in range(16)}},
+        True,
+    ),
+    ("metadata-object-17", "Metadata", {"a": {str(i): i for i in range(17)}}, False),
+    ("metadata-nested-object-9", "Metadata", {"a": {"b": {str(i): i for i in range(9)}}}, False),
+    ("data-empty", "Data", {}, True),
+    ("data-string-65536", "Data", {"a": "x" * 65536}, True),
+    ("data-string-65537", "Data", {"a": "x" * 65537}, False),
+    ("data-depth-5", "Data", nested(4, "x"), True),
+    ("data-depth-5-array", "Data", nested(3, [1, None]), True),
+    ("data-depth-6", "Data", nested(5, "x"), False),
+    ("data-depth-6-empty-array", "Data", nested(4, []), False),
+    ("data-members-256", "Data", {str(i): i for i in range(256)}, True),
+    ("data-members-257", "Data", {str(i): i for i in range(257)}, False),
+    ("data-array-256", "Data", nested(3, list(range(256))), True),
+    ("data-array-257", "Data", nested(3, list(range(257))), False),
+    ("data-object-257", "Data", {"a": {str(i): i for i in range(257)}}, False),
+    ("data-name-257", "Data", {"a": {"b": {"k" * 257: 1}}}, False),
+    *[
+        (f"bytes-{label}", "FileWithBytes", {"bytes": value}, valid)
+        for label, value, valid in [
+            ("empty", "", True),
+            ("pad-1", "aGk=", True),
+            ("pad-2", "aA==", True),
+            ("no-pad", "aGV5", True),
+            ("plus-slash", "+/+/", True),
+            ("missing-pad", "aGk", False),
+            ("extra-pad", "aGk==", False),
+            ("three-pad", "a===", False),
+            ("only-pad", "====", False),
+            ("pad-inside", "aG=k", False),
+            ("pad-then-more", "aGk=aGk=", False),
+            ("url-safe", "aG-_", False),
+            ("space", "aGk= ", False),
+            ("line-break", "aGk=\naGk=", False),
+            ("not-ascii", "aGk\u00e9", False),
+        ]
+    ],
+    *[
+        (f"uri-{label}", "FileWithUri", {"uri": value}, valid)
+        for label, value, valid in [
+            ("https", "https://x/y", True),
+            ("http", "http://x", True),
+            ("upper-case", "HTTPS://EXAMPLE.COM/A", True),
+            ("mixed-case", "HtTp://x.example/a?b=c#d", True),
+            ("userinfo-port", "https://user@host:8080/p", True),
+            ("javascript", "javascript:alert(1)", False),
+            ("javascript-upper", "JAVASCRIPT:alert(1)", False),
+            ("file", "file:///etc/passwd", False),
+            ("data", "data:text/plain;base64,aGk=", False),
+            ("ftp", "ftp://x/y", False),
+            ("one-slash", "https:/x", False),
+            ("no-host", "https:///x", False),
+            ("bare-scheme", "https://", False),
+            ("space", "https://x y", False),
+            ("tab", "https://x\ty", False),
+            ("leading-space", " https://x", False),
+            ("other-scheme", "httpx://x", False),
+            ("relative", "/x/y", False),
+        ]
+    ],
+]
+
+
+@pytest.mark.parametrize(
+    ("definition", "instance", "valid"),
+    [sample[1:] for sample in BOUND_SAMPLES],
+    ids=[sample[0] for sample in BOUND_SAMPLES],
+)
+def test_bounds_agree_with_json_schema(definition: str, instance: Any, valid: bool) -> None:
+    assert schema_valid(definition, instance) is valid, "sample is mislabelled"
+    assert model_valid(definition, instance) is valid
+
+
+def test_free_form_values_come_back_as_they_were_sent() -> None:
+    """A JSON number keeps its type through the model (5 is not turned into 5.0)."""
+    metadata = {"i": 5, "big": 2**70, "f": 5.5, "t": True, "n": None, "o": {"a": [1, "x"]}}
+    part = {"kind": "data", "data": metadata, "metadata": metadata}
+    dumped = models.DataPart.model_validate(part).model_dump(mode="json", exclude_none=True)
+    assert dumped == part
+    assert [type(dumped["data"][k]) for k in ("i", "big", "f", "t")] == [int, int, float, bool]
+
+
 def test_pattern_end_anchor_follows_ecma_262_not_python_re() -> None:
     """`$` in a spec pattern ends the string (ECMA-262); Python's `re` would also let a trailing
     newline through, and so does the `jsonschema` library. The model follows the spec."""
@@ -594,6 +716,8 @@ def test_pattern_end_anchor_follows_ecma_262_not_python_re() -> None:
     assert not model_valid(
         "SkillsNegotiateParams", {"method": "skills/negotiate", "skill": "s", "peerName": "p\n"}
     )
+    assert not model_valid("FileWithBytes", {"bytes": "aGk=\n"})
+    assert not model_valid("FileWithUri", {"uri": "https://x/y\n"})
 
 
 def test_params_models_require_method_which_the_wire_schema_leaves_optional() -> None:

@@ -24,6 +24,7 @@ from synthorg.a2a.compat import (
 from synthorg.spec import bundled_openapi
 
 OURS = bundled_openapi()
+VERSION = OURS["info"]["version"]
 CORE = ("message/send", "tasks/get", "tasks/cancel")
 WE_REJECT = "the peer may send it; we reject unknown members"
 
@@ -377,7 +378,7 @@ def test_a_different_major_version_is_a_warning() -> None:
         (
             "warning",
             "",
-            "the peer's contract is version 2.0.0, ours 1.0.0: a different major version",
+            f"the peer's contract is version 2.0.0, ours {VERSION}: a different major version",
         )
     ]
 
@@ -432,8 +433,8 @@ def test_the_table() -> None:
     )
     text = render_table(report, "http://peer/openapi.json")
     assert text.splitlines()[:10] == [
-        "peer:  SynthOrg A2A federation gateway 1.0.0 (http://peer/openapi.json)",
-        "ours:  SynthOrg A2A federation gateway 1.0.0",
+        f"peer:  SynthOrg A2A federation gateway {VERSION} (http://peer/openapi.json)",
+        f"ours:  SynthOrg A2A federation gateway {VERSION}",
         "",
         "method            offered        request  result",
         "message/send      yes            ok       warning",

@@ -165,12 +165,22 @@ def test_pathologically_deep_nesting_does_not_blow_the_stack(node: Node) -> None
     assert error_of(rpc(node, body)) == (200, INVALID_REQUEST, None)
 
 
-def test_nesting_at_the_limit_is_accepted(node: Node) -> None:
+def test_nesting_at_the_limit_passes_the_parser_to_meet_the_spec_bound(node: Node) -> None:
+    """The parser's bound (MAX_DEPTH) is a backstop for every body; the spec's own bounds on
+    free-form values (four levels of metadata) are tighter and answer -32602."""
     deep: Any = "x"
     for _ in range(MAX_DEPTH - 5):  # envelope, params, message, metadata add four levels
         deep = {"k": deep}
-    task = send(node, message(metadata=deep))
+    found = issues(rpc(node, call("message/send", {"message": message(metadata=deep)})))
+    assert [(issue["loc"], issue["type"]) for issue in found] == [
+        (["message", "metadata", "k", "object", "k", "object", "k"], "json_type_not_allowed")
+    ]
+
+
+def test_metadata_at_the_spec_depth_bound_is_accepted(node: Node) -> None:
+    task = send(node, message(metadata={"k": {"k": {"k": "x"}}}))
     assert task["status"]["state"] == "completed"
+    assert task["history"][0]["metadata"] == {"k": {"k": {"k": "x"}}}
 
 
 def test_number_beyond_double_range_never_yields_non_json(node: Node) -> None:
