@@ -288,7 +288,7 @@ class ValidationIssue(SpecModel):
 
 
 class ErrorData(SpecModel):
-    """Optional detail. errors lists params validation issues (never the input)."""
+    """Optional detail. errors lists params validation issues, never the input: each names where (loc: property names, list indices and the JSON type a free-form value was taken as, with * for each member name of a free-form object such as Metadata, unless the name is one the spec itself defines), what (msg) and its pydantic type."""
 
     errors: Annotated[list[ValidationIssue] | None, NoNull] = None
     reason: Annotated[str | None, NoNull] = None

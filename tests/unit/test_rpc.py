@@ -173,7 +173,7 @@ def test_nesting_at_the_limit_passes_the_parser_to_meet_the_spec_bound(node: Nod
         deep = {"k": deep}
     found = issues(rpc(node, call("message/send", {"message": message(metadata=deep)})))
     assert [(issue["loc"], issue["type"]) for issue in found] == [
-        (["message", "metadata", "k", "object", "k", "object", "k"], "json_type_not_allowed")
+        (["message", "metadata", "*", "object", "*", "object", "*"], "json_type_not_allowed")
     ]
 
 
@@ -385,6 +385,45 @@ def test_params_errors_never_echo_the_input(node: Node, caplog: pytest.LogCaptur
     assert marker not in json.dumps(envelope, ensure_ascii=False)
     assert marker not in caplog.text
     assert events.BOUNDARY_VALIDATION_FAILED in caplog.text
+
+
+def test_free_form_member_names_never_appear_in_the_errors(node: Node) -> None:
+    """A metadata or data member name is the caller's input: loc shows `*` in its place, where
+    a closed object's unknown member is still named (the issue it reports)."""
+    marker = "MARKER-\u00e9-5b1d"
+    bad = message(
+        parts=[{"kind": "data", "data": {marker: {marker: {marker: [{}] * 2}}}}],
+        metadata={marker * 40: 1, "ok": marker * 1000, "id": [marker * 1000]},
+        colour=marker,
+    )
+    status, envelope = rpc(node, call("message/send", {"message": bad, marker: 1}))
+    found = issues((status, envelope))
+    data = ["message", "parts", 0, "data", "data"]
+    assert sorted((issue["loc"], issue["type"]) for issue in found) == sorted(
+        [
+            ([*data, "*", "object", "*", "object", "*", "array", 0], "json_type_not_allowed"),
+            ([*data, "*", "object", "*", "object", "*", "array", 1], "json_type_not_allowed"),
+            (["message", "metadata", "*", "[key]"], "string_too_long"),
+            (["message", "metadata", "*", "string"], "string_too_long"),
+            # a member named like a spec property is no caller-chosen text: shown as it is
+            (["message", "metadata", "id", "array", 0, "string"], "string_too_long"),
+            (["message", "colour"], "extra_forbidden"),
+            ([marker], "extra_forbidden"),
+        ]
+    )
+    assert json.dumps(envelope, ensure_ascii=False).count(marker) == 1  # the unknown param
+
+
+@pytest.mark.parametrize(
+    "file",
+    [{"bytes": "MARKER-NOT-BASE64"}, {"uri": "javascript:MARKER()"}, {"uri": "file:///MARKER"}],
+    ids=["bytes", "javascript-uri", "file-uri"],
+)
+def test_a_refused_file_part_is_not_echoed(node: Node, file: dict[str, str]) -> None:
+    bad = message(parts=[{"kind": "file", "file": file}])
+    status, envelope = rpc(node, call("message/send", {"message": bad}))
+    assert {"string_pattern_mismatch"} <= {issue["type"] for issue in issues((status, envelope))}
+    assert "MARKER" not in json.dumps(envelope)
 
 
 def test_envelope_method_wins_over_params_method(node: Node) -> None:
