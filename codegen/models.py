@@ -8,6 +8,9 @@ spec cannot silently drift past what the models enforce. Rules:
 - an object without `properties` is a free-form `dict`: `dict[str, Any]`, or, bounded,
   `dict[<propertyNames>, <additionalProperties>]` when those give schemas (propertyNames must
   be a string schema);
+- a free-form value (a bounded free-form object, an array in a type list) stops at its first
+  bad member (pydantic's fail_fast): one error per free-form value, so an answer listing the
+  errors of a body full of bad members stays small;
 - a `type` list (a JSON value of any of those types, each keyword applying to its own type, as
   in JSON Schema: maxLength to strings, items to arrays, ...) is a union tagged by the value's
   JSON type (`_json_type`), so a value is validated by its own type's branch only and a value
@@ -126,13 +129,14 @@ def _field_args(schema: dict[str, Any]) -> list[str]:
     return [f"{mapping[key]}={schema[key]!r}" for key in mapping if key in schema]
 
 
-def _constrained(base: str, schema: dict[str, Any]) -> str:
-    args = _field_args(schema)
+def _constrained(base: str, schema: dict[str, Any], fail_fast: bool = False) -> str:
+    args = _field_args(schema) + (["fail_fast=True"] if fail_fast else [])
     return f"Annotated[{base}, Field({', '.join(args)})]" if args else base
 
 
-def type_expr(schema: dict[str, Any], where: str) -> str:
-    """The Python type expression for a schema."""
+def type_expr(schema: dict[str, Any], where: str, free_form: bool = False) -> str:
+    """The Python type expression for a schema. `free_form`: an array in a type list, whose
+    validation stops at its first bad item, as a free-form object's does."""
     unknown = set(schema) - _SUPPORTED_KEYS
     if unknown:
         raise CodegenError(f"{where}: unsupported keywords {sorted(unknown)}")
@@ -163,9 +167,10 @@ def type_expr(schema: dict[str, Any], where: str) -> str:
         return "None"
     if kind == "array":
         item = type_expr(schema.get("items", {}), f"{where}[]") if schema.get("items") else "Any"
-        return _constrained(f"list[{item}]", schema)
+        return _constrained(f"list[{item}]", schema, fail_fast=free_form)
     if kind == "object" and "properties" not in schema:
-        return _constrained(_dict_expr(schema, where), schema)
+        typed = isinstance(schema.get("additionalProperties"), dict)
+        return _constrained(_dict_expr(schema, where), schema, fail_fast=typed)
     if kind is None and set(schema) <= {"description", "title"}:
         return "Any"
     raise CodegenError(f"{where}: cannot express {schema!r} inline; give it a $defs name")
@@ -207,8 +212,8 @@ def _json_union(kinds: list[Any], schema: dict[str, Any], where: str) -> str:
         if kind == "number":  # an integral JSON number stays an int, as it was sent
             integer = type_expr({**own, "type": "integer"}, f"{where}<integer>")
             branches.append(f"Annotated[{integer}, Tag('integer')]")
-        branches.append(f"Annotated[{type_expr({**own, 'type': kind}, f'{where}<{kind}>')}, "
-                        f"Tag({kind!r})]")
+        expr = type_expr({**own, "type": kind}, f"{where}<{kind}>", free_form=True)
+        branches.append(f"Annotated[{expr}, Tag({kind!r})]")
     named = [*kinds[:-1], f"or {kinds[-1]}"] if len(kinds) > 1 else kinds
     message = f"Input should be a JSON {', '.join(named).replace(', or ', ' or ')}"
     discriminator = (

@@ -49,28 +49,28 @@ FreeFormKey = Annotated[str, Field(max_length=256)]
 MetadataLeaf = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean or null')]
 
 
-MetadataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[MetadataLeaf], Field(max_length=8)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, MetadataLeaf], Field(max_length=8)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+MetadataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[MetadataLeaf], Field(max_length=8, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, MetadataLeaf], Field(max_length=8, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
 
 
-MetadataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[MetadataValue2], Field(max_length=16)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, MetadataValue2], Field(max_length=16)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+MetadataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[MetadataValue2], Field(max_length=16, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, MetadataValue2], Field(max_length=16, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
 
 
-Metadata = Annotated[dict[FreeFormKey, MetadataValue1], Field(max_length=64)]
+Metadata = Annotated[dict[FreeFormKey, MetadataValue1], Field(max_length=64, fail_fast=True)]
 
 
 DataLeaf = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean or null')]
 
 
-DataValue3 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataLeaf], Field(max_length=256)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataLeaf], Field(max_length=256)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+DataValue3 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataLeaf], Field(max_length=256, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataLeaf], Field(max_length=256, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
 
 
-DataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue3], Field(max_length=256)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue3], Field(max_length=256)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+DataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue3], Field(max_length=256, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue3], Field(max_length=256, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
 
 
-DataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue2], Field(max_length=256)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue2], Field(max_length=256)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+DataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue2], Field(max_length=256, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue2], Field(max_length=256, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
 
 
-Data = Annotated[dict[FreeFormKey, DataValue1], Field(max_length=256)]
+Data = Annotated[dict[FreeFormKey, DataValue1], Field(max_length=256, fail_fast=True)]
 
 
 ExtensionUris = Annotated[list[Annotated[str, Field(min_length=1, max_length=512)]], Field(max_length=16)]
@@ -381,7 +381,7 @@ CardUrl = Annotated[str, Field(min_length=1, max_length=2048)]
 MediaTypes = Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=64)]
 
 
-SecurityRequirement = Annotated[dict[str, Annotated[list[Annotated[str, Field(max_length=255)]], Field(max_length=64)]], Field(max_length=16)]
+SecurityRequirement = Annotated[dict[str, Annotated[list[Annotated[str, Field(max_length=255)]], Field(max_length=64)]], Field(max_length=16, fail_fast=True)]
 
 
 class AgentSkill(SpecModel):
@@ -484,7 +484,7 @@ class AgentCard(SpecModel):
     defaultInputModes: MediaTypes
     defaultOutputModes: MediaTypes
     skills: Annotated[list[AgentSkill], Field(max_length=16384)]
-    securitySchemes: Annotated[Annotated[dict[str, SecurityScheme], Field(max_length=16)] | None, NoNull] = None
+    securitySchemes: Annotated[Annotated[dict[str, SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
     security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
     provider: Annotated[AgentProvider | None, NoNull] = None
     documentationUrl: Annotated[CardUrl | None, NoNull] = None

@@ -212,7 +212,8 @@ def test_a_free_form_object_takes_its_key_and_value_types_from_the_schema() -> N
         "propertyNames": {"$ref": "methods.json#/$defs/SkillName"},
         "additionalProperties": {"type": "integer"},
     }
-    assert type_expr(schema, "X") == "Annotated[dict[SkillName, int], Field(max_length=2)]"
+    expected = "Annotated[dict[SkillName, int], Field(max_length=2, fail_fast=True)]"
+    assert type_expr(schema, "X") == expected
     assert type_expr({"type": "object"}, "X") == "dict[str, Any]"
     assert type_expr({"type": "object", "additionalProperties": True}, "X") == "dict[str, Any]"
     adapter = rendered(schema)
@@ -220,6 +221,24 @@ def test_a_free_form_object_takes_its_key_and_value_types_from_the_schema() -> N
     for value in [{"k": "1"}, {"": 1}, {"k" * 129: 1}, {"a": 1, "b": 2, "c": 3}]:
         with pytest.raises(ValidationError):
             adapter.validate_python(value)
+
+
+def test_a_free_form_value_reports_its_first_bad_member_only() -> None:
+    """Free-form objects and type-list arrays stop at the first bad member (fail_fast), so a
+    body full of bad members cannot make a huge answer; a closed model's list still reports
+    every bad item."""
+    leaf = {"type": ["string", "null"], "maxLength": 1}
+    free_object = {"type": "object", "maxProperties": 9, "additionalProperties": leaf}
+    free_array = {"type": ["array"], "maxItems": 9, "items": leaf}
+    assert "fail_fast=True" in type_expr(free_object, "X")
+    assert "fail_fast=True" in type_expr(free_array, "X")
+    assert "fail_fast" not in type_expr({"type": "array", "items": leaf}, "X")
+    assert "fail_fast" not in type_expr({"type": "object"}, "X")
+    for schema, bad in [(free_object, {"a": "xx", "b": "yy", "c": 1}), (free_array, ["xx", 1])]:
+        with pytest.raises(ValidationError) as caught:
+            rendered(schema).validate_python(bad)
+        assert caught.value.error_count() == 1
+    assert len(error_types(models.Parts, [{"kind": "text"}, {"kind": "text"}])) == 2
 
 
 @pytest.mark.parametrize(

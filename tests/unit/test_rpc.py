@@ -392,26 +392,42 @@ def test_free_form_member_names_never_appear_in_the_errors(node: Node) -> None:
     a closed object's unknown member is still named (the issue it reports)."""
     marker = "MARKER-\u00e9-5b1d"
     bad = message(
-        parts=[{"kind": "data", "data": {marker: {marker: {marker: [{}] * 2}}}}],
-        metadata={marker * 40: 1, "ok": marker * 1000, "id": [marker * 1000]},
+        parts=[
+            {"kind": "data", "data": {marker: {marker: {marker: [{}]}}}},
+            {"kind": "text", "text": "t", "metadata": {marker * 40: 1}},
+            {"kind": "text", "text": "t", "metadata": {"id": [marker * 1000]}},
+        ],
+        metadata={"ok": marker * 1000},
         colour=marker,
     )
     status, envelope = rpc(node, call("message/send", {"message": bad, marker: 1}))
     found = issues((status, envelope))
     data = ["message", "parts", 0, "data", "data"]
+    part = ["message", "parts"]
     assert sorted((issue["loc"], issue["type"]) for issue in found) == sorted(
         [
             ([*data, "*", "object", "*", "object", "*", "array", 0], "json_type_not_allowed"),
-            ([*data, "*", "object", "*", "object", "*", "array", 1], "json_type_not_allowed"),
-            (["message", "metadata", "*", "[key]"], "string_too_long"),
-            (["message", "metadata", "*", "string"], "string_too_long"),
+            ([*part, 1, "text", "metadata", "*", "[key]"], "string_too_long"),
             # a member named like a spec property is no caller-chosen text: shown as it is
-            (["message", "metadata", "id", "array", 0, "string"], "string_too_long"),
+            ([*part, 2, "text", "metadata", "id", "array", 0, "string"], "string_too_long"),
+            (["message", "metadata", "*", "string"], "string_too_long"),
             (["message", "colour"], "extra_forbidden"),
             ([marker], "extra_forbidden"),
         ]
     )
     assert json.dumps(envelope, ensure_ascii=False).count(marker) == 1  # the unknown param
+
+
+def test_a_body_full_of_bad_free_form_members_gets_a_small_answer(node: Node) -> None:
+    """A free-form value stops at its first bad member: one issue each, not one per member
+    (a 1 MiB body of bad leaves once answered 250,000 issues, 54 MB, in 4.5 s)."""
+    data = {"a": {"b": {"c": [{}] * 256}}, "d": ["x" * 65537] * 3}
+    metadata = {f"m{i}": {"n": [[]] * 8} for i in range(64)}
+    parts = [{"kind": "data", "data": data, "metadata": metadata}] * 20
+    status, envelope = rpc(node, call("message/send", {"message": message(parts=parts)}))
+    found = issues((status, envelope))
+    assert len(found) == 40  # per part: one for data, one for metadata
+    assert len(json.dumps(envelope)) < 12_000
 
 
 @pytest.mark.parametrize(
