@@ -61,13 +61,13 @@ Metadata = Annotated[dict[FreeFormKey, MetadataValue1], Field(max_length=64, fai
 DataLeaf = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean or null')]
 
 
-DataValue3 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataLeaf], Field(max_length=256, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataLeaf], Field(max_length=256, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+DataValue3 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataLeaf], Field(max_length=8, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataLeaf], Field(max_length=8, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
 
 
-DataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue3], Field(max_length=256, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue3], Field(max_length=256, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+DataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue3], Field(max_length=16, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue3], Field(max_length=16, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
 
 
-DataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue2], Field(max_length=256, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue2], Field(max_length=256, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+DataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue2], Field(max_length=64, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue2], Field(max_length=64, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
 
 
 Data = Annotated[dict[FreeFormKey, DataValue1], Field(max_length=256, fail_fast=True)]
@@ -89,7 +89,7 @@ class TextPart(SpecModel):
 
 
 class FileWithBytes(SpecModel):
-    bytes_: Annotated[str, Field(max_length=1048576, pattern='^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$')] = Field(alias='bytes')
+    bytes_: Annotated[str, Field(max_length=1048576, pattern='^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|)$')] = Field(alias='bytes')
     mimeType: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
     name: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
 

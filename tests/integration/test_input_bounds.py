@@ -4,8 +4,8 @@ Each case sends one input one step past a bound, answered -32602 with `data.erro
 where (the input itself never echoed), and the same input at the bound, accepted and kept as
 it was sent. The bounds (spec/schemas/a2a.json): file bytes are standard base64; a file uri is
 http or https; Metadata has names <= 256 characters, strings <= 4096, 64 members then 16 then 8
-entries, four levels; Data (a data part's content) has strings <= 65536, 256 members and
-entries, five levels.
+entries, four levels; Data (a data part's content) has strings <= 65536, 256 members then 64,
+16 and 8 entries, five levels.
 """
 
 from __future__ import annotations
@@ -209,16 +209,34 @@ CASES = [
         id="data-nested-one-level-too-deep",
     ),
     pytest.param(
-        data({"rows": list(range(256))}),
-        data({"rows": list(range(257))}),
+        data({"rows": list(range(64))}),
+        data({"rows": list(range(65))}),
         ([*DATA, "*", "array"], "too_long"),
-        id="data-array-over-256",
+        id="data-array-over-64",
     ),
     pytest.param(
-        data({"row": members(256)}),
-        data({"row": members(257)}),
+        data({"rows": [list(range(16))]}),
+        data({"rows": [list(range(17))]}),
+        ([*DATA, "*", "array", 0, "array"], "too_long"),
+        id="data-nested-array-over-16",
+    ),
+    pytest.param(
+        data({"rows": [[list(range(8))]]}),
+        data({"rows": [[list(range(9))]]}),
+        ([*DATA, "*", "array", 0, "array", 0, "array"], "too_long"),
+        id="data-nested-array-over-8",
+    ),
+    pytest.param(
+        data({"row": members(64)}),
+        data({"row": members(65)}),
         ([*DATA, "*", "object"], "too_long"),
-        id="data-object-over-256-members",
+        id="data-object-over-64-members",
+    ),
+    pytest.param(
+        data(nested(2, members(16))),
+        data(nested(2, members(17))),
+        ([*DATA, "*", "object", "*", "object"], "too_long"),
+        id="data-nested-object-over-16-members",
     ),
     pytest.param(
         data({"k" * 256: 1}),

@@ -616,7 +616,7 @@ def nested(depth: int, leaf: Any) -> Any:
 PEER_NAME_63 = "p" * 63
 # Free-form values and file parts, at each bound and one step past it (spec/schemas/a2a.json):
 # Metadata: names <= 256, strings <= 4096, 64 members, then 16, then 8 entries, four levels;
-# Data: names <= 256, strings <= 65536, 256 members and entries, five levels.
+# Data: names <= 256, strings <= 65536, 256 members, then 64, then 16, then 8 entries, five levels.
 BOUND_SAMPLES: list[tuple[str, str, Any, bool]] = [
     ("metadata-empty", "Metadata", {}, True),
     (
@@ -659,9 +659,14 @@ BOUND_SAMPLES: list[tuple[str, str, Any, bool]] = [
     ("data-depth-6-empty-array", "Data", nested(4, []), False),
     ("data-members-256", "Data", {str(i): i for i in range(256)}, True),
     ("data-members-257", "Data", {str(i): i for i in range(257)}, False),
-    ("data-array-256", "Data", nested(3, list(range(256))), True),
-    ("data-array-257", "Data", nested(3, list(range(257))), False),
-    ("data-object-257", "Data", {"a": {str(i): i for i in range(257)}}, False),
+    ("data-widths-64-16-8", "Data", {"a": [[[1] * 8] * 16] * 64}, True),
+    ("data-array-65", "Data", {"a": [1] * 65}, False),
+    ("data-nested-array-17", "Data", {"a": [[1] * 17]}, False),
+    ("data-nested-array-9", "Data", {"a": [[[1] * 9]]}, False),
+    ("data-object-64", "Data", {"a": {str(i): i for i in range(64)}}, True),
+    ("data-object-65", "Data", {"a": {str(i): i for i in range(65)}}, False),
+    ("data-nested-object-17", "Data", {"a": {"b": {str(i): i for i in range(17)}}}, False),
+    ("data-nested-object-9", "Data", nested(3, {str(i): i for i in range(9)}), False),
     ("data-name-257", "Data", {"a": {"b": {"k" * 257: 1}}}, False),
     *[
         (f"bytes-{label}", "FileWithBytes", {"bytes": value}, valid)
