@@ -5,7 +5,18 @@ spec cannot silently drift past what the models enforce. Rules:
 
 - an object with `properties` becomes a frozen, strict model that forbids unknown keys
   (`additionalProperties: false` is required);
-- an object without `properties` is a free-form `dict[str, Any]`;
+- an object without `properties` is a free-form `dict`: `dict[str, Any]`, or, bounded,
+  `dict[<propertyNames>, <additionalProperties>]` when those give schemas (propertyNames must
+  be a string schema);
+- a free-form value (a bounded free-form object, an array in a type list) stops at its first
+  bad member (pydantic's fail_fast): one error per free-form value, so an answer listing the
+  errors of a body full of bad members stays small;
+- a `type` list (a JSON value of any of those types, each keyword applying to its own type, as
+  in JSON Schema: maxLength to strings, items to arrays, ...) is a union tagged by the value's
+  JSON type (`_json_type`), so a value is validated by its own type's branch only and a value
+  of an unlisted type is one `json_type_not_allowed` error; `number` in a type list keeps an
+  integer an `int` (a free-form value comes back as it was sent), where a lone `type: number`
+  is a `float`;
 - an optional property that is not nullable rejects an explicit `null`;
 - the property a union's `discriminator` names is required in every variant (the gateway
   always supplies it, see envelope precedence);
@@ -26,7 +37,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
 
@@ -43,6 +54,21 @@ def _reject_null(value: Any) -> Any:
 
 
 NoNull = BeforeValidator(_reject_null)
+
+_JSON_TYPES: dict[type, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+    list: "array",
+    dict: "object",
+}
+
+
+def _json_type(value: Any) -> str | None:
+    """The JSON type of a parsed JSON value: the tag of a union over a schema's `type` list."""
+    return _JSON_TYPES.get(type(value))
 '''
 
 _SHADOWING = {"bytes", "str", "int", "float", "bool", "list", "dict", "type", "Any", "Field"}
@@ -66,12 +92,26 @@ _SUPPORTED_KEYS = {
     "minItems",
     "maxItems",
     "maxProperties",
+    "propertyNames",
     "oneOf",
     "discriminator",
     # OpenAPI tooling's names and descriptions for enum values (annotations only).
     "x-enum-varnames",
     "x-enum-descriptions",
 }
+# The keywords that apply to each JSON type, for schemas whose `type` is a list.
+_TYPE_KEYWORDS: dict[str, frozenset[str]] = {
+    "string": frozenset({"minLength", "maxLength", "pattern"}),
+    "integer": frozenset({"minimum", "maximum"}),
+    "number": frozenset({"minimum", "maximum"}),
+    "boolean": frozenset(),
+    "null": frozenset(),
+    "array": frozenset({"items", "minItems", "maxItems"}),
+    "object": frozenset({"maxProperties", "propertyNames", "additionalProperties"}),
+}
+_SUBSCHEMA_KEYS = ("items", "additionalProperties", "propertyNames")
+_ANNOTATION_KEYS = frozenset({"description", "title", "default"})
+JSON_TYPE_ERROR = "json_type_not_allowed"
 
 
 class CodegenError(ValueError):
@@ -92,13 +132,14 @@ def _field_args(schema: dict[str, Any]) -> list[str]:
     return [f"{mapping[key]}={schema[key]!r}" for key in mapping if key in schema]
 
 
-def _constrained(base: str, schema: dict[str, Any]) -> str:
-    args = _field_args(schema)
+def _constrained(base: str, schema: dict[str, Any], fail_fast: bool = False) -> str:
+    args = _field_args(schema) + (["fail_fast=True"] if fail_fast else [])
     return f"Annotated[{base}, Field({', '.join(args)})]" if args else base
 
 
-def type_expr(schema: dict[str, Any], where: str) -> str:
-    """The Python type expression for a schema."""
+def type_expr(schema: dict[str, Any], where: str, free_form: bool = False) -> str:
+    """The Python type expression for a schema. `free_form`: an array in a type list, whose
+    validation stops at its first bad item, as a free-form object's does."""
     unknown = set(schema) - _SUPPORTED_KEYS
     if unknown:
         raise CodegenError(f"{where}: unsupported keywords {sorted(unknown)}")
@@ -115,6 +156,8 @@ def type_expr(schema: dict[str, Any], where: str) -> str:
             return f"Annotated[{variants}, Field(discriminator={prop!r})]"
         return variants
     kind = schema.get("type")
+    if isinstance(kind, list):
+        return _json_union(kind, schema, where)
     if kind == "string":
         return _constrained("str", schema)
     if kind == "integer":
@@ -127,12 +170,60 @@ def type_expr(schema: dict[str, Any], where: str) -> str:
         return "None"
     if kind == "array":
         item = type_expr(schema.get("items", {}), f"{where}[]") if schema.get("items") else "Any"
-        return _constrained(f"list[{item}]", schema)
+        return _constrained(f"list[{item}]", schema, fail_fast=free_form)
     if kind == "object" and "properties" not in schema:
-        return _constrained("dict[str, Any]", schema)
+        typed = isinstance(schema.get("additionalProperties"), dict)
+        return _constrained(_dict_expr(schema, where), schema, fail_fast=typed)
     if kind is None and set(schema) <= {"description", "title"}:
         return "Any"
     raise CodegenError(f"{where}: cannot express {schema!r} inline; give it a $defs name")
+
+
+def _resolved(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema, or the definition its `$ref` names."""
+    return all_definitions()[ref_target(schema["$ref"])][1] if "$ref" in schema else schema
+
+
+def _dict_expr(schema: dict[str, Any], where: str) -> str:
+    """A free-form object: `dict[key, value]`, from propertyNames and additionalProperties."""
+    key = "str"
+    names = schema.get("propertyNames")
+    if names is not None:
+        if _resolved(names).get("type") != "string":
+            raise CodegenError(f"{where}: propertyNames must be a string schema")
+        key = type_expr(names, f"{where}.propertyNames")
+    values = schema.get("additionalProperties", True)
+    if values is False:
+        raise CodegenError(f"{where}: an object without properties must admit some members")
+    value = "Any" if values is True else type_expr(values, f"{where}.additionalProperties")
+    return f"dict[{key}, {value}]"
+
+
+def _json_union(kinds: list[Any], schema: dict[str, Any], where: str) -> str:
+    """A `type` list: one branch per JSON type, chosen by the value's own JSON type."""
+    if not kinds or len(set(kinds)) != len(kinds) or not set(kinds) <= set(_TYPE_KEYWORDS):
+        raise CodegenError(f"{where}: type must list distinct JSON types, not {kinds!r}")
+    if {"integer", "number"} <= set(kinds):
+        raise CodegenError(f"{where}: type lists number, which admits integers: drop integer")
+    applicable = frozenset().union(*(_TYPE_KEYWORDS[kind] for kind in kinds))
+    stray = set(schema) - {"type"} - _ANNOTATION_KEYS - applicable
+    if stray:
+        raise CodegenError(f"{where}: {sorted(stray)} apply to none of the types {kinds}")
+    branches = []
+    for kind in kinds:
+        own = {key: value for key, value in schema.items() if key in _TYPE_KEYWORDS[kind]}
+        if kind == "number":  # an integral JSON number stays an int, as it was sent
+            integer = type_expr({**own, "type": "integer"}, f"{where}<integer>")
+            branches.append(f"Annotated[{integer}, Tag('integer')]")
+        expr = type_expr({**own, "type": kind}, f"{where}<{kind}>", free_form=True)
+        branches.append(f"Annotated[{expr}, Tag({kind!r})]")
+    named = [*kinds[:-1], f"or {kinds[-1]}"] if len(kinds) > 1 else kinds
+    message = f"Input should be a JSON {', '.join(named).replace(', or ', ' or ')}"
+    discriminator = (
+        f"Discriminator(_json_type, custom_error_type={JSON_TYPE_ERROR!r}, "
+        f"custom_error_message={message!r})"
+    )
+    return f"Annotated[{' | '.join(branches)}, {discriminator}]"
 
 
 def _discriminated_props() -> dict[str, set[str]]:
@@ -230,6 +321,29 @@ def _ordered(definitions: dict[str, tuple[str, dict[str, Any]]]) -> list[str]:
     return order
 
 
+def _names_in(schema: dict[str, Any], found: set[str]) -> None:
+    """Property names, string constants and enum values of a schema and its subschemas."""
+    found.update(schema.get("properties", {}))
+    if isinstance(schema.get("const"), str):
+        found.add(schema["const"])
+    found.update(value for value in schema.get("enum", []) if isinstance(value, str))
+    subschemas = [*schema.get("properties", {}).values(), *schema.get("oneOf", [])]
+    subschemas += [schema[key] for key in _SUBSCHEMA_KEYS if isinstance(schema.get(key), dict)]
+    for sub in subschemas:
+        _names_in(sub, found)
+
+
+def spec_names() -> list[str]:
+    """Every name the spec itself defines: definitions, properties, string constants and enum
+    values, and the JSON type names that tag type-list unions. A validation error's `loc` is
+    made of these, of list indices, and of free-form objects' member names, which are not."""
+    found = set(_TYPE_KEYWORDS)
+    for name, (_, schema) in all_definitions().items():
+        found.add(name)
+        _names_in(schema, found)
+    return sorted(found)
+
+
 def render_models() -> str:
     definitions = all_definitions()
     discriminated = _discriminated_props()
@@ -242,4 +356,11 @@ def render_models() -> str:
             blocks.append(f"{name} = {type_expr(schema, name)}")
     classes = [name for name in definitions if _is_class(definitions[name][1])]
     blocks.append("\n".join(f"{name}.model_rebuild()" for name in classes))
+    names = "".join(f"    {name!r},\n" for name in spec_names())
+    blocks.append(
+        "# Every name the spec defines (definitions, properties, constants, JSON types): what a\n"
+        "# validation error's `loc` may show besides list indices. A free-form object's member\n"
+        "# names are the caller's input and are not among them.\n"
+        f"SPEC_NAMES: frozenset[str] = frozenset({{\n{names}}})"
+    )
     return "\n\n\n".join(blocks) + "\n"

@@ -26,12 +26,15 @@ from synthorg.generated.constants import (
     PARSE_ERROR,
     RpcErrorSpec,
 )
+from synthorg.generated.models import SPEC_NAMES
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 
 MAX_DEPTH = 32
 MAX_ID_LENGTH = 128
 MAX_SAFE_INTEGER = 2**53 - 1
+# What stands in a validation error's loc for a free-form object's member name (input).
+MEMBER_PLACEHOLDER = "*"
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 # A lone UTF-16 surrogate escape decodes to a str that cannot be re-encoded as UTF-8.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -140,6 +143,22 @@ def _safe_msg(item: Any) -> str:
     return str(item["msg"])
 
 
+def _safe_loc(item: Any) -> list[int | str]:
+    """The error's location, without the params union's tag (the method, already known).
+    A free-form object's member names are input: each that is no name the spec defines
+    (SPEC_NAMES) nor pydantic's "[key]" shows as MEMBER_PLACEHOLDER, so loc holds nothing
+    the caller chose beyond list indices and the spec's own words. An unknown member of a
+    closed object is still named, as the issue it reports."""
+    loc = item["loc"][1:]
+    named = len(loc) - 1 if item["type"] == "extra_forbidden" else len(loc)
+    return [
+        part
+        if index >= named or isinstance(part, int) or part in SPEC_NAMES or part == "[key]"
+        else MEMBER_PLACEHOLDER
+        for index, part in enumerate(loc)
+    ]
+
+
 def _smuggled_method(raw_params: dict[str, Any], method: str) -> list[dict[str, Any]]:
     if "method" not in raw_params or raw_params["method"] == method:
         return []
@@ -155,8 +174,7 @@ def _smuggled_method(raw_params: dict[str, Any], method: str) -> list[dict[str, 
 def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
     issues = []
     for item in error.errors(include_url=False):
-        loc = list(item["loc"][1:])  # drop the union tag: it is the method, already known
-        issues.append({"loc": loc, "msg": _safe_msg(item), "type": item["type"]})
+        issues.append({"loc": _safe_loc(item), "msg": _safe_msg(item), "type": item["type"]})
     return issues
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
 
@@ -23,12 +23,54 @@ def _reject_null(value: Any) -> Any:
 
 NoNull = BeforeValidator(_reject_null)
 
+_JSON_TYPES: dict[type, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+    list: "array",
+    dict: "object",
+}
+
+
+def _json_type(value: Any) -> str | None:
+    """The JSON type of a parsed JSON value: the tag of a union over a schema's `type` list."""
+    return _JSON_TYPES.get(type(value))
+
 
 
 Identifier = Annotated[str, Field(min_length=1, max_length=128, pattern='^[A-Za-z0-9][A-Za-z0-9._:-]*$')]
 
 
-Metadata = Annotated[dict[str, Any], Field(max_length=64)]
+FreeFormKey = Annotated[str, Field(max_length=256)]
+
+
+MetadataLeaf = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean or null')]
+
+
+MetadataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[MetadataLeaf], Field(max_length=8, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, MetadataLeaf], Field(max_length=8, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+MetadataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=4096)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[MetadataValue2], Field(max_length=16, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, MetadataValue2], Field(max_length=16, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+Metadata = Annotated[dict[FreeFormKey, MetadataValue1], Field(max_length=64, fail_fast=True)]
+
+
+DataLeaf = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean or null')]
+
+
+DataValue3 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataLeaf], Field(max_length=8, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataLeaf], Field(max_length=8, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+DataValue2 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue3], Field(max_length=16, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue3], Field(max_length=16, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+DataValue1 = Annotated[Annotated[Annotated[str, Field(max_length=65536)], Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')] | Annotated[Annotated[list[DataValue2], Field(max_length=64, fail_fast=True)], Tag('array')] | Annotated[Annotated[dict[FreeFormKey, DataValue2], Field(max_length=64, fail_fast=True)], Tag('object')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean, null, array or object')]
+
+
+Data = Annotated[dict[FreeFormKey, DataValue1], Field(max_length=256, fail_fast=True)]
 
 
 ExtensionUris = Annotated[list[Annotated[str, Field(min_length=1, max_length=512)]], Field(max_length=16)]
@@ -50,13 +92,13 @@ class TextPart(SpecModel):
 
 
 class FileWithBytes(SpecModel):
-    bytes_: Annotated[str, Field(max_length=1048576)] = Field(alias='bytes')
+    bytes_: Annotated[str, Field(max_length=1048576, pattern='^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|)$')] = Field(alias='bytes')
     mimeType: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
     name: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
 
 
 class FileWithUri(SpecModel):
-    uri: Annotated[str, Field(min_length=1, max_length=2048)]
+    uri: Annotated[str, Field(min_length=1, max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\x00-\\x20\\x7f/?#][^\\x00-\\x20\\x7f]*$')]
     mimeType: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
     name: Annotated[Annotated[str, Field(min_length=1, max_length=255)] | None, NoNull] = None
 
@@ -69,7 +111,7 @@ class FilePart(SpecModel):
 
 class DataPart(SpecModel):
     kind: Literal['data']
-    data: Annotated[dict[str, Any], Field(max_length=256)]
+    data: Data
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
@@ -255,7 +297,7 @@ class ValidationIssue(SpecModel):
 
 
 class ErrorData(SpecModel):
-    """Optional detail. errors lists params validation issues (never the input)."""
+    """Optional detail. errors lists params validation issues, never the input: each names where (loc: property names, list indices and the JSON type a free-form value was taken as, with * for each member name of a free-form object such as Metadata, unless the name is one the spec itself defines), what (msg) and its pydantic type."""
 
     errors: Annotated[list[ValidationIssue] | None, NoNull] = None
     reason: Annotated[str | None, NoNull] = None
@@ -363,7 +405,7 @@ CardUrl = Annotated[str, Field(min_length=1, max_length=2048)]
 MediaTypes = Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=64)]
 
 
-SecurityRequirement = Annotated[dict[str, Any], Field(max_length=16)]
+SecurityRequirement = Annotated[dict[str, Annotated[list[Annotated[str, Field(max_length=255)]], Field(max_length=64)]], Field(max_length=16, fail_fast=True)]
 
 
 class AgentSkill(SpecModel):
@@ -466,7 +508,7 @@ class AgentCard(SpecModel):
     defaultInputModes: MediaTypes
     defaultOutputModes: MediaTypes
     skills: Annotated[list[AgentSkill], Field(max_length=16384)]
-    securitySchemes: Annotated[Annotated[dict[str, Any], Field(max_length=16)] | None, NoNull] = None
+    securitySchemes: Annotated[Annotated[dict[str, SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
     security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
     provider: Annotated[AgentProvider | None, NoNull] = None
     documentationUrl: Annotated[CardUrl | None, NoNull] = None
@@ -647,3 +689,299 @@ PeerCreate.model_rebuild()
 PeerReplace.model_rebuild()
 AdminStatus.model_rebuild()
 AdminError.model_rebuild()
+
+
+# Every name the spec defines (definitions, properties, constants, JSON types): what a
+# validation error's `loc` may show besides list indices. A free-form object's member
+# names are the caller's input and are not among them.
+SPEC_NAMES: frozenset[str] = frozenset({
+    '0.3.0',
+    '2.0',
+    'A2AConfig',
+    'APIKeySecurityScheme',
+    'AdminError',
+    'AdminPeer',
+    'AdminStatus',
+    'AgentCapabilities',
+    'AgentCard',
+    'AgentCardSignature',
+    'AgentConfig',
+    'AgentExtension',
+    'AgentId',
+    'AgentInterface',
+    'AgentProvider',
+    'AgentSkill',
+    'Artifact',
+    'CardError',
+    'CardText',
+    'CardUrl',
+    'CompanyConfig',
+    'CompanyFile',
+    'Data',
+    'DataLeaf',
+    'DataPart',
+    'DataValue1',
+    'DataValue2',
+    'DataValue3',
+    'ErrorCode',
+    'ErrorData',
+    'ExecutorConfig',
+    'ExtensionUris',
+    'FilePart',
+    'FileWithBytes',
+    'FileWithUri',
+    'FreeFormKey',
+    'GRPC',
+    'HTTP+JSON',
+    'HTTPAuthSecurityScheme',
+    'Identifier',
+    'JSONRPC',
+    'JsonRpcError',
+    'JsonRpcErrorResponse',
+    'JsonRpcRequest',
+    'JsonRpcResponse',
+    'JsonRpcSuccessResponse',
+    'MediaTypes',
+    'Message',
+    'MessageSendConfiguration',
+    'MessageSendParams',
+    'MessageSendRequest',
+    'MessageSendResult',
+    'Metadata',
+    'MetadataLeaf',
+    'MetadataValue1',
+    'MetadataValue2',
+    'MutualTLSSecurityScheme',
+    'OAuth2SecurityScheme',
+    'OpenIdConnectSecurityScheme',
+    'Part',
+    'Parts',
+    'PeerCard',
+    'PeerCreate',
+    'PeerEndpoint',
+    'PeerList',
+    'PeerName',
+    'PeerReplace',
+    'PeerScheme',
+    'PeerSecret',
+    'PeerSkill',
+    'PushNotificationAuthenticationInfo',
+    'PushNotificationConfig',
+    'RequestId',
+    'Role',
+    'RpcParams',
+    'RpcResult',
+    'SecurityRequirement',
+    'SecurityScheme',
+    'ServerConfig',
+    'SettingList',
+    'SettingName',
+    'SettingView',
+    'SettingWrite',
+    'SkillConfig',
+    'SkillName',
+    'SkillsNegotiateParams',
+    'SkillsNegotiateRequest',
+    'SkillsNegotiateResult',
+    'SkillsQueryParams',
+    'SkillsQueryRequest',
+    'SkillsQueryResult',
+    'Task',
+    'TaskState',
+    'TaskStatus',
+    'TasksCancelParams',
+    'TasksCancelRequest',
+    'TasksCancelResult',
+    'TasksGetParams',
+    'TasksGetRequest',
+    'TasksGetResult',
+    'TerminalTaskState',
+    'TextPart',
+    'ValidationIssue',
+    'a2a',
+    'a2a.card_cache_max_entries',
+    'a2a.client_timeout_seconds',
+    'a2a.max_message_parts',
+    'a2a.push_verification_clock_skew_seconds',
+    'a2aEnabled',
+    'accepted',
+    'acceptedOutputModes',
+    'additionalInterfaces',
+    'agent',
+    'agents',
+    'allowed',
+    'allowed_peers',
+    'apiKey',
+    'api_key',
+    'array',
+    'artifactId',
+    'artifacts',
+    'auth-required',
+    'authentication',
+    'authority',
+    'bearer',
+    'bearerFormat',
+    'blocking',
+    'body_timeout_seconds',
+    'boolean',
+    'budget',
+    'bytes',
+    'canceled',
+    'capabilities',
+    'cardCacheEntries',
+    'cardCacheMaxEntries',
+    'card_cache_max_entries',
+    'client_timeout_seconds',
+    'code',
+    'company',
+    'completed',
+    'config',
+    'configuration',
+    'contextId',
+    'cookie',
+    'createdAt',
+    'credentials',
+    'data',
+    'default',
+    'defaultInputModes',
+    'defaultOutputModes',
+    'department',
+    'description',
+    'dev_allow_without_catalog',
+    'documentationUrl',
+    'echo',
+    'enabled',
+    'endpoint',
+    'error',
+    'errors',
+    'examples',
+    'executor',
+    'extensions',
+    'failed',
+    'file',
+    'flows',
+    'gateway_disabled',
+    'header',
+    'header_timeout_seconds',
+    'history',
+    'historyLength',
+    'http',
+    'iconUrl',
+    'id',
+    'in',
+    'input-required',
+    'inputModes',
+    'input_modes',
+    'integer',
+    'internal_error',
+    'invalid_agent_id',
+    'invalid_body',
+    'invalid_value',
+    'jsonrpc',
+    'keepalive_timeout_seconds',
+    'key',
+    'kind',
+    'limit',
+    'loc',
+    'matchedSkills',
+    'max_connections',
+    'max_header_bytes',
+    'max_header_count',
+    'max_message_parts',
+    'max_request_body_bytes',
+    'maximum',
+    'message',
+    'message/send',
+    'messageId',
+    'metadata',
+    'method',
+    'method_not_allowed',
+    'mimeType',
+    'minimum',
+    'model',
+    'msg',
+    'mutualTLS',
+    'name',
+    'node_name',
+    'not_found',
+    'null',
+    'number',
+    'oauth2',
+    'oauth2MetadataUrl',
+    'object',
+    'openIdConnect',
+    'openIdConnectUrl',
+    'organization',
+    'outputModes',
+    'output_modes',
+    'params',
+    'park',
+    'parts',
+    'peer',
+    'peerName',
+    'peer_exists',
+    'peers',
+    'preferredTransport',
+    'protected',
+    'protocolVersion',
+    'provider',
+    'provider_organization',
+    'provider_url',
+    'public_url',
+    'pushNotificationConfig',
+    'pushNotifications',
+    'push_verification_clock_skew_seconds',
+    'query',
+    'reason',
+    'referenceTaskIds',
+    'rejected',
+    'required',
+    'result',
+    'role',
+    'runtime',
+    'scheme',
+    'schemes',
+    'secret',
+    'security',
+    'securitySchemes',
+    'server',
+    'settings',
+    'signature',
+    'signatures',
+    'skill',
+    'skills',
+    'skills/negotiate',
+    'skills/query',
+    'source',
+    'state',
+    'stateTransitionHistory',
+    'status',
+    'streaming',
+    'string',
+    'submitted',
+    'supportsAuthenticatedExtendedCard',
+    'tags',
+    'task',
+    'taskId',
+    'tasks/cancel',
+    'tasks/get',
+    'text',
+    'timestamp',
+    'token',
+    'too_large',
+    'transport',
+    'type',
+    'unauthorized',
+    'unknown',
+    'unknown_agent',
+    'unknown_peer',
+    'unknown_setting',
+    'unsupported_media_type',
+    'updatedAt',
+    'uri',
+    'url',
+    'user',
+    'value',
+    'version',
+    'working',
+})

@@ -270,8 +270,9 @@ class TaskService:
         return runtime
 
     def _runtime(self, task: Task) -> AgentRuntime:
-        agent_id = (task.metadata or {}).get("agentId", self._default_agent)
-        return self._agents.get(agent_id) or self._agents[self._default_agent]
+        agent_id = (task.metadata or {}).get("agentId")
+        runtime = self._agents.get(agent_id) if isinstance(agent_id, str) else None
+        return runtime or self._agents[self._default_agent]
 
     async def _owned(self, peer: str, task_id: str, method: str) -> StoredTask:
         stored = await self._store.get(peer, task_id)

@@ -20,7 +20,7 @@ import os
 import re
 import zlib
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +191,7 @@ def parse_body(raw: bytes) -> Any:
         raise ValueError(str(exc)) from None
 
 
+@lru_cache(maxsize=4)  # both JSON-RPC checks ask about the same body, one after the other
 def body_conforms(raw: bytes) -> bool:
     """Whether the bytes sent are UTF-8 JSON that the spec's request schema accepts."""
     try:

@@ -8,6 +8,7 @@ node answers must parse with the SDK's own types.
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,10 @@ from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
 from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.types import (
     AgentCard,
+    DataPart,
+    FilePart,
+    FileWithBytes,
+    FileWithUri,
     Message,
     MessageSendParams,
     Part,
@@ -126,6 +131,47 @@ def test_sdk_sees_our_jsonrpc_errors_with_their_codes(node: NodeProcess) -> None
         return codes
 
     assert run(scenario) == [-32001, -32001, -32002]
+
+
+def test_sdk_file_and_data_parts_and_metadata_are_within_our_bounds(node: NodeProcess) -> None:
+    """What the SDK serialises for file parts (bytes as `base64.b64encode` gives them, which
+    the SDK passes through as they are), data parts and metadata passes the spec's input
+    bounds, and comes back as it was sent. The SDK adds no metadata of its own."""
+    parts = [
+        Part(root=TextPart(text="with attachments")),
+        Part(root=FilePart(file=FileWithBytes(
+            bytes=base64.b64encode(bytes(range(256))).decode(), mime_type="application/x-bin",
+            name="all-bytes.bin",
+        ))),
+        Part(root=FilePart(file=FileWithUri(uri="https://files.example/r.pdf", name="r.pdf"))),
+        Part(root=DataPart(data={"rows": [{"n": 1, "ok": True}], "note": None}, metadata={"v": 2})),
+    ]
+    metadata = {"agentId": "echo", "trace": {"id": "t-1", "hops": [1, 2]}, "score": 0.5}
+
+    async def scenario(http: httpx.AsyncClient) -> Task:
+        message = Message(role=Role.user, parts=parts, message_id=str(uuid.uuid4()),
+                          metadata=metadata)
+        result = await transport(http, node).send_message(MessageSendParams(message=message))
+        assert isinstance(result, Task)
+        return result
+
+    task = run(scenario)
+    assert task.status.state == TaskState.completed
+    assert task.history is not None
+    assert task.history[0].parts == parts
+    assert task.history[0].metadata == metadata
+
+
+def test_sdk_sees_a_refused_file_uri_as_invalid_params(node: NodeProcess) -> None:
+    async def scenario(http: httpx.AsyncClient) -> Any:
+        part = Part(root=FilePart(file=FileWithUri(uri="javascript:alert(1)")))
+        message = Message(role=Role.user, parts=[part], message_id=str(uuid.uuid4()))
+        return await transport(http, node).send_message(MessageSendParams(message=message))
+
+    with pytest.raises(A2AClientJSONRPCError) as caught:
+        run(scenario)
+    assert caught.value.error.code == -32602
+    assert "javascript" not in str(caught.value.error.model_dump())
 
 
 def test_sdk_with_a_wrong_key_gets_http_401(node: NodeProcess) -> None:

@@ -24,7 +24,7 @@ from referencing import Registry, Resource
 import codegen.__main__ as codegen_main
 from codegen.constants import methods, render_constants
 from codegen.dispatch import render_dispatch
-from codegen.models import CodegenError, _class_source, render_models, type_expr
+from codegen.models import CodegenError, _class_source, render_models, spec_names, type_expr
 from codegen.naming import handler_module
 from synthorg.contract.spec import all_definitions, load_schema_files
 from synthorg.gateway import pipeline as rpc
@@ -167,6 +167,128 @@ def test_generator_refuses_open_objects() -> None:
         _class_source("Open", {"type": "object", "properties": {"a": {"type": "string"}}}, set())
 
 
+def rendered(schema: dict[str, Any]) -> TypeAdapter[Any]:
+    """A strict adapter for what the generator renders for `schema`, in the generated module's
+    namespace (where `_json_type`, `Tag` and the spec's definitions live)."""
+    return TypeAdapter(eval(type_expr(schema, "X"), vars(models)), config={"strict": True})
+
+
+def test_a_type_list_is_a_union_tagged_by_json_type() -> None:
+    adapter = rendered({"type": ["string", "number", "boolean", "null"], "maxLength": 3})
+    for value in ["abc", 5, 2**70, 1.5, True, False, None]:
+        assert adapter.validate_python(value) == value
+        assert type(adapter.validate_python(value)) is type(value)  # 5 stays an int, True a bool
+    assert adapter.dump_python(5, mode="json") == 5
+    with pytest.raises(ValidationError) as too_long:
+        adapter.validate_python("abcd")
+    # only the value's own branch reports: one error, not one per listed type
+    assert [(e["type"], e["loc"]) for e in too_long.value.errors()] == [
+        ("string_too_long", ("string",))
+    ]
+    for wrong in [[], {}, (1,), b"x"]:
+        with pytest.raises(ValidationError) as caught:
+            adapter.validate_python(wrong)
+        [error] = caught.value.errors()
+        assert error["type"] == "json_type_not_allowed"
+        assert error["msg"] == "Input should be a JSON string, number, boolean or null"
+
+
+def test_a_type_list_applies_each_keyword_to_its_own_type() -> None:
+    adapter = rendered(
+        {
+            "type": ["integer", "array", "object"],
+            "maximum": 9,
+            "maxItems": 2,
+            "items": {"type": "integer"},
+            "maxProperties": 1,
+            "propertyNames": {"type": "string", "maxLength": 2},
+            "additionalProperties": {"type": "boolean"},
+        }
+    )
+    assert adapter.validate_python(9) == 9
+    assert adapter.validate_python([1, 2]) == [1, 2]
+    assert adapter.validate_python({"ab": True}) == {"ab": True}
+    bad = [10, 1.5, [1, 2, 3], ["1"], {"a": True, "b": True}, {"abc": True}, {"a": 1}, "s"]
+    for value in bad:
+        with pytest.raises(ValidationError):
+            adapter.validate_python(value)
+
+
+def test_a_free_form_object_takes_its_key_and_value_types_from_the_schema() -> None:
+    schema = {
+        "type": "object",
+        "maxProperties": 2,
+        "propertyNames": {"$ref": "methods.json#/$defs/SkillName"},
+        "additionalProperties": {"type": "integer"},
+    }
+    expected = "Annotated[dict[SkillName, int], Field(max_length=2, fail_fast=True)]"
+    assert type_expr(schema, "X") == expected
+    assert type_expr({"type": "object"}, "X") == "dict[str, Any]"
+    assert type_expr({"type": "object", "additionalProperties": True}, "X") == "dict[str, Any]"
+    adapter = rendered(schema)
+    assert adapter.validate_python({"k": 1}) == {"k": 1}
+    for value in [{"k": "1"}, {"": 1}, {"k" * 129: 1}, {"a": 1, "b": 2, "c": 3}]:
+        with pytest.raises(ValidationError):
+            adapter.validate_python(value)
+
+
+def test_a_free_form_value_reports_its_first_bad_member_only() -> None:
+    """Free-form objects and type-list arrays stop at the first bad member (fail_fast), so a
+    body full of bad members cannot make a huge answer; a closed model's list still reports
+    every bad item."""
+    leaf = {"type": ["string", "null"], "maxLength": 1}
+    free_object = {"type": "object", "maxProperties": 9, "additionalProperties": leaf}
+    free_array = {"type": ["array"], "maxItems": 9, "items": leaf}
+    assert "fail_fast=True" in type_expr(free_object, "X")
+    assert "fail_fast=True" in type_expr(free_array, "X")
+    assert "fail_fast" not in type_expr({"type": "array", "items": leaf}, "X")
+    assert "fail_fast" not in type_expr({"type": "object"}, "X")
+    for schema, bad in [(free_object, {"a": "xx", "b": "yy", "c": 1}), (free_array, ["xx", 1])]:
+        with pytest.raises(ValidationError) as caught:
+            rendered(schema).validate_python(bad)
+        assert caught.value.error_count() == 1
+    assert len(error_types(models.Parts, [{"kind": "text"}, {"kind": "text"}])) == 2
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"type": []}, "type must list distinct JSON types"),
+        ({"type": ["string", "string"]}, "type must list distinct JSON types"),
+        ({"type": ["string", "date"]}, "type must list distinct JSON types"),
+        ({"type": ["integer", "number"]}, "type lists number, which admits integers"),
+        ({"type": ["number", "null"], "maxLength": 3}, r"\['maxLength'\] apply to none of"),
+        ({"type": ["string", "null"], "items": {}}, r"\['items'\] apply to none of"),
+        ({"type": ["string", "null"], "format": "uri"}, "unsupported keywords"),
+        (
+            {"type": "object", "propertyNames": {"type": "integer"}},
+            "propertyNames must be a string schema",
+        ),
+        (
+            {"type": "object", "propertyNames": {"$ref": "a2a.json#/$defs/TextPart"}},
+            "propertyNames must be a string schema",
+        ),
+        (
+            {"type": "object", "additionalProperties": False},
+            "an object without properties must admit some members",
+        ),
+    ],
+)
+def test_generator_refuses_type_lists_and_free_form_objects_it_cannot_honour(
+    schema: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(CodegenError, match=problem):
+        type_expr(schema, "X")
+
+
+def test_spec_names_are_the_spec_vocabulary_and_nothing_a_caller_chose() -> None:
+    names = set(models.SPEC_NAMES)
+    assert names == set(spec_names())
+    assert {"metadata", "messageId", "FileWithBytes", "text", "message/send"} <= names
+    assert {"string", "number", "integer", "boolean", "null", "array", "object"} <= names
+    assert {"agentId", "synthorg.visited", "[key]", "*"}.isdisjoint(names)
+
+
 # -- generated models behave -----------------------------------------------------------------------
 
 
@@ -233,7 +355,7 @@ def test_part_union_is_discriminated_by_kind() -> None:
     assert isinstance(adapter.validate_python({"kind": "text", "text": "x"}), models.TextPart)
     assert isinstance(adapter.validate_python({"kind": "data", "data": {}}), models.DataPart)
     assert isinstance(
-        adapter.validate_python({"kind": "file", "file": {"uri": "u"}}), models.FilePart
+        adapter.validate_python({"kind": "file", "file": {"uri": "https://x/y"}}), models.FilePart
     )
     assert error_types(models.Part, {"kind": "video"}) == ["union_tag_invalid"]
     assert error_types(models.Part, {"text": "x"}) == ["union_tag_not_found"]
@@ -493,6 +615,133 @@ def test_integral_floats_agree_with_json_schema_once_parsed_at_the_boundary(
     assert model_valid(definition, parsed)
 
 
+def nested(depth: int, leaf: Any) -> Any:
+    """`leaf` inside `depth` single-member objects."""
+    for _ in range(depth):
+        leaf = {"k": leaf}
+    return leaf
+
+
+PEER_NAME_63 = "p" * 63
+# Free-form values and file parts, at each bound and one step past it (spec/schemas/a2a.json):
+# Metadata: names <= 256, strings <= 4096, 64 members, then 16, then 8 entries, four levels;
+# Data: names <= 256, strings <= 65536, 256 members, then 64, then 16, then 8 entries, five levels.
+BOUND_SAMPLES: list[tuple[str, str, Any, bool]] = [
+    ("metadata-empty", "Metadata", {}, True),
+    (
+        "metadata-the-node-writes",
+        "Metadata",
+        {"agentId": "echo", "synthorg.visited": [PEER_NAME_63] * 8},
+        True,
+    ),
+    ("metadata-scalars", "Metadata", {"i": 2**70, "f": -1.5, "t": True, "n": None}, True),
+    ("metadata-string-4096", "Metadata", {"a": "x" * 4096}, True),
+    ("metadata-string-4097", "Metadata", {"a": "x" * 4097}, False),
+    ("metadata-leaf-string-4097", "Metadata", {"a": {"b": ["x" * 4097]}}, False),
+    ("metadata-name-256", "Metadata", {"k" * 256: 1}, True),
+    ("metadata-name-257", "Metadata", {"k" * 257: 1}, False),
+    ("metadata-nested-name-257", "Metadata", {"a": {"k" * 257: 1}}, False),
+    ("metadata-depth-4", "Metadata", nested(3, 1), True),
+    ("metadata-depth-4-array", "Metadata", {"a": {"b": [1, 1.5, True, None, "s"]}}, True),
+    ("metadata-depth-5", "Metadata", nested(4, 1), False),
+    ("metadata-depth-5-empty-object", "Metadata", nested(3, {}), False),
+    ("metadata-depth-5-empty-array", "Metadata", {"a": {"b": [[]]}}, False),
+    ("metadata-members-64", "Metadata", {str(i): i for i in range(64)}, True),
+    ("metadata-members-65", "Metadata", {str(i): i for i in range(65)}, False),
+    ("metadata-widths-16-8", "Metadata", {"a": [[1] * 8] * 16}, True),
+    ("metadata-array-17", "Metadata", {"a": [1] * 17}, False),
+    ("metadata-nested-array-9", "Metadata", {"a": [[1] * 9]}, False),
+    (
+        "metadata-objects-16-8",
+        "Metadata",
+        {"a": {str(i): {str(j): j for j in range(8)} for i in range(16)}},
+        True,
+    ),
+    ("metadata-object-17", "Metadata", {"a": {str(i): i for i in range(17)}}, False),
+    ("metadata-nested-object-9", "Metadata", {"a": {"b": {str(i): i for i in range(9)}}}, False),
+    ("data-empty", "Data", {}, True),
+    ("data-string-65536", "Data", {"a": "x" * 65536}, True),
+    ("data-string-65537", "Data", {"a": "x" * 65537}, False),
+    ("data-depth-5", "Data", nested(4, "x"), True),
+    ("data-depth-5-array", "Data", nested(3, [1, None]), True),
+    ("data-depth-6", "Data", nested(5, "x"), False),
+    ("data-depth-6-empty-array", "Data", nested(4, []), False),
+    ("data-members-256", "Data", {str(i): i for i in range(256)}, True),
+    ("data-members-257", "Data", {str(i): i for i in range(257)}, False),
+    ("data-widths-64-16-8", "Data", {"a": [[[1] * 8] * 16] * 64}, True),
+    ("data-array-65", "Data", {"a": [1] * 65}, False),
+    ("data-nested-array-17", "Data", {"a": [[1] * 17]}, False),
+    ("data-nested-array-9", "Data", {"a": [[[1] * 9]]}, False),
+    ("data-object-64", "Data", {"a": {str(i): i for i in range(64)}}, True),
+    ("data-object-65", "Data", {"a": {str(i): i for i in range(65)}}, False),
+    ("data-nested-object-17", "Data", {"a": {"b": {str(i): i for i in range(17)}}}, False),
+    ("data-nested-object-9", "Data", nested(3, {str(i): i for i in range(9)}), False),
+    ("data-name-257", "Data", {"a": {"b": {"k" * 257: 1}}}, False),
+    *[
+        (f"bytes-{label}", "FileWithBytes", {"bytes": value}, valid)
+        for label, value, valid in [
+            ("empty", "", True),
+            ("pad-1", "aGk=", True),
+            ("pad-2", "aA==", True),
+            ("no-pad", "aGV5", True),
+            ("plus-slash", "+/+/", True),
+            ("missing-pad", "aGk", False),
+            ("extra-pad", "aGk==", False),
+            ("three-pad", "a===", False),
+            ("only-pad", "====", False),
+            ("pad-inside", "aG=k", False),
+            ("pad-then-more", "aGk=aGk=", False),
+            ("url-safe", "aG-_", False),
+            ("space", "aGk= ", False),
+            ("line-break", "aGk=\naGk=", False),
+            ("not-ascii", "aGk\u00e9", False),
+        ]
+    ],
+    *[
+        (f"uri-{label}", "FileWithUri", {"uri": value}, valid)
+        for label, value, valid in [
+            ("https", "https://x/y", True),
+            ("http", "http://x", True),
+            ("upper-case", "HTTPS://EXAMPLE.COM/A", True),
+            ("mixed-case", "HtTp://x.example/a?b=c#d", True),
+            ("userinfo-port", "https://user@host:8080/p", True),
+            ("javascript", "javascript:alert(1)", False),
+            ("javascript-upper", "JAVASCRIPT:alert(1)", False),
+            ("file", "file:///etc/passwd", False),
+            ("data", "data:text/plain;base64,aGk=", False),
+            ("ftp", "ftp://x/y", False),
+            ("one-slash", "https:/x", False),
+            ("no-host", "https:///x", False),
+            ("bare-scheme", "https://", False),
+            ("space", "https://x y", False),
+            ("tab", "https://x\ty", False),
+            ("leading-space", " https://x", False),
+            ("other-scheme", "httpx://x", False),
+            ("relative", "/x/y", False),
+        ]
+    ],
+]
+
+
+@pytest.mark.parametrize(
+    ("definition", "instance", "valid"),
+    [sample[1:] for sample in BOUND_SAMPLES],
+    ids=[sample[0] for sample in BOUND_SAMPLES],
+)
+def test_bounds_agree_with_json_schema(definition: str, instance: Any, valid: bool) -> None:
+    assert schema_valid(definition, instance) is valid, "sample is mislabelled"
+    assert model_valid(definition, instance) is valid
+
+
+def test_free_form_values_come_back_as_they_were_sent() -> None:
+    """A JSON number keeps its type through the model (5 is not turned into 5.0)."""
+    metadata = {"i": 5, "big": 2**70, "f": 5.5, "t": True, "n": None, "o": {"a": [1, "x"]}}
+    part = {"kind": "data", "data": metadata, "metadata": metadata}
+    dumped = models.DataPart.model_validate(part).model_dump(mode="json", exclude_none=True)
+    assert dumped == part
+    assert [type(dumped["data"][k]) for k in ("i", "big", "f", "t")] == [int, int, float, bool]
+
+
 def test_pattern_end_anchor_follows_ecma_262_not_python_re() -> None:
     """`$` in a spec pattern ends the string (ECMA-262); Python's `re` would also let a trailing
     newline through, and so does the `jsonschema` library. The model follows the spec."""
@@ -500,6 +749,8 @@ def test_pattern_end_anchor_follows_ecma_262_not_python_re() -> None:
     assert not model_valid(
         "SkillsNegotiateParams", {"method": "skills/negotiate", "skill": "s", "peerName": "p\n"}
     )
+    assert not model_valid("FileWithBytes", {"bytes": "aGk=\n"})
+    assert not model_valid("FileWithUri", {"uri": "https://x/y\n"})
 
 
 def test_params_models_require_method_which_the_wire_schema_leaves_optional() -> None:

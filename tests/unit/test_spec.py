@@ -367,3 +367,93 @@ def test_every_object_sharing_a_name_with_the_reference_matches_it() -> None:
             problems.append(f"{file_name} {name}: required differs")
     assert set(A2A_OBJECTS) <= set(compared)
     assert problems == []
+
+
+# -- free-form values are bounded ---------------------------------------------------------------
+
+
+def _reachable(name: str, seen: set[str]) -> None:
+    if name in seen:
+        return
+    seen.add(name)
+    for _, schema in iter_subschemas(all_definitions()[name][1], ""):
+        if "$ref" in schema:
+            _reachable(schema["$ref"].rsplit("/", 1)[-1], seen)
+
+
+# Bounded otherwise, or left alone on purpose.
+UNBOUNDED_ON_PURPOSE = {
+    "PeerName": "its pattern allows 1 to 63 characters",
+    # A Task reaches us only as a peer's answer to our call, read with a 4 MiB cap
+    # (synthorg/a2a/client.py); each of its messages and parts is bounded.
+    "Task/properties/history": "left alone: as long as the task's conversation",
+    "Task/properties/artifacts": "left alone: as many as the task produced",
+}
+
+
+def test_nothing_a_peer_sends_is_an_unbounded_free_form_value() -> None:
+    """Params (RpcParams) and a peer's results (Task) reach no open object and no `{}` (any
+    value): every free-form object names its members' schema, and every string is bounded."""
+    names: set[str] = set()
+    _reachable("RpcParams", names)
+    _reachable("Task", names)
+    assert {"Metadata", "Data", "MetadataLeaf", "DataLeaf", "FreeFormKey"} <= names
+    problems = []
+    for name in sorted(names):
+        for pointer, schema in iter_subschemas(all_definitions()[name][1], name):
+            types = schema.get("type")
+            kinds = types if isinstance(types, list) else [types]
+            if "object" in kinds and "properties" not in schema:
+                if not isinstance(schema.get("additionalProperties"), dict):
+                    problems.append(f"{pointer}: members of any value")
+                if "propertyNames" not in schema or "maxProperties" not in schema:
+                    problems.append(f"{pointer}: unbounded names or member count")
+            if pointer in UNBOUNDED_ON_PURPOSE:
+                continue
+            if "array" in kinds and "maxItems" not in schema:
+                problems.append(f"{pointer}: unbounded array")
+            if "string" in kinds and not ({"maxLength", "enum", "const"} & set(schema)):
+                problems.append(f"{pointer}: unbounded string")
+            if set(schema) <= {"description", "title"}:
+                problems.append(f"{pointer}: any value")
+    assert problems == []
+
+
+def _levels(name: str) -> list[dict[str, Any]]:
+    """A free-form family from its top object down to its leaf, one schema per level."""
+    chain = [all_definitions()[name][1]]
+    while "additionalProperties" in chain[-1]:
+        chain.append(all_definitions()[chain[-1]["additionalProperties"]["$ref"][8:]][1])
+    return chain
+
+
+def _width(schema: dict[str, Any]) -> int:
+    if "maxItems" in schema:
+        assert schema["maxItems"] == schema["maxProperties"], "arrays and objects alike"
+        assert schema["items"] == schema["additionalProperties"]
+    return int(schema["maxProperties"])
+
+
+@pytest.mark.parametrize(("name", "levels"), [("Metadata", 4), ("Data", 5)])
+def test_free_form_families_are_finite_and_say_how_deep_they_go(name: str, levels: int) -> None:
+    chain = _levels(name)
+    assert len(chain) == levels
+    assert "array" not in chain[-1]["type"] and "object" not in chain[-1]["type"]
+    assert len({level["maxLength"] for level in chain[1:]}) == 1, "one string bound"
+    words = {4: "four", 5: "five"}
+    assert f"{words[levels]} levels of nesting" in chain[0]["description"]
+
+
+def test_the_metadata_worst_case_stated_is_the_one_the_bounds_give() -> None:
+    chain = _levels("Metadata")
+    name_length = all_definitions()["FreeFormKey"][1]["maxLength"]
+    string_length = chain[-1]["maxLength"]
+    values, count = 0, 1
+    for level in chain[:-1]:
+        count *= _width(level)
+        values += count
+    characters = values * name_length + count * string_length
+    description = chain[0]["description"]
+    assert (values, characters) == (9280, 35930112)
+    assert f"= {values} values" in description
+    assert f"= {characters} characters" in description
