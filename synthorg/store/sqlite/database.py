@@ -11,7 +11,10 @@ event loop, with no thread hop per call.
   process holds the write lock, the batch waits on the event loop (asyncio.sleep with
   backoff), never blocking it, up to `BUSY_TIMEOUT`.
 - WAL checkpoints (the one step that fsyncs) run on a worker thread every
-  `CHECKPOINT_EVERY` commits, off the request path.
+  `CHECKPOINT_EVERY` commits, off the request path: a passive one copies the bulk while
+  writes go on, then writes are held for a short restarting one that copies the rest, so
+  the next write starts the WAL from its beginning. Without that last step, under steady
+  load the WAL would never be caught up and would grow without end.
 
 `write_blocking` is the plain path for the CLI and for start-up: one job, one transaction,
 waiting on the lock with SQLite's own busy timeout.
@@ -40,6 +43,7 @@ DB_FILENAME = "synthorg.db"
 BUSY_TIMEOUT = 5.0  # seconds a write waits for another process's write lock
 READ_BUSY_TIMEOUT_MS = 2000  # a reader waits only while a crashed writer's WAL is recovered
 CHECKPOINT_EVERY = 1000  # commits between passive WAL checkpoints
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
 _FIRST_BACKOFF, _MAX_BACKOFF = 0.0005, 0.01
 
 
@@ -74,7 +78,10 @@ class Database:
         self._pending: list[_Pending] = []
         self._flushing = False
         self._commits = 0
+        self.checkpoint_every = CHECKPOINT_EVERY
         self._checkpointing = False
+        self._held = False  # writes wait while a checkpoint restarts the WAL
+        self._checkpoint_task: asyncio.Task[None] | None = None
         try:
             self.write_blocking(migrate)
         except BaseException:
@@ -84,6 +91,8 @@ class Database:
         # event loop (write) or by write_blocking, which raises the timeout for its one job.
         self.writer.execute("PRAGMA busy_timeout=0")
         self.writer.execute("PRAGMA wal_autocheckpoint=0")
+        # Once a checkpoint has emptied the WAL, the next write shrinks the file back to this.
+        self.writer.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
 
     # -- reads --------------------------------------------------------------------------
 
@@ -91,12 +100,10 @@ class Database:
         return self.reader.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        row: Row | None = self.reader.execute(sql, params).fetchone()
-        return row
-
-    def data_version(self) -> int:
-        """Moves whenever another connection (this process's writer included) commits."""
-        return int(self.reader.execute("PRAGMA data_version").fetchone()[0])
+        # fetchall, not fetchone: a statement left unfinished keeps its read transaction
+        # open, and an open reader stops every checkpoint from emptying the WAL.
+        rows = self.reader.execute(sql, params).fetchall()
+        return rows[0] if rows else None
 
     # -- writes -------------------------------------------------------------------------
 
@@ -105,7 +112,7 @@ class Database:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._pending.append(_Pending(job, future))
-        if not self._flushing:
+        if not self._flushing and not self._held:
             self._flushing = True
             loop.call_soon(self._flush)
         return await future
@@ -129,6 +136,9 @@ class Database:
         return result
 
     def _flush(self) -> None:
+        if self._held:
+            self._flushing = False  # picked up again when the checkpoint lets go
+            return
         batch, self._pending = self._pending, []
         if self._try_begin(batch):
             self._run(batch)
@@ -151,7 +161,7 @@ class Database:
         self._next()
 
     def _next(self) -> None:
-        if self._pending:
+        if self._pending and not self._held:
             asyncio.get_running_loop().call_soon(self._flush)
         else:
             self._flushing = False
@@ -215,23 +225,30 @@ class Database:
 
     def _committed(self) -> None:
         self._commits += 1
-        if self._commits < CHECKPOINT_EVERY or self._checkpointing:
+        if self._commits < self.checkpoint_every or self._checkpointing:
             return
+        self._commits = 0
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (the CLI): checkpoint here, it is not a request path
-            self._commits = 0
-            _checkpoint(self.path)
+            with contextlib.suppress(sqlite3.Error):
+                _checkpoint(self.path, "RESTART")
             return
-        self._commits = 0
         self._checkpointing = True
-        task = loop.create_task(asyncio.to_thread(_checkpoint, self.path))
-        task.add_done_callback(self._checkpointed)
+        self._checkpoint_task = loop.create_task(self._checkpoint())
 
-    def _checkpointed(self, task: asyncio.Task[None]) -> None:
-        self._checkpointing = False
-        if not task.cancelled():
-            task.exception()  # a failed passive checkpoint is retried at the next one
+    async def _checkpoint(self) -> None:
+        try:
+            await asyncio.to_thread(_checkpoint, self.path, "PASSIVE")
+            self._held = True
+            await asyncio.to_thread(_checkpoint, self.path, "RESTART")
+        except sqlite3.Error:
+            pass  # tried again at the next one
+        finally:
+            self._held = self._checkpointing = False
+            if self._pending and not self._flushing:
+                self._flushing = True
+                asyncio.get_running_loop().call_soon(self._flush)
 
     def close(self) -> None:
         for conn in (self.reader, self.writer):
@@ -239,11 +256,12 @@ class Database:
                 conn.close()
 
 
-def _checkpoint(path: Path) -> None:
-    """A passive checkpoint on a connection of its own: it never blocks readers or writers."""
-    conn = sqlite3.connect(path, timeout=0, isolation_level=None)
+def _checkpoint(path: Path, mode: str) -> None:
+    """A checkpoint on a connection of its own (PASSIVE never waits; RESTART waits for the
+    writers of other processes, and leaves the WAL to be started again from its beginning)."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None)
     try:
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        conn.execute(f"PRAGMA wal_checkpoint({mode})")
     finally:
         conn.close()
 
