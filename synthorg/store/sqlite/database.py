@@ -42,8 +42,8 @@ Job = Callable[[sqlite3.Connection], Any]
 DB_FILENAME = "synthorg.db"
 BUSY_TIMEOUT = 5.0  # seconds a write waits for another process's write lock
 READ_BUSY_TIMEOUT_MS = 2000  # a reader waits only while a crashed writer's WAL is recovered
-CHECKPOINT_EVERY = 1000  # commits between passive WAL checkpoints
-WAL_SIZE_LIMIT = 64 * 1024 * 1024
+CHECKPOINT_EVERY = 500  # commits between checkpoints
+WAL_SIZE_LIMIT = 32 * 1024 * 1024
 _FIRST_BACKOFF, _MAX_BACKOFF = 0.0005, 0.01
 
 
