@@ -1,10 +1,11 @@
 """Live benchmark (`make bench`): real servers on loopback under wrk, in one run.
 
-The floor (a bare Starlette JSON-RPC echo), the official a2a-sdk server and this node, each a
-separate uvicorn process pinned to one CPU while wrk runs on another; then hostile 100 MiB
-bodies against the node. Prints each row (req/s, p50, p99, mean, p99/mean, ratios against
-the floor and against a2a-sdk for the same method), a summary, and the goal checks as
-PASS/FAIL lines. Exits 0 unless something could not run.
+The floor (a bare Starlette JSON-RPC echo), the official a2a-sdk server and this node (on
+SQLite; on PostgreSQL with one replica and with two), each pinned to one CPU while wrk runs on
+another (PostgreSQL's own server is not pinned); then hostile 100 MiB bodies against the node.
+Prints each row (req/s, p50, p99, mean, p99/mean, ratios against the floor and against
+a2a-sdk for the same method), a summary, and the goal checks as PASS/FAIL lines. Exits 0
+unless something could not run.
 
     .venv/bin/python -m bench.live [--duration S] [--warmup S] [--quick] [--threads 1|2]
                                    [--connections N] [--json PATH]
@@ -52,6 +53,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, choices=(1, 2),
                         help="wrk threads (default 1)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
+    parser.add_argument("--only", metavar="WORDS",
+                        help="run only the rows whose name contains one of these "
+                        "comma-separated words (e.g. node-pg,a2a-sdk)")
     args = parser.parse_args(argv)
     if args.quick:
         args.duration, args.warmup = 2, 1
@@ -74,7 +78,9 @@ class Bench:
         self.failures: list[str] = []
 
     def run(self) -> None:
-        for launcher, grouped in itertools.groupby(SCENARIOS, key=lambda s: s.launcher):
+        words = [w.strip() for w in (self.args.only or "").split(",") if w.strip()]
+        chosen = [s for s in SCENARIOS if not words or any(w in s.name for w in words)]
+        for launcher, grouped in itertools.groupby(chosen, key=lambda s: s.launcher):
             group = list(grouped)
             print(f"\n== {launcher.name}", flush=True)
             try:
@@ -88,13 +94,13 @@ class Bench:
             try:
                 print(f"  listening on 127.0.0.1:{server.port} (pid {server.pid})", flush=True)
                 for scenario in group:
-                    if server.proc.poll() is not None:
-                        reason = f"{server.name} exited with status {server.proc.returncode}"
+                    if not server.alive():
+                        reason = f"{server.name} (a process of it) exited"
                         self.failures.append(f"{scenario.name}: {reason}")
                         self.rows.append(self._row(scenario, error=reason))
                         continue
                     self.rows.append(self.scenario(scenario, server))
-                if server.kind == "node" and server.proc.poll() is None:
+                if server.kind == "node" and server.hostile and server.alive():
                     self.hostile_bodies(server)
             finally:
                 server.stop()
@@ -143,22 +149,24 @@ class Bench:
     def _measure(self, row: Row, server: Server, script: Path) -> None:
         """The measured wrk run, with the CPU time of the server and of others on its CPU."""
         cpu = self.pinning.server_cpu
-        used_before = cpu_seconds(server.pid)
+        used_before = sum(cpu_seconds(pid) for pid in server.pids)
         busy_before = cpu_busy_seconds(cpu) if cpu is not None else (0.0, 0.0)
         result = self._wrk(server, script, self.args.duration)
-        used = cpu_seconds(server.pid) - used_before
+        used = sum(cpu_seconds(pid) for pid in server.pids) - used_before
         row.server_cpu = used / result.seconds
         if cpu is not None:
             busy_after, stolen_after = cpu_busy_seconds(cpu)
             others = busy_after - busy_before[0] - used + stolen_after - busy_before[1]
             row.others_cpu = max(0.0, others) / result.seconds
-        if server.proc.poll() is not None:
-            raise RuntimeError(f"the server exited ({server.proc.returncode})")
+        if not server.alive():
+            raise RuntimeError("the server (a process of it) exited")
         row.result = result
 
     def _wrk(self, server: Server, script: Path, seconds: int) -> WrkResult:
+        # One wrk thread at least per replica: each thread keeps its connections to one port.
+        threads = max(self.args.threads, len(server.ports))
         return run_wrk(self.wrk, self.pinning.load, server.rpc_url, script,
-                       threads=self.args.threads, connections=self.args.connections,
+                       threads=threads, connections=max(self.args.connections, threads),
                        seconds=seconds)
 
     def hostile_bodies(self, server: Server) -> None:

@@ -159,7 +159,14 @@ def checks(rows: list[Row], hostile: dict[str, list[HostileResult]]) -> list[Che
             detail += f"; unreliable, other work took {row.others_cpu:.0%} of the server's CPU"
         found.append(Check(goal, ratio <= 2.0, detail))
 
-    for row in (r for r in rows if r.kind == "node"):
+    for row in (r for r in rows if r.server == "node-pg"):  # the replica goals, one replica
+        if row.method == "tasks/get":
+            against(f"{row.name} >= 2x a2a-sdk tasks/get", row, sdk_row(rows, "tasks/get"),
+                    "a2a-sdk tasks/get", 2.0)
+        elif row.method == "message/send":
+            against(f"{row.name} >= 1x a2a-sdk message/send", row,
+                    sdk_row(rows, "message/send"), "a2a-sdk message/send", 1.0)
+    for row in (r for r in rows if r.kind == "node" and r.server == "node"):
         if row.method == "tasks/get":
             against(f"{row.name} >= 0.5x floor", row, floor, "floor", 0.5)
             tail(row)

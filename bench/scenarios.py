@@ -7,8 +7,9 @@ row of the same method for the "x sdk" ratio; the floor row is the one whose lau
 "floor".
 
 A new row is one more `Scenario`: e.g. a node with two workers,
-`NodeLauncher("node-w2", args=("--workers", "2"))` (once the node takes such an option), or
-one on PostgreSQL, `NodeLauncher("node-pg", env=(("SYNTHORG_DATABASE_URL", url),))`.
+`NodeLauncher("node-w2", args=("--workers", "2"))`. The PostgreSQL rows run the node on a
+throwaway database (`PgNodeLauncher`): one replica, and two replicas (two node processes on
+two ports sharing the database, wrk's threads spread over both ports).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.serve import RPC_PATH
-from bench.servers import Launcher, ModuleLauncher, NodeLauncher, Server
+from bench.servers import Launcher, ModuleLauncher, NodeLauncher, PgNodeLauncher, Server
 from bench.wrk import Load, message_send
 
 TEXT = "hello from the bench"
@@ -92,11 +93,12 @@ def echo(server: Server) -> Load:
 
 
 def tasks_get(server: Server) -> Load:
-    return Load(server.headers, body=tasks_get_body(create_task(server)))
+    """The task is created through the first process; every replica reads it."""
+    return Load(server.headers, body=tasks_get_body(create_task(server)), ports=server.ports)
 
 
 def send(server: Server) -> Load:
-    return Load(server.headers, message_text=TEXT)
+    return Load(server.headers, message_text=TEXT, ports=server.ports)
 
 
 def refused(server: Server) -> Load:
@@ -108,6 +110,8 @@ def refused(server: Server) -> Load:
 FLOOR = ModuleLauncher("floor", "floor", "bench.floor_app")
 SDK = ModuleLauncher("a2a-sdk", "sdk", "bench.sdk_app")
 NODE = NodeLauncher("node")
+NODE_PG = PgNodeLauncher("node-pg")
+NODE_PG_2 = PgNodeLauncher("node-pg-x2", replicas=2)
 
 SCENARIOS = (
     Scenario("floor: JSON-RPC echo", FLOOR, "echo", echo),
@@ -116,4 +120,8 @@ SCENARIOS = (
     Scenario("node: tasks/get (3 gates)", NODE, "tasks/get", tasks_get),
     Scenario("node: message/send (durable)", NODE, "message/send", send),
     Scenario("node: 401 wrong key", NODE, "refused", refused),
+    Scenario("node-pg: tasks/get", NODE_PG, "tasks/get", tasks_get),
+    Scenario("node-pg: message/send", NODE_PG, "message/send", send),
+    Scenario("node-pg x2: tasks/get", NODE_PG_2, "tasks/get", tasks_get),
+    Scenario("node-pg x2: message/send", NODE_PG_2, "message/send", send),
 )

@@ -4,13 +4,16 @@ Each server writes its stderr to a log file in the bench's temporary directory (
 start-up event that carries the port, and shown when something fails), so no pipe has to be
 drained while wrk runs. A launcher is reusable: `start` may be called once per bench run.
 
-To add a server row later (say a node with more workers, or one on PostgreSQL), make another
-`NodeLauncher` with its own name, extra arguments and environment, and give it scenarios in
-`bench.scenarios`.
+To add a server row, make another `NodeLauncher` with its own name, extra arguments and
+environment, and give it scenarios in `bench.scenarios`. `PgNodeLauncher` runs the node on a
+throwaway PostgreSQL database the bench creates and drops: one replica, or several node
+processes on several ports sharing the database (one server of several processes: its CPU is
+theirs added up, and wrk's threads spread over their ports).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -18,9 +21,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
+
+import asyncpg
+from cryptography.fernet import Fernet
 
 from bench.serve import RPC_PATH, STARTED
 
@@ -46,10 +54,24 @@ class Server:
     port: int
     log: Path
     headers: dict[str, str] = field(default_factory=dict)
+    replicas: list[Server] = field(default_factory=list)  # the other processes of this server
+    cleanup: Callable[[], None] | None = None  # after every process stopped
+    hostile: bool = True  # run the hostile-body checks against it
 
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.proc.pid, *(r.proc.pid for r in self.replicas)]
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.port, *(r.port for r in self.replicas))
+
+    def alive(self) -> bool:
+        return all(p.poll() is None for p in (self.proc, *(r.proc for r in self.replicas)))
 
     @property
     def rpc_url(self) -> str:
@@ -62,15 +84,23 @@ class Server:
             return ""
 
     def count_events(self, event: str) -> int:
-        """How many times the server has logged `event` so far."""
+        """How many times the server (every process of it) has logged `event` so far."""
         marker = f'"{event}"'.encode()
-        try:
-            return self.log.read_bytes().count(marker)
-        except OSError:
-            return 0
+        found = 0
+        for log in (self.log, *(r.log for r in self.replicas)):
+            try:
+                found += log.read_bytes().count(marker)
+            except OSError:
+                continue
+        return found
 
     def stop(self) -> None:
-        stop_process(self.proc)
+        try:
+            for proc in (self.proc, *(r.proc for r in self.replicas)):
+                stop_process(proc)
+        finally:
+            if self.cleanup is not None:
+                self.cleanup()
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:
@@ -148,26 +178,101 @@ class NodeLauncher:
     kind: Kind = "node"
 
     def start(self, workdir: Path, pin: list[str]) -> Server:
-        data_dir = workdir / self.name
-        data_dir.mkdir(mode=0o700)
-        (data_dir / "config.yaml").write_text(
-            f"a2a:\n  enabled: true\n  allowed_peers: [{self.peer}]\n"
-        )
-        env = {**os.environ, "SYNTHORG_DATA_DIR": str(data_dir), **dict(self.env)}
-        secret = secrets.token_urlsafe(32)
-        added = subprocess.run(
-            [sys.executable, "-m", "synthorg.cli.main", "peers", "add", self.peer,
-             "--endpoint", "http://127.0.0.1:9"],
-            input=secret.encode(), env=env, cwd=ROOT, capture_output=True, timeout=60,
-        )
-        if added.returncode != 0:
-            raise ServerError("peers add failed: " + added.stderr.decode(errors="replace"))
-        env |= {"SYNTHORG_BACKEND_HOST": "127.0.0.1", "SYNTHORG_BACKEND_PORT": "0"}
-        command = [*pin, sys.executable, "-m", "synthorg.api", *self.args]
-        server = launch(self.name, self.kind, command, env, workdir / f"{self.name}.log",
-                        NODE_STARTED)
-        server.headers = {"X-A2A-Peer-Name": self.peer, "X-API-Key": secret}
+        return start_node(self.name, self.kind, self.peer, self.args, dict(self.env), workdir,
+                          pin)
+
+
+def start_node(name: str, kind: Kind, peer: str, args: tuple[str, ...], extra: dict[str, str],
+               workdir: Path, pin: list[str], replicas: int = 1) -> Server:
+    """`replicas` node processes sharing one store, each with a data dir of its own (the
+    same config), one peer registered through the CLI; the first is the server, the others
+    its `replicas`."""
+    base = {**os.environ, **extra}
+    secret = secrets.token_urlsafe(32)
+    servers: list[Server] = []
+    try:
+        for index in range(replicas):
+            label = name if replicas == 1 else f"{name}-{index + 1}"
+            data_dir = workdir / label
+            data_dir.mkdir(mode=0o700)
+            (data_dir / "config.yaml").write_text(
+                f"a2a:\n  enabled: true\n  allowed_peers: [{peer}]\n"
+            )
+            env = {**base, "SYNTHORG_DATA_DIR": str(data_dir)}
+            if index == 0:  # one catalog record serves every replica of a shared store
+                added = subprocess.run(
+                    [sys.executable, "-m", "synthorg.cli.main", "peers", "add", peer,
+                     "--endpoint", "http://127.0.0.1:9"],
+                    input=secret.encode(), env=env, cwd=ROOT, capture_output=True, timeout=60,
+                )
+                if added.returncode != 0:
+                    raise ServerError("peers add failed: "
+                                      + added.stderr.decode(errors="replace"))
+            env |= {"SYNTHORG_BACKEND_HOST": "127.0.0.1", "SYNTHORG_BACKEND_PORT": "0"}
+            command = [*pin, sys.executable, "-m", "synthorg.api", *args]
+            servers.append(launch(label, kind, command, env, workdir / f"{label}.log",
+                                  NODE_STARTED))
+    except BaseException:
+        for started in servers:
+            started.stop()
+        raise
+    server = servers[0]
+    server.name, server.replicas = name, servers[1:]
+    server.headers = {"X-A2A-Peer-Name": peer, "X-API-Key": secret}
+    return server
+
+
+BENCH_POSTGRES_ENV = "SYNTHORG_BENCH_POSTGRES_URL"
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def _postgres(sql: str) -> None:
+    async def run() -> None:
+        conn = await asyncpg.connect(os.environ.get(BENCH_POSTGRES_ENV) or DEFAULT_POSTGRES,
+                                     timeout=10)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+@dataclass(frozen=True)
+class PgNodeLauncher:
+    """This node on PostgreSQL: a throwaway database created for the run and dropped after
+    (`$SYNTHORG_BENCH_POSTGRES_URL`, default the local server), `replicas` node processes on
+    as many ports sharing it, with one shared key."""
+
+    name: str
+    replicas: int = 1
+    peer: str = "bench-peer"
+    kind: Kind = "node"
+
+    def start(self, workdir: Path, pin: list[str]) -> Server:
+        database = f"synthorg_bench_{secrets.token_hex(4)}"
+        try:
+            _postgres(f'CREATE DATABASE "{database}"')
+        except Exception as exc:
+            raise ServerError(f"cannot create a database on PostgreSQL ({type(exc).__name__}); "
+                              f"set {BENCH_POSTGRES_ENV} to a server the bench may use") from None
+        server_url = os.environ.get(BENCH_POSTGRES_ENV) or DEFAULT_POSTGRES
+        env = {
+            "SYNTHORG_DATABASE_URL": urlsplit(server_url)._replace(path=f"/{database}").geturl(),
+            "SYNTHORG_SECRET_KEY": Fernet.generate_key().decode(),
+        }
+
+        def drop() -> None:
+            _postgres(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+        try:
+            server = start_node(self.name, self.kind, self.peer, (), env, workdir, pin,
+                                self.replicas)
+        except BaseException:
+            drop()
+            raise
+        server.cleanup, server.hostile = drop, False
         return server
 
 
-Launcher = ModuleLauncher | NodeLauncher
+Launcher = ModuleLauncher | NodeLauncher | PgNodeLauncher

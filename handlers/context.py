@@ -117,6 +117,14 @@ class CardsContext(Protocol):
         ...
 
 
+class HealthContext(Protocol):
+    """What the readiness probe asks of the node."""
+
+    async def ready(self) -> bool:
+        """The store answers, at the schema version this release knows."""
+        ...
+
+
 JsonDocument = dict[str, Any]
 
 

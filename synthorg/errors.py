@@ -84,5 +84,14 @@ class SecretUnreadable(StoreError):
     messages never carry a key or a secret, so they may be shown to the operator."""
 
 
+class StoreUnavailable(StoreError):
+    """The store did not answer within its bounds (unreachable, lost, or too slow). Its
+    messages never carry the database's address or credentials."""
+
+
+class SchemaTooNew(StoreError):
+    """The store's schema was written by a newer release than this one: it is not run."""
+
+
 class VersionConflict(StoreError):
     """Another writer changed the record since it was read; read it again and retry."""

@@ -7,8 +7,11 @@ store interfaces.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from synthorg.admin.api import AdminApi
@@ -21,6 +24,7 @@ from synthorg.config.company import ConfigError, NodeConfig, load_config
 from synthorg.contract.spec import bundled_openapi
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.peer_executor import PeerExecutor
+from synthorg.errors import StoreError
 from synthorg.gateway.context import Services
 from synthorg.gateway.endpoint import Gateway, GatewayConfig
 from synthorg.gateway.gates import PeerGate
@@ -30,13 +34,10 @@ from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.skills import SkillDirectory
-from synthorg.store.secretbox import SecretBox
-from synthorg.store.sqlite.catalog import SqliteCatalog
-from synthorg.store.sqlite.database import Database, open_database
-from synthorg.store.sqlite.delegations import SqliteDelegationStore
-from synthorg.store.sqlite.revisions import Revisions, request_scope
-from synthorg.store.sqlite.settings import SqliteSettingsStore
-from synthorg.store.sqlite.tasks import SqliteTaskStore
+from synthorg.store.backend import Stores
+from synthorg.store.catalog import Catalog
+from synthorg.store.select import open_stores, runner_from_env
+from synthorg.store.tasks import TaskStore
 from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 from synthorg.web.app import NodeApp
@@ -62,13 +63,44 @@ def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -
     return PeerExecutor(delegator, node_name, executor.peer, executor.agent)
 
 
+class Health:
+    """What /readyz asks (`handlers.context.HealthContext`): does the store answer, with the
+    schema this release knows?"""
+
+    def __init__(self, stores: Stores) -> None:
+        self._stores = stores
+
+    async def ready(self) -> bool:
+        return await self._stores.ready()
+
+
+@dataclass(frozen=True)
+class NodeSetup:
+    """What a node reads before it touches its store: the config and the admin token."""
+
+    data_dir: Path
+    config: NodeConfig
+    admin_token: AdminToken
+
+
+def prepare(data_dir: Path, host: str = "127.0.0.1") -> NodeSetup:
+    """Read the config and the admin token, and check what needs no store; ConfigError (or
+    the token's own error) stops the start."""
+    config = load_config(data_dir)
+    admin_token = AdminToken.load(data_dir)
+    if config.a2a.dev_allow_without_catalog and not is_loopback(host):
+        raise ConfigError(
+            f"{config.source or data_dir / 'config.yaml'}: a2a.dev_allow_without_catalog: "
+            f"only allowed on a loopback address, not {host}"
+        )
+    return NodeSetup(data_dir, config, admin_token)
+
+
 @dataclass
 class Node:
     data_dir: Path
     config: NodeConfig
-    db: Database
-    catalog: SqliteCatalog
-    task_store: SqliteTaskStore
+    stores: Stores
     tasks: TaskService
     skills: SkillDirectory
     gate: PeerGate
@@ -78,53 +110,50 @@ class Node:
     delegator: Delegator
     admin_token: AdminToken  # the operator's; only its digest is held
     admin: AdminService  # what the admin API and the CLI do (settings, peers), audited
+    _background: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
     def enabled(self) -> bool:
         return self.config.a2a.enabled
 
+    @property
+    def catalog(self) -> Catalog:
+        return self.stores.catalog
+
+    @property
+    def task_store(self) -> TaskStore:
+        return self.stores.tasks
+
     @classmethod
-    def build(cls, data_dir: Path, host: str = "127.0.0.1") -> Node:
-        config = load_config(data_dir)
-        admin_token = AdminToken.load(data_dir)  # before the store: a bad token stops the start
-        audit = AuditLog(data_dir)
+    def build(cls, data_dir: Path, host: str = "127.0.0.1", stores: Stores | None = None,
+              setup: NodeSetup | None = None) -> Node:
+        """The node on `stores` (by default, those `synthorg.store.select` picks, opened and
+        migrated now)."""
+        setup = setup or prepare(data_dir, host)
+        if stores is None:
+            stores = open_stores(data_dir, runner_from_env())
         try:
-            audit.prepare()
-        except OSError as exc:
-            raise ConfigError(f"{audit.path}: cannot write the audit log ({exc.strerror})"
-                              ) from None
-        fail_open = config.a2a.dev_allow_without_catalog
-        if fail_open and not is_loopback(host):
-            raise ConfigError(
-                f"{config.source or data_dir / 'config.yaml'}: a2a.dev_allow_without_catalog: "
-                f"only allowed on a loopback address, not {host}"
-            )
-        db = open_database(data_dir)
-        try:
-            return cls._assemble(data_dir, config, db, admin_token, audit)
+            return cls._assemble(setup, stores)
         except BaseException:
-            db.close()
+            stores.close()
             raise
 
     @classmethod
-    def _assemble(
-        cls, data_dir: Path, config: NodeConfig, db: Database, admin_token: AdminToken,
-        audit: AuditLog,
-    ) -> Node:
-        revisions = Revisions(db)
-        catalog = SqliteCatalog(db, SecretBox.for_data_dir(data_dir), revisions)
-        task_store = SqliteTaskStore(db)
-        settings = RuntimeSettings(SqliteSettingsStore(db, revisions), config.a2a)
+    def _assemble(cls, setup: NodeSetup, stores: Stores) -> Node:
+        config, admin_token = setup.config, setup.admin_token
+        catalog = stores.catalog
+        settings = RuntimeSettings(stores.settings, config.a2a)
+        audit = AuditLog(stores.audit)
         node_name = config.a2a.node_name
         # Read through callables, so a runtime settings write applies to the next use.
         delegator = Delegator(
-            catalog, SqliteDelegationStore(db), node_name, lambda: settings.client_timeout_seconds
+            catalog, stores.delegations, node_name, lambda: settings.client_timeout_seconds
         )
         agents = {
             a.id: AgentRuntime(a.id, _executor(a, delegator, node_name)) for a in config.agents
         }
         tasks = TaskService(
-            task_store,
+            stores.tasks,
             agents,
             config.default_agent,
             lambda: settings.max_message_parts,
@@ -142,11 +171,9 @@ class Node:
         )
         gate_catalog = None if config.a2a.dev_allow_without_catalog else catalog
         return cls(
-            data_dir,
+            setup.data_dir,
             config,
-            db,
-            catalog,
-            task_store,
+            stores,
             tasks,
             SkillDirectory(config.agents, discovery),
             PeerGate(config.allowed_peers, gate_catalog, admin_token),
@@ -156,7 +183,7 @@ class Node:
             delegator=delegator,
             admin_token=admin_token,
             admin=AdminService(
-                SettingsAdmin(settings, config.a2a, audit),
+                SettingsAdmin(settings, audit),
                 PeersAdmin(catalog, audit, [admin_token]),
             ),
         )
@@ -170,12 +197,13 @@ class Node:
                 gate=self.gate,
                 agent_ids=frozenset(agent.id for agent in self.config.agents),
                 services=Services(self.tasks, self.skills),
-                request_started=request_scope,
+                request_started=self.stores.request_started,
             )
         )
         admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled)
-        operations = operation_endpoints(self.cards, admin)
-        return NodeApp(gateway, operations, self.admin_token, bundled_openapi())
+        operations = operation_endpoints(self.cards, admin, Health(self.stores))
+        return NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
+                       on_start=self.start_background, on_stop=self.stop_background)
 
     def warn_at_start(self, host: str) -> None:
         """Say once, at start-up, what an operator must know about this node's setup."""
@@ -202,15 +230,50 @@ class Node:
                     "never accepts: give the peer a secret of its own",
                 )
 
-    async def recover(self) -> None:
-        """Fail the tasks a previous run left unfinished, before anyone can ask about them."""
-        recovered = await self.task_store.recover(now_iso())
+    async def recover(self, *, others_gone: bool = False) -> int:
+        """Fail the unfinished tasks whose runner is gone (with `others_gone`: every runner
+        but this one, as when the only server of a store starts); returns the count."""
+        recovered = await self.task_store.recover(now_iso(), others_gone=others_gone)
         if recovered:
             emit(
                 events.TASK_RECOVERED,
                 count=recovered,
-                reason="tasks left unfinished by a previous run were marked failed",
+                reason="tasks left unfinished by a runner that is gone (a previous run, or a "
+                "replica that stopped) were marked failed",
+            )
+        return recovered
+
+    async def start_background(self) -> None:
+        """Hold this runner's lease while the node serves, and sweep up after runners that
+        are gone (another replica killed), once per lease."""
+        if self._background is None:
+            await self._renew()
+            self._background = asyncio.get_running_loop().create_task(
+                self._maintain(), context=contextvars.Context()
             )
 
+    async def stop_background(self) -> None:
+        task, self._background = self._background, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        with contextlib.suppress(Exception):  # a store that is down: the lease runs out
+            await self.task_store.retire()
+
+    async def _renew(self) -> None:
+        with contextlib.suppress(StoreError):  # reported by the store as store.unavailable
+            await self.task_store.heartbeat()
+
+    async def _maintain(self) -> None:
+        runner = self.task_store.runner
+        beats = max(1, round(runner.lease_seconds / runner.heartbeat_every))
+        while True:
+            for _ in range(beats):
+                await asyncio.sleep(runner.heartbeat_every)
+                await self._renew()
+            with contextlib.suppress(StoreError):
+                await self.recover()
+
     def close(self) -> None:
-        self.db.close()
+        self.stores.close()

@@ -8,6 +8,7 @@ wrk.headers = bench_headers
 
 local threads = 0
 function setup(thread)
+  bench_target(thread)
   threads = threads + 1
   thread:set("tid", threads)
 end

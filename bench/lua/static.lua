@@ -4,3 +4,7 @@ wrk.method = "POST"
 wrk.path = bench_path
 wrk.headers = bench_headers
 wrk.body = bench_body
+
+function setup(thread)
+  bench_target(thread)
+end

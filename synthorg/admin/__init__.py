@@ -5,7 +5,7 @@
   its routes read from the spec's operations;
 - `service`: settings and peer changes, validated, written and audited (API and CLI alike);
 - `api`: the admin operations' context (`handlers.context.AdminContext`) over the service;
-- `audit`: `audit.log` and the audit events.
+- `audit`: the audit trail (records in the store) and the audit events.
 
 The operations themselves are `handlers/admin.py`; the peer gate that never accepts the
 admin token is `synthorg/gateway/gates.py`; the CLI's admin API client is

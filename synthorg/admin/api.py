@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from synthorg.admin.service import AdminService, peer_json, setting_definition, setting_json
+from synthorg.admin.service import AdminService, peer_json, setting_json
 from synthorg.cards.discovery import CardDiscovery
-from synthorg.settings.runtime import RuntimeSettings
+from synthorg.settings.runtime import RuntimeSettings, setting_definition
 
 
 class AdminApi:
@@ -37,12 +37,12 @@ class AdminApi:
         return setting_definition(name).describe_range()
 
     def set_setting(self, name: str, value: float | int, client: str | None) -> dict[str, Any]:
-        view, _, _ = self._service.settings.set(name, value, via="admin_api", client=client)
-        return setting_json(view)
+        change = self._service.settings.set(name, value, via="admin_api", client=client)
+        return setting_json(change.after)
 
     def reset_setting(self, name: str, client: str | None) -> dict[str, Any]:
-        view, _, _ = self._service.settings.reset(name, via="admin_api", client=client)
-        return setting_json(view)
+        change = self._service.settings.reset(name, via="admin_api", client=client)
+        return setting_json(change.after)
 
     def list_peers(self) -> list[dict[str, Any]]:
         return [peer_json(record) for record in self._service.peers.list()]

@@ -18,18 +18,17 @@ from typing import Any
 
 from synthorg.admin.audit import AuditLog, Via
 from synthorg.admin.token import AdminToken
-from synthorg.errors import InvalidValue, PeerExists, UnknownPeer, UnknownSetting
-from synthorg.generated.models import A2AConfig
+from synthorg.errors import InvalidValue, PeerExists, UnknownPeer
 from synthorg.names import canonical_peer_name
 from synthorg.observability.events.admin import (
     PEER_CREATED,
     PEER_DELETED,
     PEER_REPLACED,
+    PEERS_REKEYED,
     SETTING_CHANGED,
     SETTING_RESET,
 )
-from synthorg.settings.definitions.a2a import NAMESPACE, SettingDefinition, definitions
-from synthorg.settings.runtime import RuntimeSettings, SettingView, Source
+from synthorg.settings.runtime import RuntimeSettings, SettingChange, SettingView
 from synthorg.store.catalog import SCHEMES, Catalog, PeerRecord, canonical_endpoint
 from synthorg.store.secretbox import SecretBoxError
 
@@ -67,21 +66,12 @@ def _shown(name: str) -> str:
     return repr(clipped) + ("..." if len(name) > _MAX_NAME_SHOWN else "")
 
 
-def setting_definition(name: str, *, allow_bare: bool = False) -> SettingDefinition:
-    """The setting `name` names (`a2a.key`; also plain `key` when `allow_bare`), else 404."""
-    prefix = f"{NAMESPACE}."
-    key = name[len(prefix) :] if name.startswith(prefix) else (name if allow_bare else None)
-    found = definitions().get(key) if key is not None else None
-    if found is None:
-        known = ", ".join(d.name for d in definitions().values())
-        raise UnknownSetting(f"unknown setting {_shown(name)}; known: {known}")
-    return found
-
-
 class SettingsAdmin:
-    def __init__(self, settings: RuntimeSettings, config: A2AConfig, audit: AuditLog) -> None:
+    """Settings changes, audited. Naming, validating and resolving a setting is
+    `RuntimeSettings`' alone; this adds the audit record, in the order of the writes."""
+
+    def __init__(self, settings: RuntimeSettings, audit: AuditLog) -> None:
         self.settings = settings
-        self._config = config
         self._audit = audit
         self._lock = threading.Lock()
 
@@ -89,47 +79,29 @@ class SettingsAdmin:
         return self.settings.all()
 
     def get(self, name: str, *, allow_bare: bool = False) -> SettingView:
-        return self.settings.view(setting_definition(name, allow_bare=allow_bare).name)
+        return self.settings.view(name, allow_bare=allow_bare)
 
     def set(self, name: str, raw: Any, *, via: Via, allow_bare: bool = False,
-            **context: object) -> tuple[SettingView, float | int, Source]:
-        """Validate, write, audit; returns (the view now, the value before, its source)."""
-        definition = setting_definition(name, allow_bare=allow_bare)
-        try:
-            definition.coerce(raw)
-        except ValueError as exc:
-            raise InvalidValue(str(exc), key=definition.name,
-                               allowed=definition.describe_range()) from None
+            **context: object) -> SettingChange:
+        """Validate, write, audit; returns the value in force before and after."""
         with self._lock:  # audited under the lock: the trail's order is the writes' order
-            view, previous = self.settings.set(definition.name, raw)
-            old, old_source = self._before(definition, previous)
-            self._audit.record(SETTING_CHANGED, via=via, key=definition.name, old=old,
-                               old_source=old_source, new=view.value, new_source=view.source,
-                               **context)
-        return view, old, old_source
+            change = self.settings.set(name, raw, allow_bare=allow_bare)
+            self._record(SETTING_CHANGED, change, via, context)
+        return change
 
     def reset(self, name: str, *, via: Via, allow_bare: bool = False,
-              **context: object) -> tuple[SettingView, float | int, Source]:
-        definition = setting_definition(name, allow_bare=allow_bare)
+              **context: object) -> SettingChange:
         with self._lock:  # audited under the lock: the trail's order is the writes' order
-            view, previous = self.settings.reset(definition.name)
-            old, old_source = self._before(definition, previous)
-            self._audit.record(SETTING_RESET, via=via, key=definition.name, old=old,
-                               old_source=old_source, new=view.value, new_source=view.source,
-                               **context)
-        return view, old, old_source
+            change = self.settings.reset(name, allow_bare=allow_bare)
+            self._record(SETTING_RESET, change, via, context)
+        return change
 
-    def _before(self, definition: SettingDefinition, previous: Any
-                ) -> tuple[float | int, Source]:
-        """The value in force before a write, from the runtime value it replaced (if any)."""
-        if previous is not None:
-            try:
-                return definition.coerce(previous), "runtime"
-            except ValueError:
-                pass  # a corrupt stored value was not in force
-        if definition.key in self._config.model_fields_set:
-            return getattr(self._config, definition.key), "config"
-        return definition.default, "default"
+    def _record(self, event: str, change: SettingChange, via: Via,
+                context: dict[str, object]) -> None:
+        before, after = change.before, change.after
+        self._audit.record(event, via=via, key=after.definition.name, old=before.value,
+                           old_source=before.source, new=after.value, new_source=after.source,
+                           **context)
 
 
 def _field_problem(exc: ValueError) -> InvalidValue:
@@ -222,6 +194,13 @@ class PeersAdmin:
                 raise UnknownPeer(f"no peer named {_shown(name)}")
             self._audit.record(PEER_DELETED, via=via, peer=name,
                                old=None if old is None else _public(old), new=None, **context)
+
+    def rekey(self, *, via: Via, **context: object) -> int:
+        """Encrypt every record's secret again with the newest key; how many, audited."""
+        with self._lock:
+            count = self.catalog.rekey()
+            self._audit.record(PEERS_REKEYED, via=via, count=count, **context)
+        return count
 
     def _validate(self, name: str, endpoint: str, scheme: str, secret: str) -> None:
         """Everything the catalog would refuse, and a secret that is the admin token."""

@@ -1,11 +1,18 @@
 """Start a node: check and prepare once, listen, then serve in one or several processes.
 
-`serve` runs the start-up work exactly once, before the socket listens: the config and the
-data dir are checked, the store migrated, unfinished tasks recovered and the operator warned
-of what needs attention. With `workers` > 1 the listening socket is shared by that many
-worker processes (uvicorn's supervisor restarts one that dies); each builds its own node on
-the same data dir, and everything they share (tasks, idempotency keys, the catalog, the
-settings) is serialised in the store, not in a process.
+On SQLite (the data dir's store), `serve` runs the start-up work exactly once, before the
+socket listens: the config and the data dir are checked, the store migrated, unfinished tasks
+recovered and the operator warned of what needs attention. With `workers` > 1 the listening
+socket is shared by that many worker processes (uvicorn's supervisor restarts one that dies);
+each builds its own node on the same data dir, and everything they share (tasks, idempotency
+keys, the catalog, the settings) is serialised in the store, not in a process.
+
+On PostgreSQL (`SYNTHORG_DATABASE_URL`, shared by replicas), what needs no database is
+checked before listening (the config, the admin token, the shared key); then the node listens
+at once and each process reaches the database in its event loop, retrying with backoff while
+it cannot (`store.waiting`; `/readyz` answers 503 meanwhile), migrates under the database's
+lock (replicas starting together migrate once), recovers only the tasks of runners that are
+gone, and serves (`a2a.node.started`).
 """
 
 from __future__ import annotations
@@ -16,16 +23,24 @@ import os
 import socket
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from synthorg.admin.token import AdminToken
 from synthorg.config.company import CONFIG_FILE, ConfigError
-from synthorg.node import Node, is_loopback
+from synthorg.errors import SchemaTooNew, StoreError, StoreUnavailable
+from synthorg.node import Node, NodeSetup, is_loopback, prepare
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
+from synthorg.observability.events import store as store_events
 from synthorg.observability.log import configure_logging, emit
 from synthorg.paths import data_dir_from_env
+from synthorg.store.backend import Stores
 from synthorg.store.secretbox import SecretBoxError
-from synthorg.store.sqlite.schema import SchemaVersionError
+from synthorg.store.select import OptionsError, open_stores, runner_from_env, uses_postgres
+from synthorg.web.app import NodeApp
+from synthorg.web.starting import Booted, StartingApp
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -33,68 +48,187 @@ WORKERS_ENV = "SYNTHORG_WORKERS"
 MAX_WORKERS = 64
 WORKER_APP = "synthorg.api.worker:create_app"
 BACKLOG = 2048
+FIRST_RETRY, MAX_RETRY = 0.25, 5.0  # seconds between attempts to reach the store at start
 
 
 def serve(data_dir: Path, host: str, port: int, workers: int = 1) -> int:
-    # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
-    import uvicorn
-
-    from synthorg.api.supervisor import SocketPerWorker, listen_many
-    from synthorg.http import uvicorn_options
-
     configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
+    try:
+        shared = uses_postgres()
+    except OptionsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if shared:
+        return _serve_shared(data_dir, host, port, workers)
+    return _serve_local(data_dir, host, port, workers)
+
+
+def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
+    """SQLite: every check and the start-up work before the socket listens."""
     try:
         node = Node.build(data_dir, host)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (OSError, sqlite3.Error, SecretBoxError, SchemaVersionError) as exc:
+    except (OSError, sqlite3.Error, SecretBoxError, StoreError, OptionsError) as exc:
         print(f"error: cannot open the data dir {data_dir}: {exc}", file=sys.stderr)
         return 2
     try:
         # Recover before announcing the node: a task left working by a previous run is
-        # failed before anyone can ask about it.
-        asyncio.run(node.recover())
+        # failed before anyone can ask about it. This node is the data dir's only server,
+        # so every earlier runner is gone.
+        asyncio.run(node.recover(others_gone=True))
         node.warn_at_start(host)
-        if node.config.source is None:
-            print(f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)",
-                  file=sys.stderr)
-        _announce_admin_token(node, host)
+        _say_at_start(data_dir, node.config.source, node.admin_token, host)
         try:
-            sock = _listen(host, port, workers)
-            # Every worker's socket listens before the node says it is started.
-            sockets = [sock] if workers == 1 else listen_many(sock, workers, BACKLOG)
+            sockets = _listen_all(host, port, workers)
         except OSError as exc:
             print(f"error: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
             return 2
         # The socket is listening before this line is written, so a supervisor (or a test)
         # may connect as soon as it reads the event; port 0 picks a free port, reported here.
-        emit(
-            events.NODE_STARTED,
-            host=host,
-            port=sock.getsockname()[1],
-            data_dir=str(data_dir),
-            a2a_enabled=node.enabled,
-            allowed_peers=sorted(node.config.allowed_peers),
-            workers=workers,
-        )
-        options = {
-            "log_level": "warning",
-            "access_log": False,
-            "lifespan": "on",
-            **uvicorn_options(node.config.server),  # connection limits (synthorg.http)
-        }
+        _started(node, host, sockets[0].getsockname()[1], data_dir, workers)
         if workers == 1:
-            server = uvicorn.Server(uvicorn.Config(node.app(), **options))
-            settle_memory()
-            server.run(sockets=[sock])
-            return 0
+            return _run_one(node.app(), node.config.server, sockets[0])
     finally:
         node.close()
+    return _run_workers(data_dir, host, workers, node.config.server, sockets)
+
+
+def _serve_shared(data_dir: Path, host: str, port: int, workers: int) -> int:
+    """PostgreSQL: check what needs no database, listen, then reach it (see the docstring)."""
+    try:
+        setup = prepare(data_dir, host)
+        stores = open_stores(data_dir, runner_from_env(), migrate=False)  # connects later
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, SecretBoxError, OptionsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _say_at_start(data_dir, setup.config.source, setup.admin_token, host)
+    try:
+        sockets = _listen_all(host, port, workers)
+    except OSError as exc:
+        stores.close()
+        print(f"error: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    emit(events.NODE_LISTENING, host=host, port=sockets[0].getsockname()[1], workers=workers,
+         store="postgresql")
+    if workers > 1:
+        stores.close()  # each worker reaches the database itself
+        return _run_workers(data_dir, host, workers, setup.config.server, sockets)
+    exit_code = [0]
+    server: Any = None
+
+    def fatal(message: str) -> None:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        exit_code[0] = 2
+        if server is not None:
+            server.should_exit = True
+
+    port = sockets[0].getsockname()[1]
+    app = StartingApp(lambda: boot_shared(setup, stores, host, port, workers, fatal))
+    try:
+        server = _server(app, setup.config.server)
+        settle_memory()
+        server.run(sockets=[sockets[0]])
+    finally:
+        stores.close()
+    return exit_code[0]
+
+
+async def boot_shared(setup: NodeSetup, stores: Stores, host: str, port: int,
+                      workers: int, fatal: Callable[[str], None]) -> Booted:
+    """Reach the shared store (retrying with backoff), migrate, build the node, recover the
+    tasks of runners that are gone; its app, and how to announce it once it serves."""
+    delay = FIRST_RETRY
+    while True:
+        try:
+            found, now = await stores.start()
+            node = Node.build(setup.data_dir, host, stores=stores, setup=setup)
+            await node.recover()
+            break
+        except SchemaTooNew as exc:
+            fatal(f"cannot serve this database: {exc}")
+            raise
+        except (StoreUnavailable, OSError) as exc:
+            emit(store_events.WAITING, level="warning", reason=str(exc), retry_in=delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, MAX_RETRY)
+    if found != now:
+        emit(store_events.MIGRATED, backend=stores.backend, from_version=found, to_version=now)
+    node.warn_at_start(host)
+    return node.app(), lambda: _started(node, host, port, setup.data_dir, workers)
+
+
+def _say_at_start(data_dir: Path, config_source: Path | None, token: AdminToken,
+                  host: str) -> None:
+    if config_source is None:
+        print(f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)",
+              file=sys.stderr)
+    _announce_admin_token(token, host)
+
+
+def _started(node: Node, host: str, port: int, data_dir: Path, workers: int) -> None:
+    emit(
+        events.NODE_STARTED,
+        host=host,
+        port=port,
+        data_dir=str(data_dir),
+        a2a_enabled=node.enabled,
+        allowed_peers=sorted(node.config.allowed_peers),
+        workers=workers,
+        store=node.stores.backend,
+    )
+
+
+def _listen_all(host: str, port: int, workers: int) -> list[socket.socket]:
+    from synthorg.api.supervisor import listen_many
+
+    sock = _listen(host, port, workers)
+    # Every worker's socket listens before the node says it is started.
+    return [sock] if workers == 1 else listen_many(sock, workers, BACKLOG)
+
+
+def _options(server_config: Any) -> dict[str, Any]:
+    from synthorg.http import uvicorn_options
+
+    return {
+        "log_level": "warning",
+        "access_log": False,
+        "lifespan": "on",
+        **uvicorn_options(server_config),  # connection limits (synthorg.http)
+    }
+
+
+def _server(app: Any, server_config: Any) -> Any:
+    # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
+    import uvicorn
+
+    return uvicorn.Server(uvicorn.Config(app, **_options(server_config)))
+
+
+def _run_one(app: NodeApp, server_config: Any, sock: socket.socket) -> int:
+    server = _server(app, server_config)
+    settle_memory()
+    server.run(sockets=[sock])
+    return 0
+
+
+def _run_workers(data_dir: Path, host: str, workers: int, server_config: Any,
+                 sockets: list[socket.socket]) -> int:
+    import uvicorn
+
+    from synthorg.api.supervisor import SocketPerWorker
+
     # Each worker builds its node from the environment (spawned processes share nothing).
     os.environ["SYNTHORG_DATA_DIR"] = str(data_dir)
     os.environ["SYNTHORG_BACKEND_HOST"] = host
-    config = uvicorn.Config(WORKER_APP, factory=True, workers=workers, **options)
+    os.environ["SYNTHORG_BACKEND_PORT"] = str(sockets[0].getsockname()[1])
+    os.environ[WORKERS_ENV] = str(workers)
+    config = uvicorn.Config(WORKER_APP, factory=True, workers=workers,
+                            **_options(server_config))
     SocketPerWorker(config, sockets).run()
     return 0
 
@@ -111,9 +245,8 @@ def settle_memory() -> None:
     gc.set_threshold(20_000, 20, 20)
 
 
-def _announce_admin_token(node: Node, host: str) -> None:
+def _announce_admin_token(token: AdminToken, host: str) -> None:
     """Say where the operator's admin token is; never the token itself."""
-    token = node.admin_token
     if token.path is None:
         where = "from SYNTHORG_ADMIN_TOKEN"
     else:

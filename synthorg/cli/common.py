@@ -10,12 +10,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from synthorg.errors import StoreError
 from synthorg.generated.models import Task
 from synthorg.paths import DEFAULT_DATA_DIR, data_dir_from_env
-from synthorg.store.secretbox import SecretBox, SecretBoxError
-from synthorg.store.sqlite.catalog import SqliteCatalog
-from synthorg.store.sqlite.database import open_database
-from synthorg.store.sqlite.schema import SchemaVersionError
+from synthorg.store.backend import Stores
+from synthorg.store.catalog import Catalog
+from synthorg.store.secretbox import SecretBoxError
+from synthorg.store.select import OptionsError, open_stores
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction["CliParser"]
@@ -63,27 +64,51 @@ def data_dir(args: argparse.Namespace) -> Path:
 
 
 @contextmanager
-def open_catalog(directory: Path) -> Iterator[SqliteCatalog]:
-    """The data dir's catalog (creating the directory, database and key if missing).
+def open_local(directory: Path, *, migrate: bool = True) -> Iterator[Stores]:
+    """The node's stores: SQLite in `directory` (created with its database and key if
+    missing), or the PostgreSQL database `SYNTHORG_DATABASE_URL` names, migrated first unless
+    `migrate` is false.
 
-    Store failures become CliErrors; their messages never carry keys or secrets."""
+    Store failures become CliErrors; their messages never carry keys, secrets or the URL."""
     try:
-        db = open_database(directory)
+        stores = open_stores(directory, migrate=migrate)
     except OSError as exc:
         raise CliError(f"cannot open data directory {directory}: {exc.strerror or exc}") from None
-    except (sqlite3.Error, SchemaVersionError) as exc:
-        raise CliError(f"{directory}: {exc}") from None
+    except (sqlite3.Error, StoreError, OptionsError) as exc:
+        raise CliError(f"{_where(directory)}: {exc}") from None
     try:
-        box = SecretBox.for_data_dir(directory)
-        yield SqliteCatalog(db, box)
+        yield stores
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):
             raise
         raise CliError(f"{directory}: {exc.strerror or exc}") from None
-    except (SecretBoxError, sqlite3.Error) as exc:
+    except (StoreError, sqlite3.Error) as exc:  # SecretBoxError is a StoreError
         raise CliError(str(exc)) from None
     finally:
-        db.close()
+        stores.close()
+
+
+def _where(directory: Path) -> str:
+    return "the database (SYNTHORG_DATABASE_URL)" if _shared() else str(directory)
+
+
+def _shared() -> bool:
+    try:
+        from synthorg.store.select import uses_postgres
+
+        return uses_postgres()
+    except OptionsError:
+        return True
+
+
+@contextmanager
+def open_catalog(directory: Path) -> Iterator[Catalog]:
+    """The node's catalog (see `open_local`)."""
+    with open_local(directory) as stores:
+        try:
+            yield stores.catalog
+        except SecretBoxError as exc:
+            raise CliError(str(exc)) from None
 
 
 def task_json(task: Task) -> dict[str, Any]:

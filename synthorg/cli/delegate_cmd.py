@@ -15,13 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sqlite3
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -31,6 +29,7 @@ from synthorg.cli.common import (
     add_data_dir_option,
     data_dir,
     fail,
+    open_local,
     print_json,
     shown,
 )
@@ -40,14 +39,10 @@ from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator
 from synthorg.generated.constants import STATE_COMPLETED, TERMINAL_STATES
 from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
+from synthorg.store.backend import Stores
+from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import Delegation
-from synthorg.store.secretbox import SecretBox, SecretBoxError
-from synthorg.store.sqlite.catalog import SqliteCatalog
-from synthorg.store.sqlite.database import Database, open_database
-from synthorg.store.sqlite.delegations import SqliteDelegationStore
-from synthorg.store.sqlite.schema import SchemaVersionError
-from synthorg.store.sqlite.settings import SqliteSettingsStore
-from synthorg.store.sqlite.tasks import SqliteTaskStore
+from synthorg.store.tasks import TaskStore
 from synthorg.tasks.hops import VISITED_KEY
 
 if TYPE_CHECKING:
@@ -124,14 +119,14 @@ class Outbound:
 
     directory: Path
     config: NodeConfig
-    db: Database
-    catalog: SqliteCatalog
+    stores: Stores
+    catalog: Catalog
     delegator: Delegator
 
-    @cached_property
-    def tasks(self) -> SqliteTaskStore:
+    @property
+    def tasks(self) -> TaskStore:
         """Inbound tasks (what peers gave this node)."""
-        return SqliteTaskStore(self.db)
+        return self.stores.tasks
 
     def require_node_name(self) -> str:
         name = self.config.a2a.node_name
@@ -162,30 +157,16 @@ def open_outbound(directory: Path) -> Iterator[Outbound]:
 
     Store failures become CliErrors; their messages never carry keys or secrets."""
     config = load_node_config(directory)
-    try:
-        db = open_database(directory)
-    except OSError as exc:
-        fail(f"cannot open data directory {directory}: {exc.strerror or exc}")
-    except (sqlite3.Error, SchemaVersionError) as exc:
-        fail(f"{directory}: {exc}")
-    try:
-        catalog = SqliteCatalog(db, SecretBox.for_data_dir(directory))
-        settings = RuntimeSettings(SqliteSettingsStore(db), config.a2a)
+    with open_local(directory) as stores:
+        catalog = stores.catalog
+        settings = RuntimeSettings(stores.settings, config.a2a)
         delegator = Delegator(
             catalog,
-            SqliteDelegationStore(db),
+            stores.delegations,
             config.a2a.node_name,
             lambda: settings.client_timeout_seconds,  # read per call: runtime writes apply
         )
-        yield Outbound(directory, config, db, catalog, delegator)
-    except OSError as exc:
-        if isinstance(exc, BrokenPipeError):
-            raise
-        fail(f"{directory}: {exc.strerror or exc}")
-    except (SecretBoxError, sqlite3.Error) as exc:
-        fail(str(exc))
-    finally:
-        db.close()
+        yield Outbound(directory, config, stores, catalog, delegator)
 
 
 # -- errors -----------------------------------------------------------------------------

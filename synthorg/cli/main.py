@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from synthorg.cli import (
+    audit_cmd,
     config_cmd,
+    db_cmd,
     delegate_cmd,
     peers_cmd,
     serve_cmd,
@@ -38,6 +40,8 @@ COMMANDS: tuple[CommandGroup, ...] = (
     tasks_cmd,
     config_cmd,
     spec_cmd,
+    db_cmd,
+    audit_cmd,
 )
 
 

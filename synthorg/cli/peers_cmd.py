@@ -4,8 +4,9 @@ A running node reads the catalog on every request, so changes apply to its next 
 Secrets go in through standard input or an environment variable (never a command-line
 argument, which other users can see in the process list) and are never printed back.
 
-Locally (`--data-dir`, the default) the command edits the data dir's catalog and records each
-change in its `audit.log` (`via: "cli"`). With `--url URL` it edits a running node's catalog
+Locally (`--data-dir`, the default) the command edits the node's catalog (the data dir's, or
+the shared database's with SYNTHORG_DATABASE_URL) and records each change in the store's
+audit trail (`via: "cli"`). With `--url URL` it edits a running node's catalog
 through the admin API, with the operator's admin token (see `synthorg.cli.settings_cmd`).
 A secret equal to the node's admin token is refused either way.
 """
@@ -30,6 +31,7 @@ from synthorg.cli.common import (
     data_dir,
     fail,
     open_catalog,
+    open_local,
     print_json,
     shown,
 )
@@ -101,6 +103,17 @@ def register(subparsers: Subparsers) -> None:
     add_remote_options(show)
     show.set_defaults(handler=run_show)
 
+    rekey = commands.add_parser(
+        "rekey",
+        help="encrypt every peer secret again with the newest key",
+        description="Encrypt every peer record's secret again with the newest key of "
+        "SYNTHORG_SECRET_KEY (several keys, newest first: records encrypted with any of them "
+        "are read). Afterwards the older keys can be dropped from SYNTHORG_SECRET_KEY. All "
+        "records or none; prints how many.",
+    )
+    add_data_dir_option(rekey)
+    rekey.set_defaults(handler=run_rekey)
+
     remove = commands.add_parser("remove", help="remove a peer")
     remove.add_argument("name", metavar="NAME")
     add_data_dir_option(remove)
@@ -125,8 +138,8 @@ def run_add(args: argparse.Namespace) -> int:
         public, created = _add_remote(client, name, args.endpoint, args.scheme, secret)
     else:
         directory = data_dir(args)
-        with open_catalog(directory) as catalog:
-            peers = PeersAdmin(catalog, AuditLog(directory), known_tokens(directory))
+        with open_local(directory) as stores:
+            peers = PeersAdmin(stores.catalog, AuditLog(stores.audit), known_tokens(directory))
             try:
                 record, created = peers.put(name, args.endpoint, args.scheme, secret,
                                             via="cli", user=cli_user())
@@ -292,13 +305,22 @@ def run_remove(args: argparse.Namespace) -> int:
     else:
         name = canonical_peer_name(args.name) or ""
         directory = data_dir(args)
-        with open_catalog(directory) as catalog:
-            peers = PeersAdmin(catalog, AuditLog(directory), [])
+        with open_local(directory) as stores:
+            peers = PeersAdmin(stores.catalog, AuditLog(stores.audit), [])
             try:
                 peers.delete(name, via="cli", user=cli_user())
             except SynthorgError:
                 _not_found(args.name)
     print(f"removed peer {name}")
+    return EXIT_OK
+
+
+def run_rekey(args: argparse.Namespace) -> int:
+    with open_local(data_dir(args)) as stores:
+        count = PeersAdmin(stores.catalog, AuditLog(stores.audit), []).rekey(
+            via="cli", user=cli_user()
+        )
+    print(f"re-encrypted {count} peer record{'' if count == 1 else 's'} with the newest key")
     return EXIT_OK
 
 

@@ -6,8 +6,8 @@ node does: a running node on that data dir applies a write from its next request
 from an environment variable (`--token-env`, default SYNTHORG_ADMIN_TOKEN) or a file
 (`--token-file`), never from the command line, and never printed.
 
-Every write is audited: locally with `via: "cli"` in the data dir's `audit.log`, remotely by
-the node (`via: "admin_api"`).
+Every write is audited: locally with `via: "cli"` in the store's audit trail, remotely by the
+node (`via: "admin_api"`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import contextlib
 import getpass
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from synthorg.admin.audit import AuditLog
-from synthorg.admin.service import SettingsAdmin, setting_definition, setting_json
+from synthorg.admin.service import SettingsAdmin, setting_json
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME, token_problem
 from synthorg.cli.admin_client import AdminClient, AdminRefused, AdminUnreachable, node_url
 from synthorg.cli.admin_client import sends_token_in_clear as _in_clear
@@ -36,16 +35,14 @@ from synthorg.cli.common import (
     add_data_dir_option,
     data_dir,
     fail,
+    open_local,
     print_json,
     shown,
 )
 from synthorg.config.company import ConfigError, load_config
-from synthorg.errors import SynthorgError
+from synthorg.errors import StoreError, SynthorgError
 from synthorg.settings.definitions.a2a import SettingDefinition, definitions
-from synthorg.settings.runtime import RuntimeSettings
-from synthorg.store.sqlite.database import open_database
-from synthorg.store.sqlite.schema import SchemaVersionError
-from synthorg.store.sqlite.settings import SqliteSettingsStore
+from synthorg.settings.runtime import RuntimeSettings, setting_definition
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -199,42 +196,34 @@ def _local(directory: Path) -> Iterator[SettingsAdmin]:
         config = load_config(directory)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    try:
-        db = open_database(directory)
-    except OSError as exc:
-        raise CliError(f"cannot open data directory {directory}: {exc.strerror or exc}") from None
-    except (sqlite3.Error, SchemaVersionError) as exc:
-        raise CliError(f"{directory}: {exc}") from None
-    try:
-        settings = RuntimeSettings(SqliteSettingsStore(db), config.a2a)
-        yield SettingsAdmin(settings, config.a2a, AuditLog(directory))
-    except SynthorgError as problem:
-        raise CliError(str(problem), EXIT_USAGE) from None
-    except sqlite3.Error as exc:
-        raise CliError(f"{directory}: {exc}") from None
-    finally:
-        db.close()
+    with open_local(directory) as stores:
+        try:
+            settings = RuntimeSettings(stores.settings, config.a2a)
+            yield SettingsAdmin(settings, AuditLog(stores.audit))
+        except StoreError:
+            raise  # open_local words it
+        except SynthorgError as problem:
+            raise CliError(str(problem), EXIT_USAGE) from None
 
 
 def _definition(raw: str) -> SettingDefinition:
+    """The setting KEY names, as the settings' owner looks it up (a2a. may be left out)."""
     try:
         return setting_definition(raw, allow_bare=True)
     except SynthorgError as problem:
         fail(str(problem))
 
 
-def _value(raw: str, definition: SettingDefinition) -> float | int:
-    """VALUE as a JSON number; anything else is refused naming the key and range."""
+def _value(raw: str, definition: SettingDefinition) -> Any:
+    """VALUE as JSON; the settings' owner checks its type and range. Only what is not a JSON
+    number at all is refused here (the node's admin API would refuse it as a body)."""
     try:
         value = json.loads(raw, parse_constant=_not_json)
     except (ValueError, RecursionError):
         value = None
     if not isinstance(value, int | float) or isinstance(value, bool):
         fail(f"{definition.name} must be {definition.describe_range()}; got {shown(raw)}")
-    try:
-        return definition.coerce(value)
-    except ValueError as exc:
-        fail(str(exc))
+    return value
 
 
 def _not_json(name: str) -> Any:
@@ -307,9 +296,9 @@ def run_set(args: argparse.Namespace) -> int:
         view = call_remote(lambda: client.set_setting(definition.name, value))
     else:
         with _local(data_dir(args)) as admin:
-            new_view, old, old_source = admin.set(definition.name, value, via="cli",
-                                                  user=cli_user())
-            view = setting_json(new_view)
+            change = admin.set(definition.name, value, via="cli", user=cli_user())
+            view = setting_json(change.after)
+            old, old_source = change.before.value, change.before.source
     return _report(args, view, old, old_source)
 
 
@@ -322,9 +311,9 @@ def run_reset(args: argparse.Namespace) -> int:
         view = call_remote(lambda: client.reset_setting(definition.name))
     else:
         with _local(data_dir(args)) as admin:
-            new_view, old, old_source = admin.reset(definition.name, via="cli",
-                                                    user=cli_user())
-            view = setting_json(new_view)
+            change = admin.reset(definition.name, via="cli", user=cli_user())
+            view = setting_json(change.after)
+            old, old_source = change.before.value, change.before.source
     return _report(args, view, old, old_source)
 
 

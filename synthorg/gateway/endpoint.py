@@ -20,7 +20,7 @@ admitted, so an unauthenticated caller never reaches the JSON parser.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -30,12 +30,17 @@ from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
 from synthorg.gateway.gates import Admitted, PeerGate
 from synthorg.gateway.replies import error_body
+from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.generated.constants import INVALID_REQUEST, RPC_POST, UNKNOWN_AGENT, RpcErrorSpec
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
 from synthorg.names import is_agent_id
-from synthorg.observability.events.a2a import INBOUND_AUTH_FAILED, INBOUND_REJECTED
+from synthorg.observability.events.a2a import (
+    INBOUND_AUTH_FAILED,
+    INBOUND_REJECTED,
+    INTERNAL_ERROR,
+)
 from synthorg.observability.log import emit
 
 RPC_PATH = RPC_POST.path  # "/api/v1/a2a/"
@@ -75,7 +80,8 @@ class GatewayConfig:
     gate: PeerGate
     agent_ids: frozenset[str]
     services: Services
-    request_started: Callable[[], None]  # lets the store read its change counters once
+    # Lets the store read its change counters once, and refresh what they invalidate.
+    request_started: Callable[[], Awaitable[None]]
 
 
 class Gateway:
@@ -106,7 +112,13 @@ class Gateway:
                 _rejected("body_too_large", 413, path, declared=length, limit=limit)
                 await _too_large(send, limit)
                 return
-        config.request_started()  # the catalog and settings are read at most once from here
+        try:  # the catalog and settings are read at most once from here
+            await config.request_started()
+        except Exception as exc:  # the store is unreachable: nothing can be decided
+            emit(INTERNAL_ERROR, level="error", path=path, error=type(exc).__name__,
+                 reason="store_unavailable")
+            await _refuse(send, 500, INTERNAL_ERROR_SPEC)  # no detail, as for any fault
+            return
         result = config.gate.check(headers)  # steps 3-5
         if not isinstance(result, Admitted):
             emit(
@@ -148,7 +160,7 @@ async def _refuse(
     send: Send,
     status: int,
     error: RpcErrorSpec,
-    message: str,
+    message: str | None = None,
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     await send_bytes(send, status, error_body(error, message), headers or [JSON])

@@ -620,6 +620,12 @@ class AdminStatus(SpecModel):
     cardCacheMaxEntries: Annotated[int, Field(ge=1)]
 
 
+class HealthStatus(SpecModel):
+    """A probe's answer (GET /healthz, GET /readyz): ok (the process serves), ready (the store answers at the schema this release knows), or unavailable. Nothing more is said."""
+
+    status: Literal['ok', 'ready', 'unavailable']
+
+
 class AdminError(SpecModel):
     """Why an admin request was refused. error is a short code; message says it for people; key names the setting or field at fault and allowed its allowed values, when there is one."""
 
@@ -688,6 +694,7 @@ PeerList.model_rebuild()
 PeerCreate.model_rebuild()
 PeerReplace.model_rebuild()
 AdminStatus.model_rebuild()
+HealthStatus.model_rebuild()
 AdminError.model_rebuild()
 
 
@@ -734,6 +741,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'GRPC',
     'HTTP+JSON',
     'HTTPAuthSecurityScheme',
+    'HealthStatus',
     'Identifier',
     'JSONRPC',
     'JsonRpcError',
@@ -909,6 +917,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'oauth2',
     'oauth2MetadataUrl',
     'object',
+    'ok',
     'openIdConnect',
     'openIdConnectUrl',
     'organization',
@@ -932,6 +941,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'pushNotifications',
     'push_verification_clock_skew_seconds',
     'query',
+    'ready',
     'reason',
     'referenceTaskIds',
     'rejected',
@@ -972,6 +982,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'transport',
     'type',
     'unauthorized',
+    'unavailable',
     'unknown',
     'unknown_agent',
     'unknown_peer',

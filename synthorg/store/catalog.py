@@ -45,6 +45,11 @@ class Catalog(Protocol):
 
     def remove(self, name: str) -> bool: ...
 
+    def rekey(self) -> int:
+        """Encrypt every record's secret again with the newest key (all or none); returns
+        how many records were rewritten."""
+        ...
+
     def addresses(self) -> PeerAddresses:
         """Names and endpoints only: never decrypts a secret."""
         ...

@@ -5,16 +5,44 @@ so each implementation owns its transactions: a task and the key that created it
 together, and so do a follow-up's key, its message and the outcome it led to. Writes over an
 existing task compare the version they read (compare-and-set), which serialises writers in
 different processes or replicas without holding a lock across an agent's work.
+
+Each store handle belongs to one runner: the process (a worker, a replica) that writes
+through it, named afresh at every start. A task left submitted or working records its
+runner, and the runner renews a lease in the store while it lives (`heartbeat`). `recover`
+fails only the unfinished tasks whose runner is gone: its lease ran out, or it retired. So a
+replica that starts, or sweeps, never fails a task another live replica is running.
 """
 
 from __future__ import annotations
 
+import secrets
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from synthorg.generated.models import Task
 
 RESTART_MESSAGE = "the node restarted before this task finished"
 UNFINISHED_STATES = ("submitted", "working")
+
+
+DEFAULT_LEASE_SECONDS = 15.0
+
+
+def new_runner_id() -> str:
+    return secrets.token_hex(8)
+
+
+@dataclass(frozen=True)
+class Runner:
+    """Who writes through a store handle, and how long its lease lasts after a heartbeat
+    (a runner renews it every `lease_seconds / 5`)."""
+
+    id: str = field(default_factory=new_runner_id)
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+
+    @property
+    def heartbeat_every(self) -> float:
+        return self.lease_seconds / 5
 
 
 class StoredTask(NamedTuple):
@@ -37,6 +65,11 @@ class KeyRecorded(Exception):
 
 
 class TaskStore(Protocol):
+    @property
+    def runner(self) -> Runner:
+        """Who writes through this handle (stamped on the unfinished tasks it writes)."""
+        ...
+
     async def get(self, peer: str, task_id: str) -> StoredTask | None:
         """The task, or None when missing or owned by another peer (indistinguishable)."""
         ...
@@ -56,8 +89,18 @@ class TaskStore(Protocol):
         no such task, KeyRecorded when `key` is already recorded; nothing is written then."""
         ...
 
-    async def recover(self, now_iso: str) -> int:
-        """Fail every task left submitted or working by a previous run; returns the count."""
+    async def heartbeat(self) -> None:
+        """Renew this runner's lease (registering the runner at the first call)."""
+        ...
+
+    async def retire(self) -> None:
+        """This runner stops: its lease ends now, and its unfinished tasks are recoverable."""
+        ...
+
+    async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
+        """Fail every task left submitted or working by a runner that is gone (lease run out
+        or retired; with `others_gone`, every runner but this one, as when the only server of
+        a store starts); returns the count. Runners that are gone are forgotten."""
         ...
 
     async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:

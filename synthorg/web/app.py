@@ -10,7 +10,7 @@ No framework sits on the hot path: the gateway is reached by one string comparis
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
@@ -32,8 +32,11 @@ class NodeApp:
         operations: Mapping[Operation, Endpoint | str],
         admin_token: AdminToken,
         document: Mapping[str, Any],
+        on_start: Callable[[], Awaitable[None]] | None = None,
+        on_stop: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._gateway = gateway
+        self.on_start, self.on_stop = on_start, on_stop
         # The gateway serves its operations itself; the router serves the others.
         router = Router({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
         self._others = SpecRoutes(
@@ -48,16 +51,22 @@ class NodeApp:
             else:
                 await self._others(scope, receive, send)
         elif kind == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send, self.on_start, self.on_stop)
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
-    """Start-up work runs once, before the socket listens (synthorg.api.serve); a worker
-    process has nothing more to do when its server starts or stops."""
+async def lifespan(receive: Receive, send: Send, on_start: Callable[[], Awaitable[None]] | None,
+                   on_stop: Callable[[], Awaitable[None]] | None) -> None:
+    """Start-up work (the config, the store, recovery) runs before the socket listens
+    (synthorg.api.serve); here the process only starts and stops its background work (the
+    runner's lease)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            if on_start is not None:
+                await on_start()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            if on_stop is not None:
+                await on_stop()
             await send({"type": "lifespan.shutdown.complete"})
             return

@@ -16,7 +16,8 @@ from starlette.types import Scope
 
 import handlers.admin
 import handlers.cards
-from handlers.context import AdminContext, CardsContext, HttpRequest
+import handlers.health
+from handlers.context import AdminContext, CardsContext, HealthContext, HttpRequest
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
 from synthorg.generated import constants as spec
 from synthorg.generated.constants import OPERATIONS, Operation
@@ -25,9 +26,17 @@ from synthorg.web.router import Endpoint, HttpCall
 GATEWAY = "gateway"  # the JSON-RPC operations: served by the gateway endpoint
 CardHandler = Callable[[HttpRequest, CardsContext], Awaitable[Response]]
 AdminHandler = Callable[[HttpRequest, AdminContext], Awaitable[Response]]
+HealthHandler = Callable[[HttpRequest, HealthContext], Awaitable[Response]]
 
 
 def _card(handler: CardHandler, ctx: CardsContext) -> Endpoint:
+    async def endpoint(scope: Scope, params: Mapping[str, str]) -> Response:
+        return await handler(HttpCall(scope, params), ctx)
+
+    return endpoint
+
+
+def _health(handler: HealthHandler, ctx: HealthContext) -> Endpoint:
     async def endpoint(scope: Scope, params: Mapping[str, str]) -> Response:
         return await handler(HttpCall(scope, params), ctx)
 
@@ -47,10 +56,12 @@ def _admin(handler: AdminHandler, ctx: AdminContext) -> Endpoint:
 
 
 def operation_endpoints(
-    cards: CardsContext, admin: AdminContext
+    cards: CardsContext, admin: AdminContext, health: HealthContext
 ) -> dict[Operation, Endpoint | str]:
     """Every operation of the spec -> its endpoint (GATEWAY for the JSON-RPC ones)."""
     table: dict[Operation, Endpoint | str] = {
+        spec.HEALTH_LIVE: _health(handlers.health.live, health),
+        spec.HEALTH_READY: _health(handlers.health.ready, health),
         spec.RPC_POST: GATEWAY,
         spec.RPC_POST_AGENT: GATEWAY,
         spec.CARDS_COMPANY_CARD: _card(handlers.cards.company_card, cards),

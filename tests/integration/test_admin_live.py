@@ -22,7 +22,6 @@ from typing import Any
 import httpx
 import pytest
 
-from synthorg.admin.audit import AUDIT_FILENAME
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
 from tests.integration.helpers import (
     INVALID_PARAMS,
@@ -111,8 +110,8 @@ def put(admin: httpx.Client, name: str, value: Any) -> httpx.Response:
 
 
 def audit_lines(node: LiveNode, event: str | None = None) -> list[dict[str, Any]]:
-    lines = (node.data_dir / AUDIT_FILENAME).read_text().splitlines()
-    found = [json.loads(line) for line in lines]
+    """The node's audit trail, read as an operator would: `synthorg-a2a audit list --json`."""
+    found: list[dict[str, Any]] = json.loads(cli(node.data_dir, "audit", "list", "--json").stdout)
     return [e for e in found if event is None or e["event"] == event]
 
 

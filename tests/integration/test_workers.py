@@ -1,4 +1,6 @@
-"""One node, two worker processes on one port and one data dir, driven at once.
+"""One node, two worker processes on one port and one store, driven at once, on each backend
+(the data dir's SQLite, and a throwaway PostgreSQL database where each worker reaches the
+database itself, as a replica does).
 
 Every rule that one process used to keep with its own locks must hold across processes:
 follow-ups and cancels of one task, the `(peer, messageId)` key, runtime settings and
@@ -19,7 +21,9 @@ from typing import TypeVar
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 
+from tests.conftest import BACKENDS
 from tests.integration.conftest import AGENTS_YAML, KEY_A, PEER_A, api_key_headers, peer_client
 from tests.integration.helpers import (
     INVALID_PARAMS,
@@ -36,8 +40,8 @@ from tests.integration.helpers import (
     unique,
 )
 from tests.integration.live import LiveNode
-from tests.support.catalog import add_peer
 from tests.support.node import cli
+from tests.support.postgres import throwaway_database
 
 T = TypeVar("T")
 CONNECTIONS = 12
@@ -83,12 +87,46 @@ def connections_per_worker(node: LiveNode) -> dict[int, int]:
     return counts
 
 
+class Store:
+    """Where the node keeps its state: the environment the node and the CLI share."""
+
+    def __init__(self, url: str | None) -> None:
+        # On PostgreSQL each worker says it serves once it reached the database.
+        self.started_events = 1 if url is None else 2
+        self.env = {} if url is None else {
+            "SYNTHORG_DATABASE_URL": url, "SYNTHORG_SECRET_KEY": Fernet.generate_key().decode()
+        }
+
+    def cli(self, data_dir: Path, *args: str, stdin: str | None = None) -> None:
+        cli(data_dir, *args, stdin=stdin, env=self.env)
+
+    def add_peer(self, data_dir: Path, name: str, key: str) -> None:
+        self.cli(data_dir, "peers", "add", name, "--endpoint", "http://127.0.0.1:9", stdin=key)
+
+    def node(self, data_dir: Path) -> LiveNode:
+        return LiveNode(data_dir, CONFIG, env={"SYNTHORG_WORKERS": "2", **self.env})
+
+    def started(self, node: LiveNode) -> LiveNode:
+        """`node` once every process of it serves."""
+        node.wait_for_events("a2a.node.started", self.started_events, timeout=30)
+        return node
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    if request.param == "sqlite":
+        yield Store(None)
+        return
+    with throwaway_database() as url:
+        yield Store(url)
+
+
 @pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
+def node(tmp_path_factory: pytest.TempPathFactory, store: Store) -> Iterator[LiveNode]:
     data_dir = tmp_path_factory.mktemp("workers")
-    add_peer(data_dir, PEER_A, KEY_A)
-    with LiveNode(data_dir, CONFIG, env={"SYNTHORG_WORKERS": "2"}) as started:
-        yield started
+    store.add_peer(data_dir, PEER_A, KEY_A)
+    with store.node(data_dir) as started:
+        yield store.started(started)
 
 
 @pytest.fixture(scope="module")
@@ -167,40 +205,42 @@ def test_a_cancel_racing_follow_ups_ends_the_task_for_good(
 
 
 def test_a_setting_written_by_the_cli_applies_on_every_worker(
-    node: LiveNode, clients: list[httpx.Client]
+    node: LiveNode, clients: list[httpx.Client], store: Store
 ) -> None:
-    cli(node.data_dir, "settings", "set", "a2a.max_message_parts", "1")
+    store.cli(node.data_dir, "settings", "set", "a2a.max_message_parts", "1")
     try:
         two_parts = [message("one", "two") for _ in clients]
         answers = race(clients, lambda i, client: send(client, two_parts[i]).json())
         assert all(a["error"]["code"] == INVALID_PARAMS for a in answers), answers
     finally:
-        cli(node.data_dir, "settings", "reset", "a2a.max_message_parts")
+        store.cli(node.data_dir, "settings", "reset", "a2a.max_message_parts")
     answers = race(clients, lambda i, client: send(client, message("one", "two")).json())
     assert all("result" in a for a in answers)
 
 
-def test_a_peer_removed_by_the_cli_is_refused_by_every_worker(node: LiveNode) -> None:
-    add_peer(node.data_dir, "peer-gone", "key-gone-4b1d9e7f2a")
+def test_a_peer_removed_by_the_cli_is_refused_by_every_worker(
+    node: LiveNode, store: Store
+) -> None:
+    store.add_peer(node.data_dir, "peer-gone", "key-gone-4b1d9e7f2a")
     headers = api_key_headers(PEER_A, KEY_A)
     with ExitStack() as stack:
         pool = [stack.enter_context(peer_client(node, headers)) for _ in range(CONNECTIONS)]
         race(pool, lambda _, client: expect_result(send(client, message("before"))))
-        cli(node.data_dir, "peers", "remove", PEER_A)
+        store.cli(node.data_dir, "peers", "remove", PEER_A)
         try:
             answers = race(pool, lambda _, client: send(client, message("after")))
             assert all(a.status_code == 401 for a in answers)
             assert all(a.json()["error"]["code"] == UNAUTHENTICATED for a in answers)
         finally:
-            add_peer(node.data_dir, PEER_A, KEY_A)
+            store.add_peer(node.data_dir, PEER_A, KEY_A)
 
 
-def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
+def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path, store: Store) -> None:
     """Both workers busy with new tasks and follow-ups; the node's process killed with
     SIGKILL mid-stream. Its workers end with it (no orphan keeps the port); every
     acknowledged task reads back as answered, and every acknowledged messageId replays."""
-    add_peer(tmp_path, PEER_A, KEY_A)
-    node = LiveNode(tmp_path, CONFIG, env={"SYNTHORG_WORKERS": "2"}).start()
+    store.add_peer(tmp_path, PEER_A, KEY_A)
+    node = store.started(store.node(tmp_path).start())  # type: ignore[arg-type]
     acknowledged: list[tuple[Json, Json]] = []
     workers: list[int] = []
     try:
@@ -236,7 +276,7 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     for pidfd in workers:  # readable once the process has exited
         assert select.select([pidfd], [], [], 15)[0] == [pidfd], "a worker outlived the node"
         os.close(pidfd)
-    restarted = LiveNode(tmp_path, CONFIG, env={"SYNTHORG_WORKERS": "2"}).start()
+    restarted = store.started(store.node(tmp_path).start())  # type: ignore[arg-type]
     try:
         with peer_client(restarted, api_key_headers(PEER_A, KEY_A)) as client:
             for sent, answer in acknowledged:

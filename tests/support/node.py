@@ -34,6 +34,10 @@ def cli(data_dir: Path, *args: str, stdin: str | None = None, check: bool = True
 
 
 class NodeProcess:
+    # The event whose `port` says the node is up: a node on a database that is not reachable
+    # yet listens (`a2a.node.listening`) before it serves (`a2a.node.started`).
+    start_event = "a2a.node.started"
+
     def __init__(self, data_dir: Path, config_yaml: str | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
@@ -92,7 +96,7 @@ class NodeProcess:
         assert proc.stderr is not None
         for line in proc.stderr:
             self.lines.append(line.rstrip("\n"))
-            if not self._started.is_set() and '"a2a.node.started"' in line:
+            if not self._started.is_set() and f'"{self.start_event}"' in line:
                 self.port = int(json.loads(line)["port"])
                 self._started.set()
         self._started.set()  # the process ended: unblock start()

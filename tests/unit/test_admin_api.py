@@ -15,11 +15,10 @@ import httpx
 import pytest
 
 from synthorg.admin.api import AdminApi
-from synthorg.admin.audit import AUDIT_FILENAME
 from synthorg.admin.gate import ADMIN_ROUTES, MAX_BODY_BYTES, AdminGate
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
 from synthorg.contract.spec import all_definitions, bundled_openapi
-from synthorg.node import Node
+from synthorg.node import Health, Node
 from synthorg.observability.log import LOGGER_NAME
 from synthorg.settings.definitions.a2a import definitions
 from synthorg.web.endpoints import operation_endpoints
@@ -62,8 +61,7 @@ class Admin:
         return asyncio.run(send())
 
     def audit(self) -> list[dict[str, Any]]:
-        path = self.data_dir / AUDIT_FILENAME
-        return [json.loads(line) for line in path.read_text().splitlines()]
+        return self.node.stores.audit.list()
 
 
 @pytest.fixture
@@ -260,7 +258,7 @@ def test_admin_handlers_fail_closed_without_the_gate(admin: Admin) -> None:
     """Were the admin gate ever missing, the admin operations would still refuse."""
     node = admin.node
     api = AdminApi(node.admin, node.settings, node.discovery, node.enabled)
-    operations = operation_endpoints(node.cards, api)
+    operations = operation_endpoints(node.cards, api, Health(node.stores))
     admin.app = Router({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
     expect_error(admin.request("GET", SETTINGS), 401, "unauthorized")
     expect_error(admin.request("DELETE", MAX_PARTS), 401, "unauthorized")
@@ -509,8 +507,8 @@ def test_peer_lifecycle(admin: Admin, events: pytest.LogCaptureFixture) -> None:
     assert trail[1]["new"] == {"endpoint": "https://b.example", "scheme": "bearer"}
     assert trail[1]["secret_changed"] is True
     assert trail[2]["new"] is None
-    # Secrets never leave: not in answers, events or the audit file.
-    audit_text = (admin.data_dir / AUDIT_FILENAME).read_text()
+    # Secrets never leave: not in answers, events or the audit trail.
+    audit_text = json.dumps(admin.audit())
     for secret in (SECRET, SECRET_2):
         assert secret not in audit_text and secret not in events.text
 

@@ -7,21 +7,20 @@ script against running nodes, locally and with `--url`.
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from synthorg.admin.audit import AUDIT_FILENAME
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME, AdminToken
 from synthorg.cli.admin_client import sends_token_in_clear
 from synthorg.cli.main import main
 from synthorg.generated.models import A2AConfig
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.store.secretbox import KEY_ENV, SecretBox
+from synthorg.store.select import open_stores
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import open_database
-from synthorg.store.sqlite.settings import SqliteSettingsStore
 
 ENV_TOKEN = "env-admin-token-for-cli-0d8e2b"
 
@@ -53,15 +52,19 @@ def run(capsys: pytest.CaptureFixture[str], *args: str, stdin: str | None = None
 
 
 def stored(data_dir: Path, key: str) -> float | int:
-    db = open_database(data_dir)
+    stores = open_stores(data_dir)
     try:
-        return RuntimeSettings(SqliteSettingsStore(db), A2AConfig()).value(key)
+        return RuntimeSettings(stores.settings, A2AConfig()).value(key)
     finally:
-        db.close()
+        stores.close()
 
 
-def audit(data_dir: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (data_dir / AUDIT_FILENAME).read_text().splitlines()]
+def audit(data_dir: Path) -> list[dict[str, Any]]:
+    stores = open_stores(data_dir)
+    try:
+        return stores.audit.list()
+    finally:
+        stores.close()
 
 
 def test_list_shows_value_source_default_and_range(
@@ -109,7 +112,6 @@ def test_cli_writes_are_audited_in_the_data_dir(
     assert (reset["event"], reset["old"], reset["new"], reset["new_source"]) == (
         "admin.setting.reset", 64, 512, "default"
     )
-    assert stat.S_IMODE((data_dir / AUDIT_FILENAME).stat().st_mode) == 0o600
 
 
 @pytest.mark.parametrize(
@@ -133,7 +135,7 @@ def test_bad_values_exit_2_naming_key_and_range_and_write_nothing(
     code, out, err = run(capsys, "settings", "set", key, value, "--data-dir", str(data_dir))
     assert code == 2 and out == ""
     assert err.startswith(f"error: {message}") and err.count("\n") == 1
-    assert not (data_dir / AUDIT_FILENAME).exists() or audit(data_dir) == []
+    assert audit(data_dir) == []
 
 
 def test_url_and_data_dir_exclude_each_other(
@@ -213,4 +215,4 @@ def test_peers_add_and_remove_are_audited_without_the_secret(
         ("admin.peer.deleted", "cli", "p1"),
     ]
     assert trail[1]["secret_changed"] is False
-    assert secret not in (data_dir / AUDIT_FILENAME).read_text()
+    assert secret not in json.dumps(trail)

@@ -404,7 +404,7 @@ def test_free_form_member_names_never_appear_in_the_errors(node: Node) -> None:
             {"kind": "text", "text": "t", "metadata": {marker * 40: 1}},
             {"kind": "text", "text": "t", "metadata": {"id": [marker * 1000]}},
         ],
-        metadata={"ok": marker * 1000},
+        metadata={"remark": marker * 1000},
         colour=marker,
     )
     status, envelope = rpc(node, call("message/send", {"message": bad, marker: 1}))
@@ -570,7 +570,7 @@ def test_store_fault_is_a_500_internal_error_without_detail(
     node: Node, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER_NAME)
-    node.db.close()  # every store call now raises sqlite3.ProgrammingError
+    node.stores.db.close()  # type: ignore[attr-defined]  # every SQLite call now raises
     status, envelope = rpc(node, call("tasks/get", {"id": "t-1"}, "req-500"))
     assert status == 500
     assert envelope == {
@@ -584,7 +584,7 @@ def test_store_fault_is_a_500_internal_error_without_detail(
 
 
 def test_store_fault_on_message_send_is_a_500_too(node: Node) -> None:
-    node.db.close()
+    node.stores.db.close()  # type: ignore[attr-defined]
     status, envelope = rpc(node, call("message/send", {"message": message()}, 2))
     assert status == 500
     assert envelope["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}

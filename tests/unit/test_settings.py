@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from synthorg.contract.spec import all_definitions
+from synthorg.errors import InvalidValue, UnknownSetting
 from synthorg.generated.models import A2AConfig
 from synthorg.settings.definitions.a2a import definitions
-from synthorg.settings.runtime import RuntimeSettings, UnknownSetting
+from synthorg.settings.runtime import RuntimeSettings
 from synthorg.store.sqlite.database import open_database
 from synthorg.store.sqlite.settings import SqliteSettingsStore
 
@@ -47,8 +48,9 @@ def test_precedence_runtime_then_config_then_default(tmp_path: Path) -> None:
     assert s.view("a2a.card_cache_max_entries").source == "default"
     s.set("a2a.max_message_parts", 3)
     assert s.max_message_parts == 3 and s.view("max_message_parts").source == "runtime"
-    view, previous = s.reset("a2a.max_message_parts")
-    assert (view.value, view.source, previous) == (7, "config", 3)
+    change = s.reset("a2a.max_message_parts")
+    assert (change.after.value, change.after.source) == (7, "config")
+    assert (change.before.value, change.before.source) == (3, "runtime")
 
 
 @pytest.mark.parametrize(
@@ -68,9 +70,11 @@ def test_bad_values_name_the_key_and_range_and_write_nothing(
 ) -> None:
     s = settings(tmp_path)
     before = s.value(key)
-    with pytest.raises(ValueError, match=key.replace(".", r"\.")) as caught:
+    with pytest.raises(InvalidValue, match=key.replace(".", r"\.")) as caught:
         s.set(key, value)
     assert fragment in str(caught.value)
+    assert caught.value.detail["key"] == key  # one owner names the setting and its range
+    assert caught.value.detail["allowed"].startswith(("an integer", "a number"))
     assert s.value(key) == before and s.view(key).source == "default"
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
+from synthorg.errors import SchemaTooNew
 from synthorg.names import PEER_NAME_PATTERN, canonical_peer_name
 from synthorg.store.catalog import PeerRecord
 from synthorg.store.secretbox import KEY_ENV, SecretBox, SecretBoxError
@@ -126,7 +127,7 @@ def test_newer_schema_is_refused(data_dir: Path) -> None:
     db = open_database(data_dir)
     db.writer.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.close()
-    with pytest.raises(RuntimeError, match="newer"):
+    with pytest.raises(SchemaTooNew, match="newer"):
         open_database(data_dir)
 
 

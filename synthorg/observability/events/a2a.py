@@ -17,6 +17,8 @@ TASK_CREATED: Final = "a2a.task.created"
 TASK_STATE_CHANGED: Final = "a2a.task.state_changed"
 TASK_RECOVERED: Final = "a2a.task.recovered"
 NODE_STARTED: Final = "a2a.node.started"
+# A node on a shared store listens before it can serve (its probes answer): host, port.
+NODE_LISTENING: Final = "a2a.node.listening"
 NODE_FAIL_OPEN: Final = "a2a.node.fail_open_warning"
 TASK_EXECUTOR_FAILED: Final = "a2a.task.executor_failed"
 INTERNAL_ERROR: Final = "a2a.inbound.internal_error"

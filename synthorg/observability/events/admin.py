@@ -2,8 +2,8 @@
 
 The five audit events (every change to a runtime setting or an `a2a_peer` record) carry `via`
 ("admin_api" or "cli"), the setting `key` or `peer` name, and `old` / `new` values; a peer's
-secret is never in them, only `secret_changed`. They go to the event stream and, as JSON lines,
-to `audit.log` in the data directory (see `synthorg.admin.audit`).
+secret is never in them, only `secret_changed`. They go to the event stream and, as records,
+to the store's audit trail (see `synthorg.admin.audit`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ SETTING_RESET: Final = "admin.setting.reset"
 PEER_CREATED: Final = "admin.peer.created"
 PEER_REPLACED: Final = "admin.peer.replaced"
 PEER_DELETED: Final = "admin.peer.deleted"
+PEERS_REKEYED: Final = "admin.peers.rekeyed"  # every secret encrypted again: `count`
 AUDIT_EVENTS: Final = frozenset(
-    {SETTING_CHANGED, SETTING_RESET, PEER_CREATED, PEER_REPLACED, PEER_DELETED}
+    {SETTING_CHANGED, SETTING_RESET, PEER_CREATED, PEER_REPLACED, PEER_DELETED, PEERS_REKEYED}
 )
 
 # The admin API itself.
@@ -28,4 +29,4 @@ INTERNAL_ERROR: Final = "admin.internal_error"  # 500
 TOKEN_READY: Final = "admin.token.ready"  # where the token came from (never the token)
 NON_LOOPBACK: Final = "admin.api.non_loopback"  # the admin API shares a non-loopback socket
 PEER_SECRET_IS_ADMIN_TOKEN: Final = "admin.peer_secret_is_admin_token"  # such a peer is refused
-AUDIT_WRITE_FAILED: Final = "admin.audit.write_failed"  # audit.log could not be appended to
+AUDIT_WRITE_FAILED: Final = "admin.audit.write_failed"  # a record could not be stored

@@ -76,6 +76,22 @@ class SqliteCatalog:
 
         return self._db.write_blocking(job)
 
+    def rekey(self) -> int:
+        """Encrypt every record again with the newest key; the number rewritten."""
+        box = self._box
+
+        def job(conn: sqlite3.Connection) -> int:
+            rows = conn.execute("SELECT name, secret_enc FROM peers ORDER BY name").fetchall()
+            for name, token in rows:
+                try:
+                    rotated = box.rotate(token)
+                except SecretBoxError as exc:
+                    raise SecretBoxError(f"peer {name!r}: {exc}") from None
+                conn.execute("UPDATE peers SET secret_enc = ? WHERE name = ?", (rotated, name))
+            return len(rows)
+
+        return self._db.write_blocking(job)
+
     def _record(self, row: CatalogRow) -> PeerRecord:
         name, endpoint, scheme, secret_enc, created_at, updated_at = row
         try:

@@ -47,8 +47,6 @@ WAL_SIZE_LIMIT = 32 * 1024 * 1024
 _FIRST_BACKOFF, _MAX_BACKOFF = 0.0005, 0.01
 
 
-
-
 def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     conn = sqlite3.connect(
         path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
@@ -71,7 +69,7 @@ class _Pending:
 class Database:
     """The node's SQLite file for one process. Use it from one thread (the event loop's)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, migrate_now: bool = True) -> None:
         self.path = path
         self.reader = _connect(path, READ_BUSY_TIMEOUT_MS)
         self.writer = _connect(path, int(BUSY_TIMEOUT * 1000))
@@ -82,8 +80,10 @@ class Database:
         self._checkpointing = False
         self._held = False  # writes wait while a checkpoint restarts the WAL
         self._checkpoint_task: asyncio.Task[None] | None = None
+        self.migrated_from: int | None = None  # the version found, when migrated at open
         try:
-            self.write_blocking(migrate)
+            if migrate_now:
+                self.migrated_from = self.write_blocking(migrate)
         except BaseException:
             self.close()
             raise
@@ -281,7 +281,7 @@ def _fail(batch: list[_Pending], error: BaseException) -> None:
             pending.future.set_exception(error)
 
 
-def open_database(data_dir: Path) -> Database:
+def open_database(data_dir: Path, *, migrate_now: bool = True) -> Database:
     """Open (creating if needed) `data_dir/synthorg.db`, private, migrated to this release."""
     data_dir = Path(data_dir)
     ensure_private_dir(data_dir)
@@ -293,4 +293,4 @@ def open_database(data_dir: Path) -> Database:
         side = path.with_name(path.name + suffix)
         if side.exists():
             os.chmod(side, 0o600)
-    return Database(path)
+    return Database(path, migrate_now=migrate_now)

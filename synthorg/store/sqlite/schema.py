@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from synthorg.errors import SchemaTooNew
+
 _V1 = (
     """CREATE TABLE IF NOT EXISTS peers (
         name TEXT PRIMARY KEY,
@@ -77,12 +79,27 @@ _V2 = (
     *_revision_triggers("settings", "settings"),
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+# v3: the audit trail moves from audit.log into the store; every unfinished task names the
+# runner (process) that runs it, and runners hold a lease, so recovery fails only the tasks
+# of runners that are gone.
+_V3 = (
+    """CREATE TABLE audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts TEXT NOT NULL,
+        record TEXT NOT NULL
+    )""",
+    "CREATE INDEX audit_ts ON audit (ts)",
+    "ALTER TABLE tasks ADD COLUMN runner TEXT",
+    "CREATE INDEX tasks_unfinished ON tasks (state, runner)",
+    """CREATE TABLE runners (
+        id TEXT PRIMARY KEY,
+        started_at REAL NOT NULL,
+        heartbeat_at REAL NOT NULL
+    )""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-class SchemaVersionError(RuntimeError):
-    """The database was written by a newer release than this one."""
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -93,7 +110,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     """
     found = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if found > SCHEMA_VERSION:
-        raise SchemaVersionError(
+        raise SchemaTooNew(
             f"database schema version {found} is newer than this release supports "
             f"({SCHEMA_VERSION}); run a newer release"
         )
@@ -103,3 +120,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     if found < SCHEMA_VERSION:
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return found
+
+
+def version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])

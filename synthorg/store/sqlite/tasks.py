@@ -3,32 +3,26 @@
 from __future__ import annotations
 
 import sqlite3
-from collections import OrderedDict
+import time
 
-from synthorg.clock import new_id, utc_now
+from synthorg.clock import utc_now
 from synthorg.errors import TaskNotFound, VersionConflict
-from synthorg.generated.models import Message, Task, TaskStatus, TextPart
+from synthorg.generated.models import Task
 from synthorg.store.sqlite.database import Database
+from synthorg.store.task_codec import TaskCache, dumps, loads, restart_failure
 from synthorg.store.tasks import (
-    RESTART_MESSAGE,
     UNFINISHED_STATES,
     KeyRecorded,
     MessageKey,
+    Runner,
     StoredTask,
 )
 
 
-def _dumps(task: Task) -> str:
-    return task.model_dump_json(by_alias=True, exclude_none=True)
-
-
-def _loads(body: str) -> Task:
-    return Task.model_validate_json(body)
-
-
 class SqliteTaskStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, runner: Runner | None = None) -> None:
         self._db = db
+        self.runner = runner or Runner()
         # Tasks already read, by (peer, id): validating a stored body costs more than the
         # rest of a read, and a version that has not moved means the body has not either.
         self._read = TaskCache()
@@ -43,7 +37,7 @@ class SqliteTaskStore:
         cached = self._read.get((peer, task_id), version)
         if cached is not None:
             return cached
-        stored = StoredTask(_loads(body), version)
+        stored = StoredTask(loads(body), version)
         self._read.put((peer, task_id), stored, len(body))
         return stored
 
@@ -55,14 +49,14 @@ class SqliteTaskStore:
         return None if row is None else MessageKey(message_id, row[0], row[1])
 
     async def create(self, peer: str, key: MessageKey, task: Task) -> StoredTask:
-        body, now = _dumps(task), utc_now()
+        body, now, runner = dumps(task), utc_now(), self.runner.id
 
         def job(conn: sqlite3.Connection) -> StoredTask:
             _insert_key(conn, peer, key, task.id)
             conn.execute(
                 "INSERT INTO tasks (id, peer, context_id, state, body, created_at, updated_at, "
-                "version) VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
-                (task.id, peer, task.contextId, task.status.state, body, now, now),
+                "version, runner) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
+                (task.id, peer, task.contextId, task.status.state, body, now, now, runner),
             )
             return StoredTask(task, 0)
 
@@ -73,15 +67,15 @@ class SqliteTaskStore:
     async def update(
         self, peer: str, task: Task, version: int, key: MessageKey | None = None
     ) -> StoredTask:
-        body, now = _dumps(task), utc_now()
+        body, now, runner = dumps(task), utc_now(), self.runner.id
 
         def job(conn: sqlite3.Connection) -> StoredTask:
             if key is not None:
                 _insert_key(conn, peer, key, task.id)
             changed = conn.execute(
-                "UPDATE tasks SET body = ?, state = ?, updated_at = ?, version = version + 1 "
-                "WHERE id = ? AND peer = ? AND version = ?",
-                (body, task.status.state, now, task.id, peer, version),
+                "UPDATE tasks SET body = ?, state = ?, updated_at = ?, version = version + 1, "
+                "runner = ? WHERE id = ? AND peer = ? AND version = ?",
+                (body, task.status.state, now, runner, task.id, peer, version),
             ).rowcount
             if not changed:
                 found = conn.execute(
@@ -94,22 +88,51 @@ class SqliteTaskStore:
         self._read.put((peer, task.id), stored, len(body))
         return stored
 
-    async def recover(self, now_iso: str) -> int:
+    async def heartbeat(self) -> None:
+        runner = self.runner.id
+
+        def job(conn: sqlite3.Connection) -> None:
+            now = time.time()
+            conn.execute(
+                "INSERT INTO runners (id, started_at, heartbeat_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+                (runner, now, now),
+            )
+
+        await self._db.write(job)
+
+    async def retire(self) -> None:
+        runner = self.runner.id
+        await self._db.write(lambda conn: conn.execute(
+            "DELETE FROM runners WHERE id = ?", (runner,)
+        ))
+
+    async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
+        runner, lease = self.runner.id, self.runner.lease_seconds
+
         def job(conn: sqlite3.Connection) -> int:
+            # A runner is live while its lease holds; this one always is.
+            if others_gone:
+                conn.execute("DELETE FROM runners WHERE id != ?", (runner,))
+            else:
+                conn.execute("DELETE FROM runners WHERE id != ? AND heartbeat_at < ?",
+                             (runner, time.time() - lease))
             marks = ", ".join("?" for _ in UNFINISHED_STATES)
             rows = conn.execute(
-                f"SELECT id, peer, body FROM tasks WHERE state IN ({marks})", UNFINISHED_STATES
+                f"SELECT id, peer, body FROM tasks WHERE state IN ({marks}) AND (runner IS NULL "
+                "OR (runner != ? AND runner NOT IN (SELECT id FROM runners)))",
+                (*UNFINISHED_STATES, runner),
             ).fetchall()
             for task_id, peer, body in rows:
-                failed = _restart_failure(_loads(body), now_iso)
+                failed = restart_failure(loads(body), now_iso)
                 conn.execute(
                     "UPDATE tasks SET body = ?, state = 'failed', updated_at = ?, "
                     "version = version + 1 WHERE id = ? AND peer = ?",
-                    (_dumps(failed), now_iso, task_id, peer),
+                    (dumps(failed), now_iso, task_id, peer),
                 )
             return len(rows)
 
-        return self._db.write_blocking(job)
+        return await self._db.write(job)
 
     # Last, so the annotations above resolve `list` to the builtin, not this method.
     async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
@@ -120,50 +143,7 @@ class SqliteTaskStore:
             f"SELECT body FROM tasks {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (*params, limit),
         )
-        return [_loads(row[0]) for row in rows]
-
-
-class TaskCache:
-    """Validated tasks by (peer, id) and version, least recently used first out, bounded by
-    the size of their stored bodies."""
-
-    def __init__(self, max_bytes: int = 16 * 1024 * 1024) -> None:
-        self._max_bytes = max_bytes
-        self._bytes = 0
-        self._entries: OrderedDict[tuple[str, str], tuple[StoredTask, int]] = OrderedDict()
-
-    def get(self, key: tuple[str, str], version: int) -> StoredTask | None:
-        entry = self._entries.get(key)
-        if entry is None or entry[0].version != version:
-            return None
-        self._entries.move_to_end(key)
-        return entry[0]
-
-    def put(self, key: tuple[str, str], stored: StoredTask, size: int) -> None:
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._bytes -= old[1]
-        if size > self._max_bytes // 4:
-            return  # one huge task would push out everything else
-        self._entries[key] = (stored, size)
-        self._bytes += size
-        while self._bytes > self._max_bytes:
-            _, (_, dropped) = self._entries.popitem(last=False)
-            self._bytes -= dropped
-
-
-def _restart_failure(task: Task, now_iso: str) -> Task:
-    message = Message(
-        kind="message",
-        role="agent",
-        messageId=new_id(),
-        parts=[TextPart(kind="text", text=RESTART_MESSAGE)],
-        taskId=task.id,
-        contextId=task.contextId,
-    )
-    return task.model_copy(
-        update={"status": TaskStatus(state="failed", message=message, timestamp=now_iso)}
-    )
+        return [loads(row[0]) for row in rows]
 
 
 def _insert_key(conn: sqlite3.Connection, peer: str, key: MessageKey, task_id: str) -> None:

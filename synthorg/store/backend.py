@@ -1,0 +1,79 @@
+"""Everything the node keeps, as one bundle of store interfaces, whichever engine holds it.
+
+Two implementations: SQLite in the data dir (`synthorg.store.sqlite.backend`, the embedded
+default, one machine) and PostgreSQL (`synthorg.store.postgres.backend`, shared by replicas).
+`synthorg.store.select` picks one; nothing above the stores knows which runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from synthorg.store.audit import AuditStore
+from synthorg.store.catalog import Catalog
+from synthorg.store.delegations import DelegationStore
+from synthorg.store.settings import SettingsStore
+from synthorg.store.tasks import TaskStore
+
+BackendName = Literal["sqlite", "postgresql"]
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    backend: BackendName
+    current: int  # the version the store is at (0: empty)
+    latest: int  # the version this release knows
+    pending: tuple[str, ...]  # migrations this release would apply, "N: what"
+
+    @property
+    def too_new(self) -> bool:
+        return self.current > self.latest
+
+
+class Stores(Protocol):
+    @property
+    def backend(self) -> BackendName: ...
+
+    @property
+    def shared(self) -> bool:
+        """True when other machines may serve the same store (replicas)."""
+        ...
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    @property
+    def tasks(self) -> TaskStore: ...
+
+    @property
+    def delegations(self) -> DelegationStore: ...
+
+    @property
+    def settings(self) -> SettingsStore: ...
+
+    @property
+    def audit(self) -> AuditStore: ...
+
+    async def request_started(self) -> None:
+        """A request starts: read the change counters once, refresh what they invalidate."""
+        ...
+
+    async def start(self) -> tuple[int, int]:
+        """Reach the store and migrate it (once, whoever else starts); (found, now).
+        StoreUnavailable while it cannot be reached, SchemaTooNew for a newer schema."""
+        ...
+
+    async def ready(self) -> bool:
+        """The store answers and its schema is the one this release knows."""
+        ...
+
+    def schema(self) -> SchemaState:
+        """Where the schema stands, changing nothing."""
+        ...
+
+    def migrate(self) -> SchemaState:
+        """Apply the pending migrations (from a blocking caller, e.g. the CLI)."""
+        ...
+
+    def close(self) -> None: ...

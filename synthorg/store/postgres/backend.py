@@ -1,0 +1,66 @@
+"""The PostgreSQL stores, as one bundle (`synthorg.store.backend.Stores`), shared by every
+replica of a node. Nothing connects until the first use: a node can listen, and answer
+/readyz with 503, while the database is not there yet."""
+
+from __future__ import annotations
+
+from synthorg.store.backend import BackendName, SchemaState
+from synthorg.store.postgres import schema
+from synthorg.store.postgres.audit import PgAuditStore
+from synthorg.store.postgres.catalog import PgCatalog
+from synthorg.store.postgres.database import Connection, PgDatabase
+from synthorg.store.postgres.delegations import PgDelegationStore
+from synthorg.store.postgres.options import PgOptions
+from synthorg.store.postgres.revisions import PgRevisions
+from synthorg.store.postgres.settings import PgSettingsStore
+from synthorg.store.postgres.tasks import PgTaskStore
+from synthorg.store.secretbox import SecretBox
+from synthorg.store.tasks import Runner
+
+READY_TIMEOUT = 2.0  # seconds /readyz waits for the database before answering 503
+
+
+class PgStores:
+    backend: BackendName = "postgresql"
+    shared = True
+
+    def __init__(self, options: PgOptions, box: SecretBox, runner: Runner | None = None
+                 ) -> None:
+        self.db = PgDatabase(options)
+        self.runner = runner or Runner()
+        self.revisions = PgRevisions(self.db)
+        self.catalog = PgCatalog(self.db, box, self.revisions)
+        self.tasks = PgTaskStore(self.db, self.runner)
+        self.delegations = PgDelegationStore(self.db)
+        self.settings = PgSettingsStore(self.db, self.revisions)
+        self.audit = PgAuditStore(self.db)
+
+    def __repr__(self) -> str:
+        return "PgStores(<url redacted>)"
+
+    async def request_started(self) -> None:
+        await self.revisions.request_started()
+
+    async def start(self) -> tuple[int, int]:
+        return await self.db.run(schema.migrate, "migrate")
+
+    async def ready(self) -> bool:
+        async def current(conn: Connection) -> int:
+            return await schema.current_version(conn)
+
+        try:
+            found = await self.db.run(current, "readiness check")
+        except Exception:
+            return False
+        return found == schema.SCHEMA_VERSION
+
+    def schema(self) -> SchemaState:
+        found = self.db.blocking(lambda db: db.run(schema.status, "schema status"))
+        return SchemaState("postgresql", found.current, found.latest, tuple(found.pending))
+
+    def migrate(self) -> SchemaState:
+        self.db.blocking(lambda db: db.run(schema.migrate, "migrate"))
+        return self.schema()
+
+    def close(self) -> None:
+        self.db.close()

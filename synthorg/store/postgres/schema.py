@@ -1,0 +1,188 @@
+"""The PostgreSQL schema as numbered, forward-only migrations, recorded in `schema_migrations`.
+
+Migrations run in one transaction holding a transaction-scoped advisory lock
+(`pg_advisory_xact_lock`), so replicas starting together migrate once: the first takes the
+lock and migrates, the others wait for it and then find the schema current. PostgreSQL's DDL
+is transactional, so a migration that fails leaves nothing half-applied. A database migrated
+by a newer release than this one is refused (SchemaTooNew).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from synthorg.errors import SchemaTooNew
+from synthorg.store.postgres.database import Connection
+
+# An arbitrary constant naming this application's migration lock (advisory locks are keyed
+# by a bigint, shared by everything on the database server).
+MIGRATION_LOCK = 0x5359_4E54_4F52_4701
+
+
+def _revision_trigger(table: str, revision: str) -> tuple[str, ...]:
+    """Every statement that changes `table`, whoever runs it (a replica, the CLI), moves its
+    revision: readers compare one number to know their cached view is stale."""
+    return (
+        f"CREATE TRIGGER {table}_revision AFTER INSERT OR UPDATE OR DELETE ON {table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION synthorg_bump_revision('{revision}')",
+    )
+
+
+_V1 = (
+    """CREATE TABLE peers (
+        name TEXT PRIMARY KEY,
+        endpoint TEXT NOT NULL,
+        scheme TEXT NOT NULL,
+        secret_enc BYTEA NOT NULL,
+        created_at TEXT,
+        updated_at TEXT
+    )""",
+    """CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        peer TEXT NOT NULL,
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        body TEXT NOT NULL,
+        version BIGINT NOT NULL DEFAULT 0,
+        runner TEXT,
+        created_at TEXT,
+        updated_at TEXT,
+        seq BIGSERIAL NOT NULL
+    )""",
+    "CREATE INDEX tasks_peer_seq ON tasks (peer, seq)",
+    "CREATE INDEX tasks_seq ON tasks (seq)",
+    "CREATE INDEX tasks_unfinished ON tasks (runner) WHERE state IN ('submitted', 'working')",
+    """CREATE TABLE message_keys (
+        peer TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        PRIMARY KEY (peer, message_id)
+    )""",
+    """CREATE TABLE delegations (
+        id TEXT PRIMARY KEY,
+        peer TEXT NOT NULL,
+        remote_task_id TEXT NOT NULL,
+        context_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        origin_task_id TEXT,
+        body TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX delegations_origin ON delegations (origin_task_id)",
+    "CREATE INDEX delegations_created ON delegations (created_at)",
+    """CREATE TABLE settings (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated_at TEXT,
+        PRIMARY KEY (namespace, key)
+    )""",
+    "CREATE TABLE revisions (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+    "INSERT INTO revisions (name, value) VALUES ('catalog', 0), ('settings', 0)",
+    """CREATE FUNCTION synthorg_bump_revision() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE revisions SET value = value + 1 WHERE name = TG_ARGV[0];
+        RETURN NULL;
+    END $$""",
+    *_revision_trigger("peers", "catalog"),
+    *_revision_trigger("settings", "settings"),
+    """CREATE TABLE runners (
+        id TEXT PRIMARY KEY,
+        started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )""",
+    """CREATE TABLE audit (
+        seq BIGSERIAL PRIMARY KEY,
+        ts TEXT NOT NULL,
+        record TEXT NOT NULL
+    )""",
+    "CREATE INDEX audit_ts ON audit (ts)",
+    # A follow-up's key and the task write it stands for, in one statement: the key is
+    # recorded unless it exists ('key'); the task is written only at the version read ('ok');
+    # otherwise the statement fails and the key it inserted is undone with it.
+    """CREATE FUNCTION synthorg_update_task(
+        p_peer TEXT, p_id TEXT, p_version BIGINT, p_body TEXT, p_state TEXT, p_now TEXT,
+        p_runner TEXT, p_message_id TEXT, p_digest TEXT
+    ) RETURNS TEXT LANGUAGE plpgsql AS $$
+    BEGIN
+        IF p_message_id IS NOT NULL THEN
+            INSERT INTO message_keys (peer, message_id, digest, task_id)
+            VALUES (p_peer, p_message_id, p_digest, p_id)
+            ON CONFLICT (peer, message_id) DO NOTHING;
+            IF NOT FOUND THEN
+                RETURN 'key';
+            END IF;
+        END IF;
+        UPDATE tasks SET body = p_body, state = p_state, updated_at = p_now,
+            version = version + 1, runner = p_runner
+        WHERE id = p_id AND peer = p_peer AND version = p_version;
+        IF FOUND THEN
+            RETURN 'ok';
+        END IF;
+        RAISE EXCEPTION 'task version moved' USING ERRCODE = 'SY001';
+    END $$""",
+)
+
+MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version
+
+_CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)"""
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    current: int  # the version the database is at (0: empty)
+    latest: int  # the version this release knows
+
+    @property
+    def pending(self) -> list[str]:
+        return [f"{i + 1}: {name}" for i, (name, _) in enumerate(MIGRATIONS)][self.current:]
+
+    @property
+    def too_new(self) -> bool:
+        return self.current > self.latest
+
+
+def too_new_message(found: int) -> str:
+    return (f"database schema version {found} is newer than this release supports "
+            f"({SCHEMA_VERSION}); run a newer release")
+
+
+async def current_version(conn: Connection) -> int:
+    """The database's version without changing anything (0 before the first migration)."""
+    exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    if not exists:
+        return 0
+    found = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
+    return int(found)
+
+
+async def status(conn: Connection) -> SchemaStatus:
+    return SchemaStatus(await current_version(conn), SCHEMA_VERSION)
+
+
+async def migrate(conn: Connection) -> tuple[int, int]:
+    """Bring the schema to SCHEMA_VERSION under the migration lock; (found, now)."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute(_CREATE_LEDGER)
+        found = await current_version(conn)
+        if found > SCHEMA_VERSION:
+            raise SchemaTooNew(too_new_message(found))
+        for number, (name, statements) in enumerate(MIGRATIONS[found:], start=found + 1):
+            for statement in statements:
+                await conn.execute(statement)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", number, name
+            )
+    return found, SCHEMA_VERSION

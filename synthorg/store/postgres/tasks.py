@@ -1,0 +1,169 @@
+"""Tasks and idempotency keys in PostgreSQL, shared by every replica.
+
+Each write is one statement, so it commits atomically without a transaction's extra round
+trips: a new task is inserted only if its `(peer, messageId)` key was (one statement with
+two inserts), a follow-up's key and its task write go through `synthorg_update_task` (see
+`schema.py`), and a write over a task names the version it read (compare-and-set). The row's
+lock serialises two replicas writing one task; the loser finds the version moved.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+from synthorg.clock import utc_now
+from synthorg.errors import TaskNotFound, VersionConflict
+from synthorg.generated.models import Task
+from synthorg.store.postgres.database import Connection, PgDatabase
+from synthorg.store.postgres.schema import VERSION_CONFLICT_STATE
+from synthorg.store.task_codec import TaskCache, dumps, loads, restart_failure
+from synthorg.store.tasks import (
+    UNFINISHED_STATES,
+    KeyRecorded,
+    MessageKey,
+    Runner,
+    StoredTask,
+)
+
+_GET = (
+    "SELECT version, CASE WHEN version = $3 THEN NULL ELSE body END FROM tasks "
+    "WHERE id = $1 AND peer = $2"
+)
+_CREATE = (
+    "WITH k AS (INSERT INTO message_keys (peer, message_id, digest, task_id) "
+    "VALUES ($1, $2, $3, $4) ON CONFLICT (peer, message_id) DO NOTHING RETURNING 1) "
+    "INSERT INTO tasks (id, peer, context_id, state, body, created_at, updated_at, version, "
+    "runner) SELECT $4, $1, $5, $6, $7, $8, $8, 0, $9 WHERE EXISTS (SELECT 1 FROM k)"
+)
+_UPDATE = "SELECT synthorg_update_task($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+_KEY = "SELECT digest, task_id FROM message_keys WHERE peer = $1 AND message_id = $2"
+
+
+class PgTaskStore:
+    def __init__(self, db: PgDatabase, runner: Runner | None = None) -> None:
+        self._db = db
+        self.runner = runner or Runner()
+        # Tasks already read, by (peer, id): a version that has not moved means the body has
+        # not either, so it is neither sent again nor validated again.
+        self._read = TaskCache()
+
+    async def get(self, peer: str, task_id: str) -> StoredTask | None:
+        cache_key = (peer, task_id)
+        row = await self._db.fetchrow(_GET, task_id, peer, self._read.version_of(cache_key))
+        if row is None:
+            return None
+        version, body = row
+        if body is None:
+            cached = self._read.get(cache_key, version)
+            if cached is not None:
+                return cached
+            row = await self._db.fetchrow(_GET, task_id, peer, -1)  # evicted meanwhile
+            if row is None:
+                return None
+            version, body = row
+        stored = StoredTask(loads(body), version)
+        self._read.put(cache_key, stored, len(body))
+        return stored
+
+    async def message_key(self, peer: str, message_id: str) -> MessageKey | None:
+        row = await self._db.fetchrow(_KEY, peer, message_id)
+        return None if row is None else MessageKey(message_id, row[0], row[1])
+
+    async def create(self, peer: str, key: MessageKey, task: Task) -> StoredTask:
+        body, now = dumps(task), utc_now()
+        status = await self._db.run(lambda conn: conn.execute(
+            _CREATE, peer, key.message_id, key.digest, task.id, task.contextId,
+            task.status.state, body, now, self.runner.id,
+        ), "write")
+        if status.endswith(" 0"):
+            raise KeyRecorded(await self._recorded(peer, key))
+        stored = StoredTask(task, 0)
+        self._read.put((peer, task.id), stored, len(body))
+        return stored
+
+    async def update(
+        self, peer: str, task: Task, version: int, key: MessageKey | None = None
+    ) -> StoredTask:
+        body, now = dumps(task), utc_now()
+
+        async def job(conn: Connection) -> str:
+            try:
+                outcome: str = await conn.fetchval(
+                    _UPDATE, peer, task.id, version, body, task.status.state, now,
+                    self.runner.id, key.message_id if key else None, key.digest if key else None,
+                )
+            except asyncpg.PostgresError as exc:
+                if getattr(exc, "sqlstate", None) != VERSION_CONFLICT_STATE:
+                    raise
+                found = await conn.fetchval(
+                    "SELECT 1 FROM tasks WHERE id = $1 AND peer = $2", task.id, peer
+                )
+                return "conflict" if found else "missing"
+            return outcome
+
+        outcome = await self._db.run(job, "write")
+        if outcome == "key":
+            assert key is not None
+            raise KeyRecorded(await self._recorded(peer, key))
+        if outcome == "conflict":
+            raise VersionConflict()
+        if outcome == "missing":
+            raise TaskNotFound()
+        stored = StoredTask(task, version + 1)
+        self._read.put((peer, task.id), stored, len(body))
+        return stored
+
+    async def _recorded(self, peer: str, key: MessageKey) -> MessageKey:
+        row = await self._db.fetchrow(_KEY, peer, key.message_id)
+        assert row is not None  # a key is never deleted
+        return MessageKey(key.message_id, row[0], row[1])
+
+    async def heartbeat(self) -> None:
+        await self._db.execute(
+            "INSERT INTO runners (id) VALUES ($1) ON CONFLICT (id) DO UPDATE "
+            "SET heartbeat_at = now()", self.runner.id,
+        )
+
+    async def retire(self) -> None:
+        await self._db.execute("DELETE FROM runners WHERE id = $1", self.runner.id)
+
+    async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
+        runner, lease = self.runner.id, self.runner.lease_seconds
+
+        async def job(conn: Connection) -> int:
+            # The database's clock judges every lease, so replicas' clocks need not agree.
+            await conn.execute(
+                "DELETE FROM runners WHERE id != $1 AND "
+                "($2 OR heartbeat_at < now() - make_interval(secs => $3))",
+                runner, others_gone, lease,
+            )
+            rows = await conn.fetch(
+                "SELECT id, peer, body, version FROM tasks WHERE state = ANY($1::text[]) AND "
+                "(runner IS NULL OR (runner != $2 AND runner NOT IN (SELECT id FROM runners))) "
+                "FOR UPDATE SKIP LOCKED",  # two replicas sweeping at once take turns per task
+                list(UNFINISHED_STATES), runner,
+            )
+            for task_id, peer, body, version in rows:
+                await conn.execute(
+                    "UPDATE tasks SET body = $1, state = 'failed', updated_at = $2, "
+                    "version = version + 1 WHERE id = $3 AND peer = $4 AND version = $5",
+                    dumps(restart_failure(loads(body), now_iso)), now_iso, task_id, peer,
+                    version,
+                )
+            return len(rows)
+
+        return await self._db.transaction(job)
+
+    # Last, so the annotations above resolve `list` to the builtin, not this method.
+    async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        if peer is None:
+            rows = await self._db.fetch(
+                "SELECT body FROM tasks ORDER BY seq DESC LIMIT $1", limit
+            )
+        else:
+            rows = await self._db.fetch(
+                "SELECT body FROM tasks WHERE peer = $1 ORDER BY seq DESC LIMIT $2", peer, limit
+            )
+        return [loads(row[0]) for row in rows]

@@ -1,0 +1,68 @@
+"""What both task stores share: a task's stored form, the failure written over a task whose
+runner is gone, and the cache of tasks already validated."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from synthorg.clock import new_id
+from synthorg.generated.models import Message, Task, TaskStatus, TextPart
+from synthorg.store.tasks import RESTART_MESSAGE, StoredTask
+
+
+def dumps(task: Task) -> str:
+    return task.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def loads(body: str) -> Task:
+    return Task.model_validate_json(body)
+
+
+class TaskCache:
+    """Validated tasks by (peer, id) and version, least recently used first out, bounded by
+    the size of their stored bodies."""
+
+    def __init__(self, max_bytes: int = 16 * 1024 * 1024) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._entries: OrderedDict[tuple[str, str], tuple[StoredTask, int]] = OrderedDict()
+
+    def get(self, key: tuple[str, str], version: int) -> StoredTask | None:
+        entry = self._entries.get(key)
+        if entry is None or entry[0].version != version:
+            return None
+        self._entries.move_to_end(key)
+        return entry[0]
+
+    def version_of(self, key: tuple[str, str]) -> int:
+        """The version cached for `key`, or -1 (no version is negative)."""
+        entry = self._entries.get(key)
+        return -1 if entry is None else entry[0].version
+
+    def put(self, key: tuple[str, str], stored: StoredTask, size: int) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= old[1]
+        if size > self._max_bytes // 4:
+            return  # one huge task would push out everything else
+        self._entries[key] = (stored, size)
+        self._bytes += size
+        while self._bytes > self._max_bytes:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self._bytes -= dropped
+
+
+def restart_failure(task: Task, now_iso: str) -> Task:
+    message = Message(
+        kind="message",
+        role="agent",
+        messageId=new_id(),
+        parts=[TextPart(kind="text", text=RESTART_MESSAGE)],
+        taskId=task.id,
+        contextId=task.contextId,
+    )
+    return task.model_copy(
+        update={"status": TaskStatus(state="failed", message=message, timestamp=now_iso)}
+    )
+
+

@@ -1,0 +1,375 @@
+"""Two replicas of one node on one PostgreSQL database, as the README sets them up, driven at
+once through both.
+
+Each replica is a node process of its own (own data dir, own port) with the same config, the
+same SYNTHORG_SECRET_KEY and SYNTHORG_ADMIN_TOKEN, and SYNTHORG_DATABASE_URL naming a
+throwaway database. Every rule must hold across them as it holds inside one node: ownership,
+one task per `(peer, messageId)`, serialised follow-ups and cancels, changes to settings and
+peers applied on the other replica from its next request, one audit trail, a killed replica
+whose acknowledged work survives and whose unfinished tasks the other fails once its lease
+runs out, and never before.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+
+from tests.integration.conftest import AGENTS_YAML, KEY_A, KEY_B, PEER_A, PEER_B, api_key_headers
+from tests.integration.helpers import (
+    INVALID_PARAMS,
+    TASK_NOT_CANCELABLE,
+    TASK_NOT_FOUND,
+    TASK_TERMINAL,
+    UNAUTHENTICATED,
+    Json,
+    call,
+    expect_error,
+    expect_result,
+    get_task,
+    message,
+    park_task,
+    send,
+    unique,
+)
+from tests.integration.live import LiveNode
+from tests.support.node import cli
+from tests.support.scripted_server import Answer, ScriptedServer
+
+T = TypeVar("T")
+LEASE = "2"  # seconds: a killed replica's tasks are failed this long after its last heartbeat
+ADMIN_TOKEN = "replica-admin-token-7d1e5c9a3b"
+DOWNSTREAM = "downstream"
+CONFIG = f"""\
+a2a:
+  enabled: true
+  node_name: replicated-node
+  allowed_peers: [{PEER_A}, {PEER_B}]
+{AGENTS_YAML}  - {{id: slow, name: Slow, executor: {{kind: peer, peer: {DOWNSTREAM}}}}}
+"""
+
+
+class Replicas:
+    """The shared environment of every replica (and of the CLI acting on their database)."""
+
+    def __init__(self, root: Path, url: str) -> None:
+        self.root = root
+        self.env = {
+            "SYNTHORG_DATABASE_URL": url,
+            "SYNTHORG_SECRET_KEY": Fernet.generate_key().decode(),
+            "SYNTHORG_ADMIN_TOKEN": ADMIN_TOKEN,
+            "SYNTHORG_RUNNER_LEASE_SECONDS": LEASE,
+            "SYNTHORG_DATABASE_CONNECT_TIMEOUT": "2",
+            "SYNTHORG_DATABASE_STATEMENT_TIMEOUT": "2",
+        }
+        self.count = 0
+
+    def replica(self, name: str | None = None, **env: str) -> LiveNode:
+        self.count += 1
+        data_dir = self.root / (name or f"replica-{self.count}")
+        return LiveNode(data_dir, CONFIG, env={**self.env, **env})
+
+    def cli(self, *args: str, stdin: str | None = None,
+            check: bool = True) -> Any:
+        return cli(self.root / "cli", *args, stdin=stdin, env=self.env, check=check)
+
+    def add_peer(self, name: str, key: str, endpoint: str = "http://127.0.0.1:9") -> None:
+        self.cli("peers", "add", name, "--endpoint", endpoint, stdin=key)
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Replicas:
+    shared = Replicas(tmp_path_factory.mktemp("replicas"), postgres_url)
+    shared.add_peer(PEER_A, KEY_A)
+    shared.add_peer(PEER_B, KEY_B)
+    return shared
+
+
+@pytest.fixture(scope="module")
+def pair(replicas: Replicas) -> Iterator[tuple[LiveNode, LiveNode]]:
+    with replicas.replica() as first, replicas.replica() as second:
+        yield first, second
+
+
+def client(node: LiveNode, peer: str = PEER_A, key: str = KEY_A) -> httpx.Client:
+    return httpx.Client(base_url=node.url, headers=api_key_headers(peer, key), timeout=30.0)
+
+
+def admin(node: LiveNode) -> httpx.Client:
+    return httpx.Client(base_url=f"{node.url}/api/v1/admin", timeout=30.0,
+                        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+
+
+@pytest.fixture(scope="module")
+def clients(pair: tuple[LiveNode, LiveNode]) -> Iterator[list[httpx.Client]]:
+    """Twelve kept-alive connections, alternating between the two replicas."""
+    with ExitStack() as stack:
+        yield [stack.enter_context(client(pair[i % 2])) for i in range(12)]
+
+
+def wait_until_final(c: httpx.Client, task_id: str, timeout: float) -> Json:
+    """The task once it is no longer submitted or working; fails after `timeout` s. Polled
+    (the condition lives in another process's database), never slept on blindly."""
+    deadline = time.monotonic() + timeout
+    tick = threading.Event()
+    while True:
+        task = expect_result(get_task(c, task_id))
+        if task["status"]["state"] not in ("submitted", "working"):
+            return task
+        if time.monotonic() > deadline:
+            raise AssertionError(f"task {task_id} still {task['status']['state']} after {timeout}s")
+        tick.wait(0.1)
+
+
+def race(clients: list[httpx.Client], work: Callable[[int, httpx.Client], T]) -> list[T]:
+    with ThreadPoolExecutor(len(clients)) as executor:
+        return list(executor.map(work, range(len(clients)), clients))
+
+
+def test_both_replicas_are_live_and_ready(pair: tuple[LiveNode, LiveNode]) -> None:
+    for node in pair:
+        assert node.find_event("a2a.node.started", store="postgresql") is not None
+        with httpx.Client(base_url=node.url) as anon:
+            live, ready = anon.get("/healthz"), anon.get("/readyz")
+        assert (live.status_code, live.json()) == (200, {"status": "ok"})
+        assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+        assert ready.headers["cache-control"] == "no-store"
+
+
+def test_a_task_is_read_followed_up_and_canceled_through_the_other_replica(
+    pair: tuple[LiveNode, LiveNode],
+) -> None:
+    first, second = pair
+    with client(first) as a, client(second) as b, client(second, PEER_B, KEY_B) as other:
+        task_id = park_task(a)["id"]
+        assert expect_result(get_task(b, task_id))["status"]["state"] == "input-required"
+        followed = expect_result(send(b, message("more", task_id=task_id)))
+        assert [m["parts"][0]["text"] for m in followed["history"] if m["role"] == "user"] == [
+            "park me", "more"]
+        # Another peer sees nothing of it, on either replica.
+        expect_error(get_task(other, task_id), code=TASK_NOT_FOUND, request_id=1)
+        canceled = expect_result(call(a, "tasks/cancel", {"id": task_id}))
+        assert canceled["status"]["state"] == "canceled"
+        expect_error(call(b, "tasks/cancel", {"id": task_id}), code=TASK_NOT_CANCELABLE,
+                     request_id=1)
+        expect_error(send(b, message("too late", task_id=task_id)), code=TASK_TERMINAL,
+                     request_id=1)
+
+
+def test_one_message_id_sent_to_both_replicas_at_once_makes_one_task(
+    clients: list[httpx.Client],
+) -> None:
+    sent = message("once", message_id=unique("dup"))
+    answers = race(clients, lambda _, c: expect_result(send(c, sent)))
+    assert len({task["id"] for task in answers}) == 1
+    assert all(task["status"]["state"] == "completed" for task in answers)
+
+
+def test_concurrent_follow_ups_through_both_replicas_lose_no_history(
+    clients: list[httpx.Client],
+) -> None:
+    task_id = park_task(clients[0])["id"]
+    texts = [f"follow-up {i}" for i in range(len(clients))]
+    race(clients, lambda i, c: expect_result(send(c, message(texts[i], task_id=task_id))))
+    final = expect_result(get_task(clients[1], task_id))
+    users = [m["parts"][0]["text"] for m in final["history"] if m["role"] == "user"]
+    assert users[0] == "park me" and sorted(users[1:]) == sorted(texts)
+
+
+def test_a_cancel_racing_follow_ups_on_both_replicas_ends_the_task_for_good(
+    clients: list[httpx.Client],
+) -> None:
+    task_id = park_task(clients[0])["id"]
+
+    def work(i: int, c: httpx.Client) -> Json:
+        if i % 3 == 0:
+            return dict(call(c, "tasks/cancel", {"id": task_id}).json())
+        return dict(send(c, message(f"race {i}", task_id=task_id)).json())
+
+    answers = race(clients, work)
+    cancels = [a for i, a in enumerate(answers) if i % 3 == 0]
+    follow_ups = [a for i, a in enumerate(answers) if i % 3 != 0]
+    assert sum("result" in a for a in cancels) == 1
+    assert all(a["error"]["code"] == TASK_NOT_CANCELABLE for a in cancels if "result" not in a)
+    for answer in follow_ups:
+        assert "result" in answer or answer["error"]["code"] == TASK_TERMINAL, answer
+    final = expect_result(get_task(clients[1], task_id))
+    assert final["status"]["state"] == "canceled"  # never revived
+
+
+def test_a_setting_written_through_one_replica_applies_on_the_other_at_once(
+    pair: tuple[LiveNode, LiveNode],
+) -> None:
+    first, second = pair
+    with admin(first) as api, client(second) as b:
+        assert api.put("/settings/a2a.max_message_parts", json={"value": 1}).status_code == 200
+        try:
+            refused = send(b, message("one", "two"))  # the very next request on the other
+            assert expect_error(refused, code=INVALID_PARAMS, request_id=1)["data"] == {
+                "limit": 1}
+        finally:
+            assert api.delete("/settings/a2a.max_message_parts").status_code == 200
+        expect_result(send(b, message("one", "two")))
+
+
+def test_a_setting_written_by_the_cli_applies_on_both_replicas(
+    replicas: Replicas, pair: tuple[LiveNode, LiveNode],
+) -> None:
+    replicas.cli("settings", "set", "a2a.max_message_parts", "1")
+    try:
+        for node in pair:
+            with client(node) as c:
+                expect_error(send(c, message("one", "two")), code=INVALID_PARAMS, request_id=1)
+    finally:
+        replicas.cli("settings", "reset", "a2a.max_message_parts")
+
+
+def test_a_peer_removed_through_one_replica_is_refused_by_the_other_at_once(
+    replicas: Replicas, pair: tuple[LiveNode, LiveNode],
+) -> None:
+    first, second = pair
+    with admin(first) as api, client(second, PEER_B, KEY_B) as b:
+        expect_result(send(b, message("before")))
+        assert api.delete(f"/peers/{PEER_B}").status_code == 204
+        try:
+            refused = send(b, message("after"))  # the same kept-alive connection, next request
+            assert refused.status_code == 401
+            assert refused.json()["error"]["code"] == UNAUTHENTICATED
+        finally:
+            replicas.add_peer(PEER_B, KEY_B)
+        expect_result(send(b, message("back")))
+
+
+def test_every_replicas_audit_trail_lands_in_one_place(
+    replicas: Replicas, pair: tuple[LiveNode, LiveNode],
+) -> None:
+    since = replicas.cli("audit", "list", "--json").stdout
+    before = len(json.loads(since))
+    for i, node in enumerate(pair):
+        with admin(node) as api:
+            assert api.put("/settings/a2a.card_cache_max_entries",
+                           json={"value": 100 + i}).status_code == 200
+    replicas.cli("settings", "reset", "a2a.card_cache_max_entries")
+    trail = json.loads(replicas.cli("audit", "list", "--json").stdout)[before:]
+    assert [(r["event"], r["via"], r.get("new")) for r in trail] == [
+        ("admin.setting.changed", "admin_api", 100),
+        ("admin.setting.changed", "admin_api", 101),
+        ("admin.setting.reset", "cli", 512),
+    ]
+    assert trail[1]["old"] == 100  # the second replica's write saw the first's
+    text = replicas.cli("audit", "list", "--limit", "1").stdout
+    assert text.count("\n") == 1 and "admin.setting.reset via=cli" in text
+
+
+def test_a_starting_replica_spares_the_other_ones_running_task_and_a_killed_ones_is_failed(
+    replicas: Replicas, pair: tuple[LiveNode, LiveNode],
+) -> None:
+    """A task is running on replica A (its agent waits on a peer). A replica starting now
+    must not fail it; once A is killed, a live replica fails it when A's lease runs out."""
+    release = threading.Event()
+    with ScriptedServer() as downstream, ExitStack() as stack:
+        downstream.script.append(Answer(200, {"jsonrpc": "2.0", "id": 1, "result": {}},
+                                        hold=release, echo_id=True))
+        replicas.add_peer(DOWNSTREAM, "downstream-key-1f0e", endpoint=downstream.url)
+        running = stack.enter_context(replicas.replica("running"))
+        pending: list[httpx.Response | Exception] = []
+
+        def slow_send() -> None:
+            with client(running) as c:
+                try:
+                    pending.append(send(c, message("take your time", agent_id="slow")))
+                except httpx.HTTPError as exc:
+                    pending.append(exc)
+
+        sender = threading.Thread(target=slow_send)
+        sender.start()
+        task_id = running.wait_for_event("a2a.task.created")["task_id"]
+        with replicas.replica("late") as late, client(late) as c:  # starts while it runs
+            assert late.find_event("a2a.task.recovered") is None
+            assert expect_result(get_task(c, task_id))["status"]["state"] == "submitted"
+        running.kill()  # kill -9: no retire, its lease just stops being renewed
+        release.set()
+        sender.join(30)
+        # The live replicas sweep once per lease; the first to find it gone fails it.
+        with client(pair[1]) as c:
+            final = wait_until_final(c, task_id, timeout=4 * float(LEASE) + 10)
+        assert final["status"]["state"] == "failed"
+        assert any(node.find_event("a2a.task.recovered") for node in pair)
+        assert "restarted" in final["status"]["message"]["parts"][0]["text"]
+
+
+def kill_cycle(replicas: Replicas, survivor: LiveNode, cycle: int) -> list[tuple[Json, Json]]:
+    """Load through a new replica and the survivor; the new one killed mid-stream. What was
+    acknowledged; the survivor must answer every request."""
+    victim = replicas.replica(f"victim-{cycle}")
+    victim.start()
+    killed = threading.Event()
+    failures: list[str] = []
+    try:
+        with ExitStack() as stack:
+            parked = park_task(stack.enter_context(client(survivor)))
+            nodes = [victim, survivor] * 3
+            pool = [stack.enter_context(client(node)) for node in nodes]
+
+            def load(i: int, c: httpx.Client) -> list[tuple[Json, Json]]:
+                done: list[tuple[Json, Json]] = []
+                shared_id = unique(f"c{cycle}-shared")
+                for n in range(60):
+                    if n % 5 == 0:
+                        sent = message(f"c{cycle} w{i} n{n}", task_id=parked["id"])
+                    elif n % 7 == 0:
+                        sent = message("same key", message_id=shared_id)  # a retry
+                    else:
+                        sent = message(f"c{cycle} w{i} n{n}")
+                    try:
+                        response = send(c, sent)
+                    except httpx.HTTPError:
+                        if nodes[i] is survivor:
+                            failures.append(f"w{i} n{n}: connection failed")
+                        return done
+                    if response.status_code == 200 and "result" in response.json():
+                        done.append((sent, response.json()["result"]))
+                    elif nodes[i] is survivor:
+                        failures.append(f"w{i} n{n}: {response.status_code}")
+                    if i == 0 and n == 20:
+                        victim.kill()  # SIGKILL, mid-stream
+                        killed.set()
+                return done
+
+            acknowledged = [pair for done in race(pool, load) for pair in done]
+    finally:
+        if victim.proc is not None and victim.proc.poll() is None:
+            victim.kill()
+    assert killed.is_set()
+    assert failures == []  # the other replica kept serving
+    return acknowledged
+
+
+def test_kill_9_of_one_replica_under_load_loses_nothing_and_duplicates_nothing(
+    replicas: Replicas, pair: tuple[LiveNode, LiveNode],
+) -> None:
+    """Three cycles: load through both replicas (new tasks, retries of one key, follow-ups),
+    one replica killed with SIGKILL mid-stream; the other keeps serving. Every acknowledged
+    task reads back, every acknowledged messageId replays to its task, one task per key."""
+    survivor = pair[1]
+    acknowledged = [pair for cycle in range(3) for pair in kill_cycle(replicas, survivor, cycle)]
+    assert acknowledged
+    by_key: dict[str, set[str]] = {}
+    with client(survivor) as c:
+        for sent, answer in acknowledged:
+            stored = expect_result(get_task(c, answer["id"]))
+            assert sent["messageId"] in {m["messageId"] for m in stored["history"]}
+            replay = expect_result(send(c, sent))  # the key answers the same task
+            assert replay["id"] == answer["id"]
+            by_key.setdefault(sent["messageId"], set()).add(answer["id"])
+    assert all(len(ids) == 1 for ids in by_key.values())  # zero duplicate tasks

@@ -1,0 +1,180 @@
+"""The contract of the catalog, settings, delegation and audit stores, on both backends.
+
+Every test runs on SQLite (a data dir) and on PostgreSQL (a throwaway database), through the
+bundle `synthorg.store.select` hands the node, with two bundles on one store standing for two
+processes or replicas: what one writes, the other reads, from its next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from cryptography.fernet import Fernet
+
+from synthorg.errors import SecretUnreadable
+from synthorg.store.backend import Stores
+from synthorg.store.delegations import Delegation
+from synthorg.store.postgres.backend import PgStores
+from synthorg.store.postgres.options import PgOptions
+from synthorg.store.secretbox import SecretBox
+from synthorg.store.sqlite.backend import SqliteStores
+from tests.conftest import BACKENDS
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+class Bundles:
+    """Store bundles on one store (as separate processes or replicas hold them)."""
+
+    def __init__(self, data_dir: Path, url: str | None) -> None:
+        self.data_dir, self.url = data_dir, url
+        self.key = Fernet.generate_key().decode()
+        self._opened: list[Stores] = []
+
+    def open(self, key: str | None = None) -> Stores:
+        stores: Stores
+        if self.url is None:
+            (self.data_dir / "secret.key").parent.mkdir(parents=True, exist_ok=True)
+            (self.data_dir / "secret.key").write_text((key or self.key) + "\n")
+            stores = SqliteStores(self.data_dir)
+        else:
+            stores = PgStores(PgOptions(self.url), SecretBox(key or self.key))
+            stores.migrate()
+        self._opened.append(stores)
+        return stores
+
+    def close(self) -> None:
+        for stores in self._opened:
+            stores.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def bundles(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bundles]:
+    url = request.getfixturevalue("postgres_database") if request.param == "postgresql" else None
+    opened = Bundles(tmp_path / "data", url)
+    yield opened
+    opened.close()
+
+
+# -- schema ---------------------------------------------------------------------------------
+
+
+def test_a_fresh_store_is_migrated_to_the_latest_version(bundles: Bundles) -> None:
+    state = bundles.open().schema()
+    assert state.current == state.latest and state.pending == () and not state.too_new
+    assert run(bundles.open().ready())
+
+
+# -- catalog --------------------------------------------------------------------------------
+
+
+def test_catalog_round_trip_list_remove_and_other_handles(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    assert one.catalog.put("Peer-B", "http://b.example/", "bearer", "secret-b") is True
+    assert one.catalog.put("peer-a", "http://a.example", "api_key", "secret-a") is True
+    record = two.catalog.get("peer-b")  # the other handle sees it at once
+    assert record is not None
+    assert (record.name, record.endpoint, record.scheme, record.secret) == (
+        "peer-b", "http://b.example", "bearer", "secret-b")
+    created = record.created_at
+    assert two.catalog.put("peer-b", "http://b2.example", "api_key", "secret-b2") is False
+    replaced = one.catalog.get("peer-b")
+    assert replaced is not None and replaced.secret == "secret-b2"
+    assert replaced.created_at == created  # replacing keeps created_at
+    assert [r.name for r in one.catalog.list()] == ["peer-a", "peer-b"]
+    assert [a.name for a in two.catalog.addresses().list()] == ["peer-a", "peer-b"]
+    assert two.catalog.addresses().get("PEER-A") is not None
+    assert one.catalog.remove("peer-a") is True and one.catalog.remove("peer-a") is False
+    assert two.catalog.get("peer-a") is None and one.catalog.get("not a name!") is None
+
+
+def test_a_catalog_change_reaches_a_cached_reader_at_its_next_request(bundles: Bundles) -> None:
+    reader, writer = bundles.open(), bundles.open()
+    writer.catalog.put("peer-a", "http://a.example", "api_key", "old-secret")
+
+    async def request() -> str | None:
+        await reader.request_started()  # what the gateway does first
+        record = reader.catalog.get("peer-a")
+        return None if record is None else record.secret
+
+    assert run(request()) == "old-secret"
+    assert run(request()) == "old-secret"  # cached: nothing changed
+    writer.catalog.put("peer-a", "http://a.example", "api_key", "new-secret")
+    assert run(request()) == "new-secret"
+    writer.catalog.remove("peer-a")
+    assert run(request()) is None
+
+
+def test_secrets_are_encrypted_and_read_with_any_listed_key_then_rekeyed(
+    bundles: Bundles,
+) -> None:
+    old = bundles.key
+    bundles.open().catalog.put("peer-a", "http://a.example", "api_key", "secret-a")
+    new = Fernet.generate_key().decode()
+    rotated = bundles.open(f"{new},{old}")  # newest first
+    record = rotated.catalog.get("peer-a")
+    assert record is not None and record.secret == "secret-a"
+    assert rotated.catalog.rekey() == 1
+    only_new = bundles.open(new)
+    found = only_new.catalog.get("peer-a")
+    assert found is not None and found.secret == "secret-a"
+    with pytest.raises(SecretUnreadable, match="peer 'peer-a'"):
+        bundles.open(old).catalog.get("peer-a")  # the old key alone no longer reads it
+
+
+# -- settings -------------------------------------------------------------------------------
+
+
+def test_settings_write_reset_and_another_handle_sees_the_change(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    assert two.settings.read_all("a2a") == {}
+    assert one.settings.write("a2a", "max_message_parts", 5) is None
+    assert two.settings.changed_elsewhere() is True
+    assert two.settings.read_all("a2a") == {"max_message_parts": 5}
+    assert two.settings.changed_elsewhere() is False
+    assert one.settings.write("a2a", "max_message_parts", 7) == 5  # the value it replaced
+    assert one.settings.reset("a2a", "max_message_parts") == 7
+    assert one.settings.reset("a2a", "max_message_parts") is None
+    assert two.settings.read_all("a2a") == {}
+    assert two.settings.read_all("other") == {}
+
+
+# -- audit ----------------------------------------------------------------------------------
+
+
+def test_audit_records_from_every_handle_in_commit_order(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    times = ["2030-01-01T00:00:00.000Z", "2030-01-02T00:00:00.000Z", "2030-01-03T00:00:00.000Z"]
+    for i, (stores, ts) in enumerate(zip([one, two, one], times, strict=True)):
+        stores.audit.append({"ts": ts, "event": "admin.setting.changed", "via": "cli", "n": i})
+    assert [r["n"] for r in two.audit.list()] == [0, 1, 2]
+    assert [r["n"] for r in one.audit.list(since="2030-01-02T00:00:00.000Z")] == [1, 2]
+    assert [r["n"] for r in one.audit.list(limit=2)] == [1, 2]  # the newest two, oldest first
+    assert one.audit.list(since="2031-01-01T00:00:00.000Z") == []
+
+
+# -- delegations ----------------------------------------------------------------------------
+
+
+def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    task = {"id": "r-1", "status": {"state": "submitted"}}
+    record = Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", "t-origin", task,
+                        "2030-01-01T00:00:00.000Z", "2030-01-01T00:00:00.000Z")
+    run(one.delegations.add(record))
+    assert run(two.delegations.get("d-1")) == record
+    assert run(two.delegations.by_origin("t-origin")) == record
+    updated = run(two.delegations.update("d-1", {**task, "status": {"state": "completed"}}))
+    assert updated.state == "completed" and updated.task["status"]["state"] == "completed"
+    assert [d.id for d in run(one.delegations.recent())] == ["d-1"]
+    with pytest.raises(LookupError):
+        run(one.delegations.update("missing", task))
+    assert run(one.delegations.get("missing")) is None
