@@ -16,7 +16,7 @@ from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import DelegationError, Delegator
 from synthorg.generated.constants import STATE_FAILED, TASK_NOT_CANCELABLE
 from synthorg.generated.models import Artifact, Message, Task
-from synthorg.tasks.executors import Outcome
+from synthorg.tasks.executors import Outcome, Progress
 from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 
 _FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
@@ -45,7 +45,7 @@ class PeerExecutor:
         self._peer = peer
         self._agent_id = agent_id
 
-    async def run(self, task: Task, message: Message) -> Outcome:
+    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
         parts = [p.model_dump(mode="json", by_alias=True, exclude_none=True)
                  for p in message.parts]

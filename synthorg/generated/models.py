@@ -350,11 +350,13 @@ class SkillConfig(SpecModel):
 
 
 class ExecutorConfig(SpecModel):
-    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer."""
+    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; python loads an operator's agent from entrypoint."""
 
-    kind: Literal['echo', 'park', 'peer']
+    kind: Literal['echo', 'park', 'peer', 'python']
     peer: Annotated[PeerName | None, NoNull] = None
     agent: Annotated[AgentId | None, NoNull] = None
+    entrypoint: Annotated[Annotated[str, Field(max_length=255, pattern='^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$')] | None, NoNull] = None
+    options: Annotated[dict[str, Any] | None, NoNull] = None
 
 
 class AgentConfig(SpecModel):
@@ -860,6 +862,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'echo',
     'enabled',
     'endpoint',
+    'entrypoint',
     'error',
     'errors',
     'examples',
@@ -920,6 +923,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'ok',
     'openIdConnect',
     'openIdConnectUrl',
+    'options',
     'organization',
     'outputModes',
     'output_modes',
@@ -940,6 +944,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'pushNotificationConfig',
     'pushNotifications',
     'push_verification_clock_skew_seconds',
+    'python',
     'query',
     'ready',
     'reason',

@@ -44,8 +44,9 @@ from synthorg.generated.models import Message, MessageSendParams, Task, TaskStat
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore
-from synthorg.tasks.executors import Executor, Outcome
+from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome
 from synthorg.tasks.hops import loop_refusal
+from synthorg.tasks.progress import StoredProgress
 
 MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
 
@@ -80,6 +81,9 @@ class TaskService:
         self._default_agent = default_agent
         self._max_parts = max_message_parts
         self._task_locks: WeakValueDictionary[str, asyncio.Lock] = WeakValueDictionary()
+        # The agents' runs in this process, by task id: a cancel here cancels the run at once.
+        self._running: dict[str, asyncio.Task[Outcome]] = {}
+        self._jobs: set[asyncio.Task[Task]] = set()  # held so a detached run is not collected
 
     async def send(self, peer: str, params: MessageSendParams, agent_id: str | None) -> Task:
         message = params.message
@@ -97,10 +101,13 @@ class TaskService:
             self._rejected(MESSAGE_SEND, peer, message.taskId or "", "delegation_loop")
             raise DelegationLoop(refusal)
         key = MessageKey(message.messageId, message_digest(message))
+        # A2A's default is to answer when the task is final or interrupted; blocking: false
+        # answers as soon as the agent's work has started.
+        blocking = params.configuration is None or params.configuration.blocking is not False
         if message.taskId is not None:
             async with self._lock(message.taskId):
-                return await self._continue(peer, message, message.taskId, key)
-        return await self._create(peer, message, key, self._agent(message, agent_id))
+                return await self._continue(peer, message, message.taskId, key, blocking)
+        return await self._create(peer, message, key, self._agent(message, agent_id), blocking)
 
     async def get(self, peer: str, task_id: str, history_length: int | None) -> Task:
         task = (await self._owned(peer, task_id, TASKS_GET)).task
@@ -119,6 +126,9 @@ class TaskService:
                     self._rejected(TASKS_CANCEL, peer, task_id, "not_cancelable")
                     raise TaskNotCancelable()
                 await self._cancel_downstream(peer, stored.task)
+                running = self._running.get(task_id)
+                if running is not None:
+                    running.cancel()  # the agent sees CancelledError at its next await
                 try:
                     return await self._settle(peer, stored, Outcome(STATE_CANCELED))
                 except VersionConflict:
@@ -128,7 +138,7 @@ class TaskService:
     # -- creating -------------------------------------------------------------------------
 
     async def _create(
-        self, peer: str, message: Message, key: MessageKey, agent: AgentRuntime
+        self, peer: str, message: Message, key: MessageKey, agent: AgentRuntime, blocking: bool
     ) -> Task:
         task_id = new_id()
         context_id = message.contextId or new_id()
@@ -158,12 +168,12 @@ class TaskService:
         except KeyRecorded as race:
             return await self._replay(peer, race.key, key)
         emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
-        return await self._run(peer, stored, first, agent)
+        return await self._start(peer, stored, first, agent, blocking)
 
     # -- continuing -----------------------------------------------------------------------
 
     async def _continue(
-        self, peer: str, message: Message, task_id: str, key: MessageKey
+        self, peer: str, message: Message, task_id: str, key: MessageKey, blocking: bool
     ) -> Task:
         for _ in range(MAX_WRITE_ATTEMPTS):
             recorded = await self._store.message_key(peer, message.messageId)
@@ -195,31 +205,74 @@ class TaskService:
                 return await self._replay(peer, race.key, key)
             except VersionConflict:
                 continue  # another process wrote the task meanwhile: start again from it
-            return await self._run(peer, stored, appended, agent)
+            return await self._start(peer, stored, appended, agent, blocking)
         raise VersionConflict("the task kept changing while a follow-up was being recorded")
 
     # -- running --------------------------------------------------------------------------
 
-    async def _run(
-        self, peer: str, stored: StoredTask, message: Message, agent: AgentRuntime
+    async def _start(
+        self, peer: str, stored: StoredTask, message: Message, agent: AgentRuntime,
+        blocking: bool,
     ) -> Task:
-        working = _working(stored.task)
-        outcome = await self._outcome(peer, agent, working, message)
+        """Run the agent in a task of its own, so the caller leaving does not stop it."""
+        progress = StoredProgress(
+            self._store, peer, StoredTask(_working(stored.task), stored.version), now_iso, new_id
+        )
+        await progress.begin()
+        job = asyncio.ensure_future(self._run(peer, progress, message, agent))
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+        if not blocking:
+            return progress.latest.task
+        await asyncio.wait({job})
+        return job.result()
+
+    async def _run(
+        self, peer: str, progress: StoredProgress, message: Message, agent: AgentRuntime
+    ) -> Task:
+        task_id = progress.latest.task.id
+        run = asyncio.ensure_future(agent.executor.run(progress.latest.task, message, progress))
+        self._running[task_id] = run
+        try:
+            await asyncio.wait({run})
+        finally:
+            self._running.pop(task_id, None)
+            if not run.done():  # this coroutine itself was cancelled (the node is stopping)
+                run.cancel()
+        outcome = self._ended(peer, task_id, run)
+        stored = progress.latest
         for _ in range(MAX_WRITE_ATTEMPTS):
             try:
-                return await self._settle(peer, StoredTask(working, stored.version), outcome)
+                return await self._settle(peer, stored, outcome)
             except VersionConflict:
-                stored = await self._owned(peer, stored.task.id, MESSAGE_SEND)
+                stored = await self._owned(peer, task_id, MESSAGE_SEND)
                 if stored.task.status.state in TERMINAL_STATES:
                     return stored.task  # canceled meanwhile: final is final
-                working = stored.task
         raise VersionConflict("the task kept changing while its outcome was being recorded")
+
+    def _ended(self, peer: str, task_id: str, run: asyncio.Task[Outcome]) -> Outcome:
+        if run.cancelled():
+            return Outcome(STATE_CANCELED)
+        exc = run.exception()
+        if exc is None:
+            return run.result()
+        if isinstance(exc, Canceled):
+            return Outcome(STATE_CANCELED)
+        emit(
+            events.TASK_EXECUTOR_FAILED,
+            level="error",
+            peer_name=peer,
+            task_id=task_id,
+            error=type(exc).__name__,
+        )
+        return Outcome(STATE_FAILED, message_text="the agent failed to run this task")
 
     async def _outcome(
         self, peer: str, agent: AgentRuntime, task: Task, message: Message
     ) -> Outcome:
+        """A pure run: computed before anything is stored."""
         try:
-            return await agent.executor.run(task, message)
+            return await agent.executor.run(task, message, Detached())
         except Exception as exc:
             emit(
                 events.TASK_EXECUTOR_FAILED,
