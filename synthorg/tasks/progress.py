@@ -18,6 +18,7 @@ from synthorg.tasks.executors import Canceled
 
 MAX_WRITE_ATTEMPTS = 8
 Change = Callable[[Task], Task]
+EventLog = Callable[[Task | None, Task, bool], list[str]]
 
 
 class StoredProgress:
@@ -28,10 +29,12 @@ class StoredProgress:
         stored: StoredTask,
         now: Callable[[], str],
         new_id: Callable[[], str],
-        written: Callable[[Task, Task], None] | None = None,
+        log: EventLog,
+        written: Callable[[str], None],
     ) -> None:
         self._store, self._peer, self._now, self._new_id = store, peer, now, new_id
-        self._written = written  # told (before, after) of every write: the event log's hook
+        self._log = log  # the events each write logs with it
+        self._written = written  # told the task id after every write (wakes its followers)
         self.latest = stored
         self.canceled = False
 
@@ -46,9 +49,9 @@ class StoredProgress:
     async def artifact(
         self, artifact: Artifact, *, append: bool = False, last_chunk: bool = False
     ) -> None:
-        await self._write(lambda task: _with_artifact(task, artifact, append))
+        await self._write(lambda task: _with_artifact(task, artifact, append), last_chunk)
 
-    async def _write(self, change: Change) -> None:
+    async def _write(self, change: Change, last_chunk: bool = False) -> None:
         if self.canceled:
             raise Canceled()
         for _ in range(MAX_WRITE_ATTEMPTS):
@@ -58,7 +61,10 @@ class StoredProgress:
                 update={"status": task.status.model_copy(update={"state": STATE_WORKING})}
             )
             try:
-                self.latest = await self._store.update(self._peer, task, self.latest.version)
+                self.latest = await self._store.update(
+                    self._peer, task, self.latest.version,
+                    events=self._log(before, task, last_chunk),
+                )
             except VersionConflict:
                 fresh = await self._store.get(self._peer, before.id)
                 if fresh is None:
@@ -68,8 +74,7 @@ class StoredProgress:
                     raise Canceled() from None
                 self.latest = fresh
                 continue
-            if self._written is not None:
-                self._written(before, self.latest.task)
+            self._written(task.id)
             return
         raise VersionConflict("the task kept changing while progress was being recorded")
 

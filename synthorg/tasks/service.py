@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from weakref import WeakValueDictionary
 
@@ -38,15 +38,28 @@ from synthorg.generated.constants import (
     STATE_WORKING,
     TASKS_CANCEL,
     TASKS_GET,
+    TASKS_RESUBSCRIBE,
     TERMINAL_STATES,
 )
-from synthorg.generated.models import Message, MessageSendParams, Task, TaskStatus, TextPart
+from synthorg.generated.models import (
+    Message,
+    MessageSendConfiguration,
+    MessageSendParams,
+    MessageStreamParams,
+    StreamEvent,
+    Task,
+    TaskStatus,
+    TextPart,
+)
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
-from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore
+from synthorg.sequenced import Sequenced
+from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore, snapshot_seq
+from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
 from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome
 from synthorg.tasks.hops import loop_refusal
 from synthorg.tasks.progress import StoredProgress
+from synthorg.tasks.streams import TaskStreams
 
 MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
 
@@ -74,8 +87,10 @@ class TaskService:
         default_agent: str,
         max_message_parts: Callable[[], int],
         node_name: str | None = None,
+        streams: TaskStreams | None = None,
     ) -> None:
         self._node_name = node_name
+        self._streams = streams or TaskStreams(store)
         self._store = store
         self._agents = agents
         self._default_agent = default_agent
@@ -135,6 +150,40 @@ class TaskService:
                     continue  # written meanwhile by another process: look again
             raise VersionConflict("the task kept changing while it was being canceled")
 
+    # -- streaming ------------------------------------------------------------------------
+
+    async def stream(
+        self, peer: str, params: MessageSendParams | MessageStreamParams, agent_id: str | None
+    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        """Send without blocking, then follow the task: a new task from its first event, a
+        continued one from the task as it is once the message is recorded."""
+        configuration = (params.configuration or MessageSendConfiguration()).model_copy(
+            update={"blocking": False}
+        )
+        sent = MessageSendParams.model_construct(  # parts of params already validated
+            method=MESSAGE_SEND, message=params.message, configuration=configuration,
+            metadata=params.metadata,
+        )
+        task = await self.send(peer, sent, agent_id)
+        after = 0 if params.message.taskId is None else None
+        async for event in self.resubscribe(peer, task.id, after):
+            yield event
+
+    async def resubscribe(
+        self, peer: str, task_id: str, after: int | None
+    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        if after is None:  # the task as it is now, then what follows it
+            stored = await self._owned(peer, task_id, TASKS_RESUBSCRIBE)
+            last = snapshot_seq(stored.version)
+            yield Sequenced(last, stored.task)
+            if stored.task.status.state in STREAM_END_STATES:
+                return
+            after = last
+        else:
+            await self._owned(peer, task_id, TASKS_RESUBSCRIBE)
+        async for event in self._streams.follow(peer, task_id, after):
+            yield event
+
     # -- creating -------------------------------------------------------------------------
 
     async def _create(
@@ -157,14 +206,15 @@ class TaskService:
             # finds the key taken and answers the task it recorded (a pure run is harmless).
             outcome = await self._outcome(peer, agent, _working(task), first)
             try:
-                stored = await self._store.create(peer, key, _settled(_working(task), outcome))
+                final = _settled(_working(task), outcome)
+                stored = await self._store.create(peer, key, final, _log(None, final))
             except KeyRecorded as race:  # a concurrent retry recorded the key first
                 return await self._replay(peer, race.key, key)
             emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
             self._state_changed(peer, stored.task)
             return stored.task
         try:
-            stored = await self._store.create(peer, key, task)
+            stored = await self._store.create(peer, key, task, _log(None, task))
         except KeyRecorded as race:
             return await self._replay(peer, race.key, key)
         emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
@@ -194,13 +244,18 @@ class TaskService:
             try:
                 if agent.executor.pure:
                     outcome = await self._outcome(peer, agent, with_message, appended)
+                    settled = _settled(with_message, outcome)
                     stored = await self._store.update(
-                        peer, _settled(with_message, outcome), stored.version, key
+                        peer, settled, stored.version, key, _log(task, settled)
                     )
+                    self._streams.notify(task_id)
                     self._state_changed(peer, stored.task)
                     return stored.task
                 # The key and the message commit before the agent's work starts.
-                stored = await self._store.update(peer, with_message, stored.version, key)
+                stored = await self._store.update(
+                    peer, with_message, stored.version, key, _log(task, with_message)
+                )
+                self._streams.notify(task_id)
             except KeyRecorded as race:
                 return await self._replay(peer, race.key, key)
             except VersionConflict:
@@ -216,7 +271,7 @@ class TaskService:
     ) -> Task:
         """Run the agent in a task of its own, so the caller leaving does not stop it."""
         progress = StoredProgress(
-            self._store, peer, StoredTask(_working(stored.task), stored.version), now_iso, new_id
+            self._store, peer, stored, now_iso, new_id, _log, self._streams.notify
         )
         await progress.begin()
         job = asyncio.ensure_future(self._run(peer, progress, message, agent))
@@ -284,7 +339,11 @@ class TaskService:
             return Outcome(STATE_FAILED, message_text="the agent failed to run this task")
 
     async def _settle(self, peer: str, stored: StoredTask, outcome: Outcome) -> Task:
-        updated = await self._store.update(peer, _settled(stored.task, outcome), stored.version)
+        settled = _settled(stored.task, outcome)
+        updated = await self._store.update(
+            peer, settled, stored.version, events=_log(stored.task, settled)
+        )
+        self._streams.notify(settled.id)
         self._state_changed(peer, updated.task)
         return updated.task
 
@@ -345,6 +404,11 @@ class TaskService:
 
     def _state_changed(self, peer: str, task: Task) -> None:
         emit(events.TASK_STATE_CHANGED, peer_name=peer, task_id=task.id, state=task.status.state)
+
+
+def _log(before: Task | None, after: Task, last_chunk: bool = False) -> list[str]:
+    """The events a write logs (see synthorg.tasks.events)."""
+    return serialised(task_events(before, after, last_chunk))
 
 
 def _working(task: Task) -> Task:

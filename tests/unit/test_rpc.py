@@ -307,8 +307,8 @@ def test_missing_params_is_validated_as_empty_params(node: Node) -> None:
         "tasks/get ",
         "",
         "rpc.discover",
-        "message/stream",
-        "tasks/resubscribe",
+        "message/streams",
+        "tasks/pushNotification/get",
         "x" * 10_000,
     ],
 )
