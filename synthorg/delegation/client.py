@@ -121,7 +121,9 @@ class A2AClient:
         context_id: str | None = None,
         message_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        blocking: bool = True,
     ) -> Task:
+        """blocking=False asks the peer to answer as soon as its agent has started."""
         message: dict[str, Any] = {
             "kind": "message",
             "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
@@ -137,7 +139,10 @@ class A2AClient:
             meta["agentId"] = agent_id
         if meta:
             message["metadata"] = meta
-        return await self._task_call(MESSAGE_SEND, {"message": message})
+        params: dict[str, Any] = {"message": message}
+        if not blocking:
+            params["configuration"] = {"blocking": False}
+        return await self._task_call(MESSAGE_SEND, params)
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         params: dict[str, Any] = {"id": task_id}

@@ -36,9 +36,19 @@ KEEPALIVE = b": keep-alive\n\n"
 _END = object()
 
 
+# Characters some line readers split on although SSE does not (NEL, LINE and PARAGRAPH
+# SEPARATOR): JSON carries them raw inside strings, so they are escaped in a frame.
+_LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"),
+                (b"\xe2\x80\xa9", b"\\u2029"))
+
+
 def frame(request_id: RequestId, item: Sequenced[Any]) -> bytes:
     event: BaseModel = item.event
-    return b"id: %d\ndata: %s\n\n" % (item.seq, result_body(request_id, event))
+    data = result_body(request_id, event)
+    for raw, escaped in _LINE_BREAKS:
+        if raw in data:
+            data = data.replace(raw, escaped)
+    return b"id: %d\ndata: %s\n\n" % (item.seq, data)
 
 
 class EventStream:

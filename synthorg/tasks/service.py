@@ -62,6 +62,10 @@ from synthorg.tasks.progress import StoredProgress
 from synthorg.tasks.streams import TaskStreams
 
 MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
+# A blocking send answers when the task is final or waits for input, or after this long with
+# the task still working (the caller follows it then), so a long agent never holds a call
+# open past a client's timeout.
+BLOCKING_WAIT_SECONDS = 5.0
 
 
 now_iso = utc_now  # the node's clock (synthorg.clock)
@@ -88,7 +92,9 @@ class TaskService:
         max_message_parts: Callable[[], int],
         node_name: str | None = None,
         streams: TaskStreams | None = None,
+        blocking_wait_seconds: float = BLOCKING_WAIT_SECONDS,
     ) -> None:
+        self._blocking_wait = blocking_wait_seconds
         self._node_name = node_name
         self._streams = streams or TaskStreams(store)
         self._store = store
@@ -279,8 +285,10 @@ class TaskService:
         job.add_done_callback(self._jobs.discard)
         if not blocking:
             return progress.latest.task
-        await asyncio.wait({job})
-        return job.result()
+        await asyncio.wait({job}, timeout=self._blocking_wait)
+        if job.done():
+            return job.result()
+        return progress.latest.task  # still working: the run goes on
 
     async def _run(
         self, peer: str, progress: StoredProgress, message: Message, agent: AgentRuntime
