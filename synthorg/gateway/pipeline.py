@@ -221,7 +221,14 @@ async def answer(
         )
         if route.stream is not None:
             stream = route.stream(params, context)
-            first = await anext(stream)  # refusals come before it, as plain errors
+            try:
+                first = await anext(stream)
+            except SynthorgError as error:
+                if type(error) not in RPC_ERRORS:
+                    raise
+                spec, message, data = rpc_error(error)
+                refusal = error_body(spec, message, request_id, data)
+                return EventStream.refusal(request_id, refusal, peer)
             return EventStream(request_id, first, stream, peer)
         assert route.handler is not None
         result = await route.handler(params, context)

@@ -51,14 +51,20 @@ def frame(request_id: RequestId, item: Sequenced[Any]) -> bytes:
     return b"id: %d\ndata: %s\n\n" % (item.seq, data)
 
 
+async def _nothing() -> AsyncIterator[Sequenced[Any]]:
+    return
+    yield  # an async generator that ends at once
+
+
 class EventStream:
-    """An admitted stream whose first event is already known (so its errors answered as
-    plain JSON-RPC errors before any event was sent)."""
+    """An admitted stream whose first event is already known. A refusal by the method itself
+    (an unknown task, say) is a stream of one event too, a JSON-RPC error without an id, as
+    streaming clients expect; malformed requests are answered as plain JSON before this."""
 
     def __init__(
         self,
         request_id: RequestId,
-        first: Sequenced[Any],
+        first: Sequenced[Any] | bytes,
         rest: AsyncIterator[Sequenced[Any]],
         peer: str,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
@@ -66,13 +72,18 @@ class EventStream:
         self.request_id, self._first, self._rest = request_id, first, rest
         self._peer, self._keepalive = peer, keepalive_seconds
 
+    @classmethod
+    def refusal(cls, request_id: RequestId, error: bytes, peer: str) -> EventStream:
+        return cls(request_id, b"data: %s\n\n" % error, _nothing(), peer)
+
     async def respond(self, send: Send, receive: Receive) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
         queue: asyncio.Queue[object] = asyncio.Queue(QUEUE_SIZE)
         pump = asyncio.ensure_future(self._pump(queue))
         gone = asyncio.ensure_future(_disconnect(receive))
         try:
-            await _body(send, frame(self.request_id, self._first))
+            first = self._first
+            await _body(send, first if isinstance(first, bytes) else frame(self.request_id, first))
             while True:
                 getter = asyncio.ensure_future(queue.get())
                 done, _ = await asyncio.wait(

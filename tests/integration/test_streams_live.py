@@ -101,6 +101,16 @@ def events_of(response: httpx.Response, limit: int | None = None) -> Iterator[Ev
         fields[name] = value.removeprefix(" ")
 
 
+def errors_of(response: httpx.Response) -> Iterator[Json]:
+    """The error events of a stream (they carry no id)."""
+    assert response.headers["content-type"].startswith("text/event-stream")
+    for line in response.iter_lines():
+        if line.startswith("data:"):
+            body = json.loads(line.removeprefix("data:"))
+            assert "error" in body, body
+            yield body
+
+
 def open_stream(
     client: httpx.Client, method: str, params: Any, headers: dict[str, str] | None = None
 ) -> Any:
@@ -183,9 +193,9 @@ def test_another_peers_task_cannot_be_followed(node: LiveNode, client: httpx.Cli
     with node.client(OTHER, OTHER_KEY) as other, open_stream(
         other, "tasks/resubscribe", {"id": task["id"]}
     ) as response:
-        assert response.headers["content-type"].startswith("application/json")
-        body = json.loads(response.read())
-    assert body["error"]["code"] == TASK_NOT_FOUND
+        [refusal] = list(errors_of(response))  # one error event, as streaming clients expect
+    assert refusal["error"]["code"] == TASK_NOT_FOUND
+    assert refusal["id"] == "s-1"
 
 
 def test_streams_pass_the_gates_like_any_call(node: LiveNode) -> None:
@@ -200,8 +210,14 @@ def test_a_bad_last_event_id_is_invalid_params(client: httpx.Client) -> None:
     task = expect_result(call(client, "message/send", stream_message("echo")))
     with open_stream(client, "tasks/resubscribe", {"id": task["id"]},
                      {"Last-Event-ID": "not-a-number"}) as response:
-        body = json.loads(response.read())
-    assert body["error"]["code"] == -32602
+        [refusal] = list(errors_of(response))
+    assert refusal["error"]["code"] == -32602
+
+
+def test_malformed_params_are_a_plain_json_error(client: httpx.Client) -> None:
+    with open_stream(client, "tasks/resubscribe", {"id": ""}) as response:
+        assert response.headers["content-type"].startswith("application/json")
+        assert json.loads(response.read())["error"]["code"] == -32602
 
 
 def test_a_follow_up_streams_from_the_task_as_it_is(client: httpx.Client) -> None:
