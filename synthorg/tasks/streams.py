@@ -31,6 +31,9 @@ class TaskStreams:
         self._store = store
         self._poll = poll_seconds
         self._waiting: dict[str, set[asyncio.Event]] = {}
+        # Reads in flight, by (peer, task, after): the followers of one task woken by one
+        # write share one read of the log and one parse of its events.
+        self._reads: dict[tuple[str, str, int], asyncio.Future[list[Sequenced[StreamEvent]]]] = {}
 
     def notify(self, task_id: str) -> None:
         """Something was logged for the task: wake its followers in this process."""
@@ -45,12 +48,11 @@ class TaskStreams:
         try:
             while True:
                 woken.clear()  # before the read: a write after it wakes the wait below
-                page = await self._store.events_after(peer, task_id, after, PAGE)
-                for logged in page:
-                    event = _EVENT.validate_json(logged.body)
-                    after = logged.seq
-                    yield Sequenced(logged.seq, event)
-                    if ends_stream(event):
+                page = await self._page(peer, task_id, after)
+                for item in page:
+                    after = item.seq
+                    yield item
+                    if ends_stream(item.event):
                         return
                 if len(page) < PAGE:
                     with suppress(TimeoutError):
@@ -61,3 +63,16 @@ class TaskStreams:
                 waiting.discard(woken)
                 if not waiting:
                     del self._waiting[task_id]
+
+    async def _page(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
+        key = (peer, task_id, after)
+        pending = self._reads.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._read(peer, task_id, after))
+            self._reads[key] = pending
+            pending.add_done_callback(lambda _: self._reads.pop(key, None))
+        return await asyncio.shield(pending)
+
+    async def _read(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
+        page = await self._store.events_after(peer, task_id, after, PAGE)
+        return [Sequenced(logged.seq, _EVENT.validate_json(logged.body)) for logged in page]
