@@ -12,3 +12,6 @@ T = TypeVar("T")
 class Sequenced(Generic[T]):
     seq: int
     event: T
+    # The event as stored (JSON), when read from the log: sent as it is, not serialised again
+    # for every subscriber.
+    raw: bytes | None = None

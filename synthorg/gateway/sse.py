@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -43,8 +44,13 @@ _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"),
 
 
 def frame(request_id: RequestId, item: Sequenced[Any]) -> bytes:
-    event: BaseModel = item.event
-    data = result_body(request_id, event)
+    if item.raw is not None:  # as logged: the same bytes for every subscriber
+        data = b'{"jsonrpc": "2.0", "id": %s, "result": %s}' % (
+            json.dumps(request_id).encode(), item.raw
+        )
+    else:
+        event: BaseModel = item.event
+        data = result_body(request_id, event)
     for raw, escaped in _LINE_BREAKS:
         if raw in data:
             data = data.replace(raw, escaped)

@@ -75,4 +75,7 @@ class TaskStreams:
 
     async def _read(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
         page = await self._store.events_after(peer, task_id, after, PAGE)
-        return [Sequenced(logged.seq, _EVENT.validate_json(logged.body)) for logged in page]
+        return [
+            Sequenced(logged.seq, _EVENT.validate_json(logged.body), logged.body.encode())
+            for logged in page
+        ]
