@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from synthorg.delegation.client import PeerProtocolError, PeerRpcError
+from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import Delegator
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
@@ -99,12 +99,14 @@ def test_a_wrong_key_is_refused_by_the_middleware(
     assert asyncio.run(ours.store.recent()) == []
 
 
-def test_a_message_answer_to_message_send_is_refused_clearly(
+def test_a_message_answer_to_message_send_stands_for_a_completed_task(
     db: Database, tmp_path: Path, sdk_peer: SdkPeer
 ) -> None:
     """A2A allows message/send to return a Message instead of a Task; SDK agents often do.
-    Our client accepts only a Task: a known interop gap, refused with a clear error."""
+    Our client records it as a task completed with that message."""
     ours = delegator(db, tmp_path, sdk_peer)
-    with pytest.raises(PeerProtocolError, match="not a valid Task"):
-        asyncio.run(ours.delegate("sdk-peer", TEXT, agent_id="chatty"))
-    assert asyncio.run(ours.store.recent()) == []
+    record = asyncio.run(ours.delegate("sdk-peer", TEXT, agent_id="chatty"))
+    assert record.state == "completed"
+    reply = record.task["status"]["message"]
+    assert reply["role"] == "agent" and reply["parts"][0]["text"] == "just a message"
+    assert [r.id for r in asyncio.run(ours.store.recent())] == [record.id]
