@@ -28,6 +28,7 @@ from synthorg.errors import StoreError
 from synthorg.gateway.context import Services
 from synthorg.gateway.endpoint import Gateway, GatewayConfig
 from synthorg.gateway.gates import PeerGate
+from synthorg.gateway.ratelimit import PeerRateLimiter, process_share
 from synthorg.generated.models import AgentConfig
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
@@ -198,12 +199,27 @@ class Node:
                 agent_ids=frozenset(agent.id for agent in self.config.agents),
                 services=Services(self.tasks, self.skills),
                 request_started=self.stores.request_started,
+                limiter=self._rate_limiter(),
             )
         )
         admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled)
         operations = operation_endpoints(self.cards, admin, Health(self.stores))
         return NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
                        on_start=self.start_background, on_stop=self.stop_background)
+
+    def _rate_limiter(self) -> PeerRateLimiter:
+        settings, gate_catalog = self.settings, self.gate.catalog
+
+        def override(peer: str) -> float | None:
+            record = None if gate_catalog is None else gate_catalog.get(peer)
+            return getattr(record, "rate_limit", None)
+
+        return PeerRateLimiter(
+            lambda: settings.peer_rate_limit_per_second,
+            lambda: settings.peer_rate_limit_burst,
+            override,
+            process_share(),
+        )
 
     def warn_at_start(self, host: str) -> None:
         """Say once, at start-up, what an operator must know about this node's setup."""

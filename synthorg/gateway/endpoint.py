@@ -7,6 +7,7 @@ one plain ASGI app. Read top to bottom, it is the request pipeline:
 | 1    | the method is POST                                      | 405, Allow: POST      |
 | 2    | a declared Content-Length is well formed and in bounds  | 400 / 413, -32600     |
 | 3-5  | the three gates, on headers alone (`gates.py`)          | 401 / 403             |
+|      | the peer's rate limit (`ratelimit.py`)                  | 429, -32005           |
 |      | an agent endpoint's id is well formed                   | 404, -32012           |
 | 6    | Content-Type is application/json                        | 415, -32600           |
 | 7    | the body streams in under the same ceiling              | 413, -32600           |
@@ -29,9 +30,16 @@ from starlette.types import Receive, Scope, Send
 from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
 from synthorg.gateway.gates import Admitted, PeerGate
+from synthorg.gateway.ratelimit import PeerRateLimiter, retry_after
 from synthorg.gateway.replies import error_body
 from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
-from synthorg.generated.constants import INVALID_REQUEST, RPC_POST, UNKNOWN_AGENT, RpcErrorSpec
+from synthorg.generated.constants import (
+    INVALID_REQUEST,
+    RATE_LIMITED,
+    RPC_POST,
+    UNKNOWN_AGENT,
+    RpcErrorSpec,
+)
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
@@ -82,6 +90,7 @@ class GatewayConfig:
     services: Services
     # Lets the store read its change counters once, and refresh what they invalidate.
     request_started: Callable[[], Awaitable[None]]
+    limiter: PeerRateLimiter | None = None  # None: no per-peer rate limits
 
 
 class Gateway:
@@ -134,6 +143,9 @@ class Gateway:
             await _refuse(send, result.status, result.error, result.message)
             return
         peer, agent = result.peer, target.agent
+        if config.limiter is not None and (wait := config.limiter.admit(peer)):
+            await _rate_limited(send, path, peer, wait)
+            return
         if agent is not None and not is_agent_id(agent):
             await _unknown_agent(send, path, peer)
             return
@@ -170,6 +182,14 @@ async def _too_large(send: Send, limit: int) -> None:
     # The rest of the body is never read, so the connection cannot be reused.
     await _refuse(send, 413, INVALID_REQUEST, f"Request body exceeds {limit} bytes",
                   [JSON, CLOSE])
+
+
+async def _rate_limited(send: Send, path: str, peer: str, wait: float) -> None:
+    seconds = retry_after(wait)
+    _rejected("rate_limited", 429, path, peer_name=peer, retry_after=seconds)
+    # The body is not read (refused traffic costs little), so the connection is not reused.
+    await _refuse(send, 429, RATE_LIMITED, RATE_LIMITED.message,
+                  [JSON, CLOSE, (b"retry-after", str(seconds).encode("ascii"))])
 
 
 async def _unknown_agent(send: Send, path: str, peer: str) -> None:

@@ -98,7 +98,10 @@ _V3 = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# A peer's own rate limit (requests per second), overriding a2a.peer_rate_limit_per_second.
+_V4 = ("ALTER TABLE peers ADD COLUMN rate_limit REAL",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
