@@ -30,6 +30,7 @@ from synthorg.gateway.endpoint import Gateway, GatewayConfig
 from synthorg.gateway.gates import PeerGate
 from synthorg.gateway.ratelimit import PeerRateLimiter, process_share
 from synthorg.generated.models import AgentConfig
+from synthorg.observability.access import Observed
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
@@ -204,8 +205,9 @@ class Node:
         )
         admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled)
         operations = operation_endpoints(self.cards, admin, Health(self.stores))
-        return NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
-                       on_start=self.start_background, on_stop=self.stop_background)
+        app = NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
+                      on_start=self.start_background, on_stop=self.stop_background)
+        return app.observed(lambda inner: Observed(inner))
 
     def _rate_limiter(self) -> PeerRateLimiter:
         settings, gate_catalog = self.settings, self.gate.catalog

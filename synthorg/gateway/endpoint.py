@@ -44,6 +44,7 @@ from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
 from synthorg.names import is_agent_id
+from synthorg.observability.access import note_peer, note_refusal
 from synthorg.observability.events.a2a import (
     INBOUND_AUTH_FAILED,
     INBOUND_REJECTED,
@@ -129,7 +130,9 @@ class Gateway:
             await _refuse(send, 500, INTERNAL_ERROR_SPEC)  # no detail, as for any fault
             return
         result = config.gate.check(headers)  # steps 3-5
+        note_peer(result.peer)
         if not isinstance(result, Admitted):
+            note_refusal(result.reason)
             emit(
                 INBOUND_AUTH_FAILED,
                 level="warning",
@@ -198,6 +201,7 @@ async def _unknown_agent(send: Send, path: str, peer: str) -> None:
 
 
 def _rejected(reason: str, status: int, path: str, **fields: object) -> None:
+    note_refusal(reason)
     emit(INBOUND_REJECTED, level="warning", reason=reason, status=status, path=path, **fields)
 
 
