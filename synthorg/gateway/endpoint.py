@@ -44,7 +44,7 @@ from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
 from synthorg.names import is_agent_id
-from synthorg.observability.access import note_peer, note_refusal
+from synthorg.observability.access import note_admitted, note_refusal
 from synthorg.observability.events.a2a import (
     INBOUND_AUTH_FAILED,
     INBOUND_REJECTED,
@@ -130,9 +130,8 @@ class Gateway:
             await _refuse(send, 500, INTERNAL_ERROR_SPEC)  # no detail, as for any fault
             return
         result = config.gate.check(headers)  # steps 3-5
-        note_peer(result.peer)
         if not isinstance(result, Admitted):
-            note_refusal(result.reason)
+            note_refusal(result.reason, result.peer)
             emit(
                 INBOUND_AUTH_FAILED,
                 level="warning",
@@ -146,6 +145,7 @@ class Gateway:
             await _refuse(send, result.status, result.error, result.message)
             return
         peer, agent = result.peer, target.agent
+        note_admitted(peer)
         if config.limiter is not None and (wait := config.limiter.admit(peer)):
             await _rate_limited(send, path, peer, wait)
             return

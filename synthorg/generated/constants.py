@@ -79,6 +79,7 @@ PEER_NAME_HEADER: Final = 'X-A2A-Peer-Name'
 API_KEY_HEADER: Final = 'X-API-Key'
 
 # Operations (spec/openapi.yaml)
+METRICS_SCRAPE: Final = Operation('handlers.metrics.scrape', 'GET', '/metrics', False)
 HEALTH_LIVE: Final = Operation('handlers.health.live', 'GET', '/healthz', False)
 HEALTH_READY: Final = Operation('handlers.health.ready', 'GET', '/readyz', False)
 CARDS_COMPANY_CARD: Final = Operation('handlers.cards.company_card', 'GET', '/.well-known/agent-card.json', False)
@@ -95,4 +96,4 @@ ADMIN_CREATE_PEER: Final = Operation('handlers.admin.create_peer', 'POST', '/api
 ADMIN_GET_PEER: Final = Operation('handlers.admin.get_peer', 'GET', '/api/v1/admin/peers/{name}', False)
 ADMIN_REPLACE_PEER: Final = Operation('handlers.admin.replace_peer', 'PUT', '/api/v1/admin/peers/{name}', True)
 ADMIN_DELETE_PEER: Final = Operation('handlers.admin.delete_peer', 'DELETE', '/api/v1/admin/peers/{name}', False)
-OPERATIONS: Final = (HEALTH_LIVE, HEALTH_READY, CARDS_COMPANY_CARD, CARDS_AGENT_CARD, RPC_POST, RPC_POST_AGENT, ADMIN_STATUS, ADMIN_LIST_SETTINGS, ADMIN_GET_SETTING, ADMIN_PUT_SETTING, ADMIN_RESET_SETTING, ADMIN_LIST_PEERS, ADMIN_CREATE_PEER, ADMIN_GET_PEER, ADMIN_REPLACE_PEER, ADMIN_DELETE_PEER,)
+OPERATIONS: Final = (METRICS_SCRAPE, HEALTH_LIVE, HEALTH_READY, CARDS_COMPANY_CARD, CARDS_AGENT_CARD, RPC_POST, RPC_POST_AGENT, ADMIN_STATUS, ADMIN_LIST_SETTINGS, ADMIN_GET_SETTING, ADMIN_PUT_SETTING, ADMIN_RESET_SETTING, ADMIN_LIST_PEERS, ADMIN_CREATE_PEER, ADMIN_GET_PEER, ADMIN_REPLACE_PEER, ADMIN_DELETE_PEER,)

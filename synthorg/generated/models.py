@@ -324,6 +324,14 @@ class CompanyFile(SpecModel):
     agents: Annotated[Annotated[list[AgentConfig], Field(max_length=256)] | None, NoNull] = None
     a2a: Annotated[A2AConfig | None, NoNull] = None
     server: Annotated[ServerConfig | None, NoNull] = None
+    observability: Annotated[ObservabilityConfig | None, NoNull] = None
+
+
+class ObservabilityConfig(SpecModel):
+    """Metrics (GET /metrics) and traces. Read at start. Traces are exported over OTLP (http/protobuf) only when the standard OTEL_EXPORTER_OTLP_ENDPOINT environment variable is set."""
+
+    metrics: bool = True
+    metrics_public: bool = False
 
 
 class CompanyConfig(SpecModel):
@@ -667,6 +675,7 @@ ErrorData.model_rebuild()
 JsonRpcError.model_rebuild()
 JsonRpcErrorResponse.model_rebuild()
 CompanyFile.model_rebuild()
+ObservabilityConfig.model_rebuild()
 CompanyConfig.model_rebuild()
 SkillConfig.model_rebuild()
 ExecutorConfig.model_rebuild()
@@ -763,6 +772,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'MetadataValue2',
     'MutualTLSSecurityScheme',
     'OAuth2SecurityScheme',
+    'ObservabilityConfig',
     'OpenIdConnectSecurityScheme',
     'Part',
     'Parts',
@@ -908,6 +918,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'metadata',
     'method',
     'method_not_allowed',
+    'metrics',
+    'metrics_public',
     'mimeType',
     'minimum',
     'model',
@@ -921,6 +933,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'oauth2',
     'oauth2MetadataUrl',
     'object',
+    'observability',
     'ok',
     'openIdConnect',
     'openIdConnectUrl',

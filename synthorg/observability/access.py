@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import Protocol
+from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -43,15 +43,18 @@ class RequestRecord:
         "headers",
         "http_method",
         "method",
+        "observers",
         "operation",
         "peer",
         "refusal",
         "started",
         "status",
+        "trace",
     )
 
     def __init__(self, operation: str, http_method: str, dialect: str,
-                 headers: Sequence[tuple[bytes, bytes]]) -> None:
+                 headers: Sequence[tuple[bytes, bytes]],
+                 observers: tuple[Observer, ...] = ()) -> None:
         self.operation = operation  # the spec's operationId, or `other`
         self.http_method = http_method
         self.dialect = dialect  # A2A-Version: "0.3" (absent), "1.0", else `other`
@@ -64,10 +67,16 @@ class RequestRecord:
         self.started = time.perf_counter()
         self.duration = 0.0  # seconds
         self.headers = headers  # the raw request headers, for trace context
+        self.observers = observers
+        self.trace: Any = None  # the tracer's state for this request, when tracing is on
 
 
 class Observer(Protocol):
     def started(self, record: RequestRecord) -> None: ...
+
+    def admitted(self, record: RequestRecord) -> None: ...
+
+    def method(self, record: RequestRecord) -> None: ...
 
     def finished(self, record: RequestRecord) -> None: ...
 
@@ -79,22 +88,30 @@ def current() -> RequestRecord | None:
     return _current.get()
 
 
-def note_peer(peer: str | None) -> None:
+def note_admitted(peer: str) -> None:
+    """The gates admitted `peer` (a trace may now join the caller's)."""
     record = _current.get()
     if record is not None:
         record.peer = peer
+        for observer in record.observers:
+            observer.admitted(record)
 
 
 def note_method(method: str) -> None:
     record = _current.get()
     if record is not None:
         record.method = method if method in METHODS else OTHER
+        for observer in record.observers:
+            observer.method(record)
 
 
-def note_refusal(reason: str) -> None:
+def note_refusal(reason: str, peer: str | None = None) -> None:
+    """Refused before the handler; `peer` once gate 1 passed."""
     record = _current.get()
     if record is not None:
         record.refusal = reason
+        if peer is not None:
+            record.peer = peer
 
 
 def _template(path: str) -> re.Pattern[str]:
@@ -141,7 +158,7 @@ class Observed:
         headers = scope["headers"]
         record = RequestRecord(
             operation_of(scope["method"], scope["path"]), scope["method"], dialect_of(headers),
-            headers,
+            headers, self.observers,
         )
         token = _current.set(record)
         for observer in self.observers:
