@@ -15,6 +15,7 @@ None check.
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,10 +26,29 @@ from synthorg.observability.access import RequestRecord
 
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+SAMPLER_ENV, SAMPLER_ARG_ENV = "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"
 _GATES = ("gate.peer_name", "gate.allowlist", "gate.credential")
 
 _tracer: Any = None  # the SDK's tracer once configured; None: tracing is off
 _propagator: Any = None
+_ratio = 1.0  # the share of traces this node starts that are recorded
+
+
+def sample_ratio(environ: dict[str, str] | None = None) -> float:
+    """The head-sampling ratio the standard variables ask for: `traceidratio` and
+    `parentbased_traceidratio` take OTEL_TRACES_SAMPLER_ARG (default 1.0), `always_off`
+    and `parentbased_always_off` record nothing, anything else everything. A caller's
+    sampled flag is always followed (parent-based)."""
+    env = os.environ if environ is None else environ
+    sampler = (env.get(SAMPLER_ENV) or "parentbased_always_on").strip().lower()
+    if sampler.endswith("always_off"):
+        return 0.0
+    if sampler.endswith("traceidratio"):
+        try:
+            return min(1.0, max(0.0, float(env.get(SAMPLER_ARG_ENV) or 1.0)))
+        except ValueError:
+            return 1.0
+    return 1.0
 
 
 def enabled() -> bool:
@@ -37,7 +57,7 @@ def enabled() -> bool:
 
 def configure(service_name: str) -> bool:
     """Turn tracing on for this process if an OTLP endpoint is set; True when on."""
-    global _tracer, _propagator
+    global _tracer, _propagator, _ratio
     if _tracer is not None:
         return True
     if not (os.environ.get(ENDPOINT_ENV) or os.environ.get(TRACES_ENDPOINT_ENV)):
@@ -47,9 +67,15 @@ def configure(service_name: str) -> bool:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    # The head decision is made here, once per request (`Tracing.admitted`): an unsampled
+    # request costs no SDK span at all, only a non-recording context that still tells the
+    # peers downstream not to record. What reaches the SDK is recorded.
+    _ratio = sample_ratio()
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name}),
+                              sampler=ParentBased(ALWAYS_ON))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     _tracer = provider.get_tracer("synthorg")
@@ -85,14 +111,41 @@ def inject(headers: dict[str, str]) -> None:
         _propagator.inject(headers)
 
 
+def _recording() -> bool:
+    from opentelemetry import trace
+
+    return bool(trace.get_current_span().is_recording())
+
+
 @contextmanager
 def span(name: str, **attributes: Any) -> Iterator[Any]:
-    """A child span of the current one (a no-op when tracing is off)."""
-    if _tracer is None:
+    """A child span of the current one; a no-op when tracing is off or the current trace
+    is not recorded."""
+    if _tracer is None or not _recording():
         yield None
         return
     with _tracer.start_as_current_span(name, attributes=attributes) as current:
         yield current
+
+
+def _sampled(parent: Any) -> tuple[bool, Any]:
+    """Whether to record this request's trace, and the caller's span context if any."""
+    from opentelemetry import trace
+
+    remote = trace.get_current_span(parent).get_span_context() if parent else None
+    if remote is not None and remote.is_valid:
+        return remote.trace_flags.sampled, remote
+    return _ratio >= 1.0 or (_ratio > 0.0 and random.random() < _ratio), None
+
+
+def _unrecorded(remote: Any) -> Any:
+    """A context that records nothing and says so downstream (sampled flag off)."""
+    from opentelemetry import trace
+
+    trace_id = remote.trace_id if remote is not None else random.getrandbits(128)
+    context = trace.SpanContext(trace_id=trace_id, span_id=random.getrandbits(64) or 1,
+                                is_remote=False, trace_flags=trace.TraceFlags(0))
+    return trace.set_span_in_context(trace.NonRecordingSpan(context))
 
 
 class Tracing:
@@ -111,6 +164,10 @@ class Tracing:
         carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in record.headers
                    if k in (b"traceparent", b"tracestate")}
         parent = _propagator.extract(carrier) if carrier else None
+        sampled, remote = _sampled(parent)
+        if not sampled:
+            state.tokens.append(otel_context.attach(_unrecorded(remote)))
+            return
         inbound = _tracer.start_span("a2a.inbound", context=parent,
                                      kind=trace.SpanKind.SERVER, start_time=state.start_ns,
                                      attributes=_attributes(record))
@@ -138,7 +195,8 @@ class Tracing:
         from opentelemetry import context as otel_context
         from opentelemetry import trace
 
-        if not state.spans:  # refused before admission: a span of its own, not the caller's
+        if not state.spans and not state.tokens and _sampled(None)[0]:
+            # Refused before admission: a trace of its own, never the caller's.
             refused = _tracer.start_span("a2a.inbound", kind=trace.SpanKind.SERVER,
                                          start_time=state.start_ns,
                                          attributes=_attributes(record))
