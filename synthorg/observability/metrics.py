@@ -196,10 +196,12 @@ class TimedStore:
     def _timed(self, name: str, target: Callable[..., Awaitable[Any]]) -> Any:
         metrics, span = self._metrics, self._span
 
+        from synthorg.observability.tracing import recording
+
         async def call(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                if span is None:
+                if span is None or not recording():
                     return await target(*args, **kwargs)
                 with span(name):
                     return await target(*args, **kwargs)

@@ -31,6 +31,8 @@ _GATES = ("gate.peer_name", "gate.allowlist", "gate.credential")
 
 _tracer: Any = None  # the SDK's tracer once configured; None: tracing is off
 _propagator: Any = None
+_trace: Any = None  # opentelemetry.trace and .context, bound once tracing is on
+_context: Any = None
 _ratio = 1.0  # the share of traces this node starts that are recorded
 
 
@@ -57,12 +59,12 @@ def enabled() -> bool:
 
 def configure(service_name: str) -> bool:
     """Turn tracing on for this process if an OTLP endpoint is set; True when on."""
-    global _tracer, _propagator, _ratio
+    global _tracer, _propagator, _trace, _context, _ratio
     if _tracer is not None:
         return True
     if not (os.environ.get(ENDPOINT_ENV) or os.environ.get(TRACES_ENDPOINT_ENV)):
         return False
-    from opentelemetry import trace
+    from opentelemetry import context, trace
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -70,14 +72,14 @@ def configure(service_name: str) -> bool:
     from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    # The head decision is made here, once per request (`Tracing.admitted`): an unsampled
-    # request costs no SDK span at all, only a non-recording context that still tells the
-    # peers downstream not to record. What reaches the SDK is recorded.
+    # The head decision is made here, once per request (`Tracing.admitted`): a request not
+    # recorded costs no SDK span at all. What reaches the SDK is recorded.
     _ratio = sample_ratio()
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}),
                               sampler=ParentBased(ALWAYS_ON))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
+    _trace, _context = trace, context
     _tracer = provider.get_tracer("synthorg")
     _propagator = TraceContextTextMapPropagator()
     log.set_trace_ids(current_ids)
@@ -88,64 +90,59 @@ def shutdown() -> None:
     """Flush what is queued (at a clean stop)."""
     if _tracer is None:
         return
-    from opentelemetry import trace
-
-    provider = trace.get_tracer_provider()
-    flush = getattr(provider, "force_flush", None)
+    flush = getattr(_trace.get_tracer_provider(), "force_flush", None)
     if flush is not None:
         flush()
 
 
 def current_ids() -> tuple[str, str] | None:
-    from opentelemetry import trace
-
-    context = trace.get_current_span().get_span_context()
+    """The current span's ids, for event lines (none outside a span)."""
+    context = _trace.get_current_span().get_span_context()
     if not context.is_valid:
         return None
     return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
 
 def inject(headers: dict[str, str]) -> None:
-    """Add `traceparent` (and `tracestate`) for the current span to outbound headers."""
-    if _propagator is not None:
+    """Add `traceparent` (and `tracestate`) to outbound headers: the current span's, or, in
+    a request whose trace is not recorded, a fresh one that says so (sampled flag off)."""
+    if _propagator is None:
+        return
+    if _trace.get_current_span().get_span_context().is_valid:
         _propagator.inject(headers)
+    else:
+        headers["traceparent"] = (f"00-{random.getrandbits(128) or 1:032x}-"
+                                  f"{random.getrandbits(64) or 1:016x}-00")
 
 
-def _recording() -> bool:
-    from opentelemetry import trace
-
-    return bool(trace.get_current_span().is_recording())
+def recording() -> bool:
+    """Whether the current trace is recorded (spans made now would be exported)."""
+    return _tracer is not None and bool(_trace.get_current_span().is_recording())
 
 
 @contextmanager
 def span(name: str, **attributes: Any) -> Iterator[Any]:
     """A child span of the current one; a no-op when tracing is off or the current trace
     is not recorded."""
-    if _tracer is None or not _recording():
+    if _tracer is None or not _trace.get_current_span().is_recording():
         yield None
         return
     with _tracer.start_as_current_span(name, attributes=attributes) as current:
         yield current
 
 
-def _sampled(parent: Any) -> tuple[bool, Any]:
-    """Whether to record this request's trace, and the caller's span context if any."""
-    from opentelemetry import trace
+def _caller(headers: Any) -> Any:
+    """The caller's trace context from `traceparent`/`tracestate`, or None."""
+    carrier = None
+    for name, value in headers:
+        if name == b"traceparent" or name == b"tracestate":
+            carrier = carrier or {}
+            carrier[name.decode("latin-1")] = value.decode("latin-1")
+    return None if carrier is None else _propagator.extract(carrier)
 
-    remote = trace.get_current_span(parent).get_span_context() if parent else None
-    if remote is not None and remote.is_valid:
-        return remote.trace_flags.sampled, remote
-    return _ratio >= 1.0 or (_ratio > 0.0 and random.random() < _ratio), None
 
-
-def _unrecorded(remote: Any) -> Any:
-    """A context that records nothing and says so downstream (sampled flag off)."""
-    from opentelemetry import trace
-
-    trace_id = remote.trace_id if remote is not None else random.getrandbits(128)
-    context = trace.SpanContext(trace_id=trace_id, span_id=random.getrandbits(64) or 1,
-                                is_remote=False, trace_flags=trace.TraceFlags(0))
-    return trace.set_span_in_context(trace.NonRecordingSpan(context))
+def _head_sampled() -> bool:
+    return _ratio >= 1.0 or (_ratio > 0.0 and random.random() < _ratio)
 
 
 class Tracing:
@@ -158,51 +155,44 @@ class Tracing:
         state = record.trace
         if state is None or _tracer is None:
             return
-        from opentelemetry import context as otel_context
-        from opentelemetry import trace
-
-        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in record.headers
-                   if k in (b"traceparent", b"tracestate")}
-        parent = _propagator.extract(carrier) if carrier else None
-        sampled, remote = _sampled(parent)
-        if not sampled:
-            state.tokens.append(otel_context.attach(_unrecorded(remote)))
-            return
+        parent = _caller(record.headers)
+        remote = None if parent is None else _trace.get_current_span(parent).get_span_context()
+        if remote is not None and remote.is_valid:
+            if not remote.trace_flags.sampled:  # follow the caller: pass its trace on, unrecorded
+                state.tokens.append(_context.attach(parent))
+                return
+        elif not _head_sampled():
+            return  # nothing recorded; an outbound call still says so downstream (`inject`)
         inbound = _tracer.start_span("a2a.inbound", context=parent,
-                                     kind=trace.SpanKind.SERVER, start_time=state.start_ns,
+                                     kind=_trace.SpanKind.SERVER, start_time=state.start_ns,
                                      attributes=_attributes(record))
         now = time.time_ns()
         for gate in _GATES:
             inbound.add_event(gate, {"result": "passed"}, timestamp=now)
         state.spans.append(inbound)
-        state.tokens.append(otel_context.attach(trace.set_span_in_context(inbound)))
+        state.tokens.append(_context.attach(_trace.set_span_in_context(inbound)))
 
     def method(self, record: RequestRecord) -> None:
         state = record.trace
         if state is None or _tracer is None or not state.spans:
             return
-        from opentelemetry import context as otel_context
-        from opentelemetry import trace
-
         handler = _tracer.start_span("a2a.handler", attributes={"rpc.method": record.method})
         state.spans.append(handler)
-        state.tokens.append(otel_context.attach(trace.set_span_in_context(handler)))
+        state.tokens.append(_context.attach(_trace.set_span_in_context(handler)))
 
     def finished(self, record: RequestRecord) -> None:
         state = record.trace
         if state is None or _tracer is None:
             return
-        from opentelemetry import context as otel_context
-        from opentelemetry import trace
-
-        if not state.spans and not state.tokens and _sampled(None)[0]:
-            # Refused before admission: a trace of its own, never the caller's.
-            refused = _tracer.start_span("a2a.inbound", kind=trace.SpanKind.SERVER,
+        if not state.spans and not state.tokens and record.refusal is not None \
+                and _head_sampled():
+            # Refused by the gates: a trace of its own, never the caller's.
+            refused = _tracer.start_span("a2a.inbound", kind=_trace.SpanKind.SERVER,
                                          start_time=state.start_ns,
                                          attributes=_attributes(record))
-            refused.add_event("gate.refused", {"reason": record.refusal or "unknown"})
+            refused.add_event("gate.refused", {"reason": record.refusal})
             state.spans.append(refused)
-        if record.refusal is not None and len(state.spans) == 1:
+        elif record.refusal is not None and state.spans:  # e.g. the rate limit, after the gates
             state.spans[0].add_event("refused", {"reason": record.refusal})
         for current in reversed(state.spans):
             current.set_attribute("http.response.status_code", record.status)
@@ -212,7 +202,7 @@ class Tracing:
                 current.set_attribute("synthorg.peer", record.peer)
             current.end()
         for token in reversed(state.tokens):
-            otel_context.detach(token)
+            _context.detach(token)
 
 
 class _Trace:
