@@ -185,8 +185,10 @@ class NodeLauncher:
             from bench.otlp_sink import sink_url
 
             env["OTEL_EXPORTER_OTLP_ENDPOINT"] = sink_url()
-        return start_node(self.name, self.kind, self.peer, self.args, env, workdir, pin,
-                          config=self.config)
+        server = start_node(self.name, self.kind, self.peer, self.args, env, workdir, pin,
+                            config=self.config)
+        server.hostile = not (self.config or self.traced)  # the plain node's rows check them
+        return server
 
 
 def start_node(name: str, kind: Kind, peer: str, args: tuple[str, ...], extra: dict[str, str],
