@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from synthorg.observability import log
@@ -34,6 +35,9 @@ _propagator: Any = None
 _trace: Any = None  # opentelemetry.trace and .context, bound once tracing is on
 _context: Any = None
 _ratio = 1.0  # the share of traces this node starts that are recorded
+# Whether this request attached a trace context: a context variable read is far cheaper than
+# asking OpenTelemetry's context, and most requests of a sampled node attach none.
+_attached: ContextVar[bool] = ContextVar("synthorg_trace_attached", default=False)
 
 
 def sample_ratio(environ: dict[str, str] | None = None) -> float:
@@ -97,6 +101,8 @@ def shutdown() -> None:
 
 def current_ids() -> tuple[str, str] | None:
     """The current span's ids, for event lines (none outside a span)."""
+    if not _attached.get():
+        return None
     context = _trace.get_current_span().get_span_context()
     if not context.is_valid:
         return None
@@ -108,7 +114,7 @@ def inject(headers: dict[str, str]) -> None:
     a request whose trace is not recorded, a fresh one that says so (sampled flag off)."""
     if _propagator is None:
         return
-    if _trace.get_current_span().get_span_context().is_valid:
+    if _attached.get() and _trace.get_current_span().get_span_context().is_valid:
         _propagator.inject(headers)
     else:
         headers["traceparent"] = (f"00-{random.getrandbits(128) or 1:032x}-"
@@ -117,14 +123,15 @@ def inject(headers: dict[str, str]) -> None:
 
 def recording() -> bool:
     """Whether the current trace is recorded (spans made now would be exported)."""
-    return _tracer is not None and bool(_trace.get_current_span().is_recording())
+    return (_tracer is not None and _attached.get()
+            and bool(_trace.get_current_span().is_recording()))
 
 
 @contextmanager
 def span(name: str, **attributes: Any) -> Iterator[Any]:
     """A child span of the current one; a no-op when tracing is off or the current trace
     is not recorded."""
-    if _tracer is None or not _trace.get_current_span().is_recording():
+    if not recording():
         yield None
         return
     with _tracer.start_as_current_span(name, attributes=attributes) as current:
@@ -160,6 +167,7 @@ class Tracing:
         if remote is not None and remote.is_valid:
             if not remote.trace_flags.sampled:  # follow the caller: pass its trace on, unrecorded
                 state.tokens.append(_context.attach(parent))
+                state.attached = _attached.set(True)
                 return
         elif not _head_sampled():
             return  # nothing recorded; an outbound call still says so downstream (`inject`)
@@ -171,6 +179,7 @@ class Tracing:
             inbound.add_event(gate, {"result": "passed"}, timestamp=now)
         state.spans.append(inbound)
         state.tokens.append(_context.attach(_trace.set_span_in_context(inbound)))
+        state.attached = _attached.set(True)
 
     def method(self, record: RequestRecord) -> None:
         state = record.trace
@@ -203,15 +212,18 @@ class Tracing:
             current.end()
         for token in reversed(state.tokens):
             _context.detach(token)
+        if state.attached is not None:
+            _attached.reset(state.attached)
 
 
 class _Trace:
-    __slots__ = ("spans", "start_ns", "tokens")
+    __slots__ = ("attached", "spans", "start_ns", "tokens")
 
     def __init__(self, start_ns: int) -> None:
         self.start_ns = start_ns
         self.spans: list[Any] = []
         self.tokens: list[Any] = []
+        self.attached: Any = None  # the token of `_attached`, once a context is attached
 
 
 def _attributes(record: RequestRecord) -> dict[str, Any]:
