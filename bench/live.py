@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import flood
 from bench import hostile as hostile_body
 from bench.hostile import HostileResult
-from bench.report import Row, checks, hostile_table, notes, table, to_json
+from bench.report import Check, Row, checks, hostile_table, notes, table, to_json
 from bench.scenarios import SCENARIOS, Scenario, probe
 from bench.servers import Server
 from bench.system import Pinning, cpu_busy_seconds, cpu_model, cpu_seconds, plan_pinning
@@ -183,6 +184,26 @@ class Bench:
                         f"(+{h.growth_mib:.2f} MiB)" for h in results), flush=True)
 
 
+def run_flood(args: argparse.Namespace, wrk: str, pinning: Pinning, workdir: Path,
+              failures: list[str]) -> Check | None:
+    """The flooding-peer row (bench.flood), unless --only leaves it out."""
+    words = [w.strip() for w in (args.only or "").split(",") if w.strip()]
+    if words and not any(w in "node-flood: polite beside a flooding peer" for w in words):
+        return None
+    print("\n== node-flood (2 workers): a polite peer alone, then beside a flooding peer",
+          flush=True)
+    try:
+        result = flood.run(wrk, pinning, workdir, args.duration, args.warmup)
+    except Exception as exc:
+        reason = f"node-flood: {type(exc).__name__}: {exc}"
+        print(f"  could not run: {reason}", flush=True)
+        failures.append(reason)
+        return None
+    for line in result.lines():
+        print(line, flush=True)
+    return result.check()
+
+
 def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
@@ -216,13 +237,15 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="synthorg-bench-") as tmp:
         bench = Bench(args, wrk, pinning, Path(tmp))
+        flood_check = None
         try:
             bench.run()
+            flood_check = run_flood(args, wrk, pinning, Path(tmp), bench.failures)
         except KeyboardInterrupt:
             print("\ninterrupted: servers stopped, temporary data removed", file=sys.stderr)
             return 130
 
-    found = checks(bench.rows, bench.hostile)
+    found = checks(bench.rows, bench.hostile) + ([flood_check] if flood_check else [])
     print("\n== summary (x floor, x sdk: req/s ratios; wrk cpu, srv cpu: CPU time over wall "
           "time, 100% = one core;\n   others: the server's CPU taken by other processes or the "
           "hypervisor meanwhile; req/cpu-s: requests per server CPU-second)")

@@ -166,6 +166,12 @@ def checks(rows: list[Row], hostile: dict[str, list[HostileResult]]) -> list[Che
         elif row.method == "message/send":
             against(f"{row.name} >= 1x a2a-sdk message/send", row,
                     sdk_row(rows, "message/send"), "a2a-sdk message/send", 1.0)
+    observed = {r.server: r for r in rows if r.server.startswith("node-obs-")}
+    off = observed.get("node-obs-off")
+    for name, goal in (("node-obs-on", "1% sampled"), ("node-obs-all", "all sampled")):
+        if name in observed:
+            against(f"tasks/get with metrics+traces on ({goal}) >= 0.9x both off",
+                    observed[name], off, "node-obs-off", 0.9)
     for row in (r for r in rows if r.kind == "node" and r.server == "node"):
         if row.method == "tasks/get":
             against(f"{row.name} >= 0.5x floor", row, floor, "floor", 0.5)

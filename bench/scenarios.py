@@ -110,6 +110,13 @@ def refused(server: Server) -> Load:
 FLOOR = ModuleLauncher("floor", "floor", "bench.floor_app")
 SDK = ModuleLauncher("a2a-sdk", "sdk", "bench.sdk_app")
 NODE = NodeLauncher("node")
+# Metrics and traces both off, and both on (traces exported to a local OTLP sink): with the
+# standard head sampling of a busy service (1% of the traces this node starts; a caller's
+# sampled flag is always followed), and with every trace recorded.
+NODE_OBS_OFF = NodeLauncher("node-obs-off", config="observability:\n  metrics: false\n")
+NODE_OBS_ON = NodeLauncher("node-obs-on", traced=True, env=(
+    ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"), ("OTEL_TRACES_SAMPLER_ARG", "0.01")))
+NODE_OBS_ALL = NodeLauncher("node-obs-all", traced=True)
 NODE_PG = PgNodeLauncher("node-pg")
 NODE_PG_2 = PgNodeLauncher("node-pg-x2", replicas=2)
 
@@ -120,6 +127,10 @@ SCENARIOS = (
     Scenario("node: tasks/get (3 gates)", NODE, "tasks/get", tasks_get),
     Scenario("node: message/send (durable)", NODE, "message/send", send),
     Scenario("node: 401 wrong key", NODE, "refused", refused),
+    Scenario("node, metrics+traces off: tasks/get", NODE_OBS_OFF, "tasks/get", tasks_get),
+    Scenario("node, metrics+traces on: tasks/get", NODE_OBS_ON, "tasks/get", tasks_get),
+    Scenario("node, metrics+traces on, all sampled: tasks/get", NODE_OBS_ALL, "tasks/get",
+             tasks_get),
     Scenario("node-pg: tasks/get", NODE_PG, "tasks/get", tasks_get),
     Scenario("node-pg: message/send", NODE_PG, "message/send", send),
     Scenario("node-pg x2: tasks/get", NODE_PG_2, "tasks/get", tasks_get),

@@ -176,14 +176,23 @@ class NodeLauncher:
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     kind: Kind = "node"
+    config: str = ""  # more config.yaml, after the a2a key
+    traced: bool = False  # export traces to the bench's local OTLP sink
 
     def start(self, workdir: Path, pin: list[str]) -> Server:
-        return start_node(self.name, self.kind, self.peer, self.args, dict(self.env), workdir,
-                          pin)
+        env = dict(self.env)
+        if self.traced:
+            from bench.otlp_sink import sink_url
+
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = sink_url()
+        server = start_node(self.name, self.kind, self.peer, self.args, env, workdir, pin,
+                            config=self.config)
+        server.hostile = not (self.config or self.traced)  # the plain node's rows check them
+        return server
 
 
 def start_node(name: str, kind: Kind, peer: str, args: tuple[str, ...], extra: dict[str, str],
-               workdir: Path, pin: list[str], replicas: int = 1) -> Server:
+               workdir: Path, pin: list[str], replicas: int = 1, config: str = "") -> Server:
     """`replicas` node processes sharing one store, each with a data dir of its own (the
     same config), one peer registered through the CLI; the first is the server, the others
     its `replicas`."""
@@ -196,7 +205,7 @@ def start_node(name: str, kind: Kind, peer: str, args: tuple[str, ...], extra: d
             data_dir = workdir / label
             data_dir.mkdir(mode=0o700)
             (data_dir / "config.yaml").write_text(
-                f"a2a:\n  enabled: true\n  allowed_peers: [{peer}]\n"
+                f"a2a:\n  enabled: true\n  allowed_peers: [{peer}]\n{config}"
             )
             env = {**base, "SYNTHORG_DATA_DIR": str(data_dir)}
             if index == 0:  # one catalog record serves every replica of a shared store

@@ -186,3 +186,11 @@ class AdminContext(Protocol):
     def delete_peer(self, name: str, client: str | None) -> None: ...
 
     def status(self) -> JsonDocument: ...
+
+
+class MetricsContext(Protocol):
+    """The node's metrics, for GET /metrics (the endpoint has already checked the caller)."""
+
+    async def render(self) -> bytes | None:
+        """The Prometheus text format; None when metrics are off."""
+        ...

@@ -13,6 +13,7 @@ import contextvars
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from synthorg.admin.api import AdminApi
 from synthorg.admin.audit import AuditLog
@@ -28,10 +29,16 @@ from synthorg.errors import StoreError
 from synthorg.gateway.context import Services
 from synthorg.gateway.endpoint import Gateway, GatewayConfig
 from synthorg.gateway.gates import PeerGate
+from synthorg.gateway.ratelimit import PeerRateLimiter, process_share
 from synthorg.generated.models import AgentConfig
+from synthorg.observability import tracing
+from synthorg.observability.access import Observed, Observer
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
+from synthorg.observability.metrics import Metrics, MetricsRoute, TimedStore
+from synthorg.observability.outbound import set_metrics as set_outbound_metrics
+from synthorg.observability.tracing import Tracing
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.skills import SkillDirectory
 from synthorg.store.backend import Stores
@@ -118,6 +125,8 @@ class Node:
     admin_token: AdminToken  # the operator's; only its digest is held
     admin: AdminService  # what the admin API and the CLI do (settings, peers), audited
     _background: asyncio.Task[None] | None = field(default=None, repr=False)
+    metrics: Metrics | None = None  # None: observability.metrics is false
+    traced: bool = False  # OTEL_EXPORTER_OTLP_ENDPOINT is set
 
     @property
     def enabled(self) -> bool:
@@ -159,8 +168,9 @@ class Node:
         agents = {
             a.id: AgentRuntime(a.id, _executor(a, delegator, node_name)) for a in config.agents
         }
+        metrics, traced = _observability(config, stores)
         tasks = TaskService(
-            stores.tasks,
+            _instrumented(stores.tasks, metrics, traced),
             agents,
             config.default_agent,
             lambda: settings.max_message_parts,
@@ -193,6 +203,8 @@ class Node:
                 SettingsAdmin(settings, audit),
                 PeersAdmin(catalog, audit, [admin_token]),
             ),
+            metrics=metrics,
+            traced=traced,
         )
 
     def app(self) -> NodeApp:
@@ -205,12 +217,34 @@ class Node:
                 agent_ids=frozenset(agent.id for agent in self.config.agents),
                 services=Services(self.tasks, self.skills),
                 request_started=self.stores.request_started,
+                limiter=self._rate_limiter(),
             )
         )
         admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled)
-        operations = operation_endpoints(self.cards, admin, Health(self.stores))
-        return NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
-                       on_start=self.start_background, on_stop=self.stop_background)
+        route = MetricsRoute(self.metrics, self.config.observability.metrics_public,
+                             self.admin_token.matches)
+        operations = operation_endpoints(self.cards, admin, Health(self.stores),
+                                         (route, route.admits))
+        app = NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
+                      on_start=self.start_background, on_stop=self.stop_background)
+        observers: list[Observer] = [] if self.metrics is None else [self.metrics]
+        if self.traced:
+            observers.append(Tracing())
+        return app.observed(lambda inner: Observed(inner, observers))
+
+    def _rate_limiter(self) -> PeerRateLimiter:
+        settings, gate_catalog = self.settings, self.gate.catalog
+
+        def override(peer: str) -> float | None:
+            record = None if gate_catalog is None else gate_catalog.get(peer)
+            return getattr(record, "rate_limit", None)
+
+        return PeerRateLimiter(
+            lambda: settings.peer_rate_limit_per_second,
+            lambda: settings.peer_rate_limit_burst,
+            override,
+            process_share(),
+        )
 
     def warn_at_start(self, host: str) -> None:
         """Say once, at start-up, what an operator must know about this node's setup."""
@@ -284,3 +318,21 @@ class Node:
 
     def close(self) -> None:
         self.stores.close()
+
+
+def _observability(config: NodeConfig, stores: Stores) -> tuple[Metrics | None, bool]:
+    """The process's metrics (observability.metrics) and traces (an OTLP endpoint set)."""
+    metrics = None
+    if config.observability.metrics:
+        metrics = Metrics(config.allowed_peers, stores.tasks.count_by_state)
+    set_outbound_metrics(metrics)
+    traced = tracing.configure(config.a2a.node_name or "synthorg-a2a")
+    return metrics, traced
+
+
+def _instrumented(store: TaskStore, metrics: Metrics | None, traced: bool) -> TaskStore:
+    """The task store, its calls timed and traced when either is on (untouched otherwise)."""
+    if metrics is None and not traced:
+        return store
+    span = (lambda name: tracing.span(f"store.{name}")) if traced else None
+    return cast(TaskStore, TimedStore(store, metrics, span))

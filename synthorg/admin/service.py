@@ -187,6 +187,25 @@ class PeersAdmin:
                                   context)
         return record, not exists
 
+    def set_rate_limit(self, name: str, per_second: float | None, *, via: Via,
+                       **context: object) -> PeerRecord:
+        """Set (None: clear) a peer's rate-limit override, audited as a replaced record."""
+        with self._lock:
+            exists, old = self._lookup(name)
+            try:
+                changed = exists and self.catalog.set_rate_limit(name, per_second)
+            except ValueError as exc:
+                raise InvalidValue(str(exc), key="rate_limit",
+                                   allowed="a number from 0 to 1000000") from None
+            if not changed:
+                raise UnknownPeer(f"no peer named {_shown(name)}")
+            record = self.catalog.get(name)
+            assert record is not None
+            self._audit.record(PEER_REPLACED, via=via, peer=record.name,
+                               old=None if old is None else _public(old), new=_public(record),
+                               secret_changed=False, **context)
+        return record
+
     def delete(self, name: str, *, via: Via, **context: object) -> None:
         with self._lock:
             exists, old = self._lookup(name)
@@ -237,8 +256,11 @@ class PeersAdmin:
                            secret_changed=secret_changed, **context)
 
 
-def _public(record: PeerRecord) -> dict[str, str]:
-    return {"endpoint": record.endpoint, "scheme": record.scheme}
+def _public(record: PeerRecord) -> dict[str, object]:
+    shown: dict[str, object] = {"endpoint": record.endpoint, "scheme": record.scheme}
+    if record.rate_limit is not None:
+        shown["rate_limit"] = record.rate_limit
+    return shown
 
 
 def _changed(old: PeerRecord | None, secret: str) -> bool:

@@ -221,6 +221,11 @@ def _run_workers(data_dir: Path, host: str, workers: int, server_config: Any,
     import uvicorn
 
     from synthorg.api.supervisor import SocketPerWorker
+    from synthorg.observability.metrics import (
+        MULTIPROC_ENV,
+        cleanup_multiprocess,
+        prepare_multiprocess,
+    )
 
     # Each worker builds its node from the environment (spawned processes share nothing).
     os.environ["SYNTHORG_DATA_DIR"] = str(data_dir)
@@ -229,7 +234,14 @@ def _run_workers(data_dir: Path, host: str, workers: int, server_config: Any,
     os.environ[WORKERS_ENV] = str(workers)
     config = uvicorn.Config(WORKER_APP, factory=True, workers=workers,
                             **_options(server_config))
-    SocketPerWorker(config, sockets).run()
+    # Every worker's metrics go to files in one directory, summed at each scrape.
+    owned = not os.environ.get(MULTIPROC_ENV)
+    metrics_dir = prepare_multiprocess()
+    try:
+        SocketPerWorker(config, sockets).run()
+    finally:
+        if owned:
+            cleanup_multiprocess(metrics_dir)
     return 0
 
 

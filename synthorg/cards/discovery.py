@@ -25,6 +25,7 @@ from synthorg.cards.lru import LruCache
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.generated.models import PeerCard
 from synthorg.observability.log import emit
+from synthorg.observability.outbound import outbound_call
 
 CARD_FETCHED: Final = "a2a.card.fetched"
 CARD_UNREACHABLE: Final = "a2a.card.unreachable"
@@ -201,7 +202,9 @@ class CardDiscovery:
         held = entry if entry is not None and entry.status.card is not None else None
         etag = held.etag if held is not None else None
         async with self._limit():
-            fetched = await self._fetch(card_url(endpoint), timeout=timeout, etag=etag)
+            with outbound_call(name, "card") as outcome:
+                fetched = await self._fetch(card_url(endpoint), timeout=timeout, etag=etag)
+                outcome.result = fetched.reason or "ok"
         now = self._clock()
         if fetched.not_modified and held is not None:
             status, etag = held.status, fetched.etag or etag

@@ -19,6 +19,7 @@ import httpx
 
 from synthorg.generated.constants import CARDS_COMPANY_CARD
 from synthorg.http.caching import DEFAULT_MAX_AGE, freshness_seconds, usable_etag
+from synthorg.observability.outbound import trace_headers
 
 CARD_PATH = CARDS_COMPANY_CARD.path
 MAX_CARD_BYTES = 256 * 1024
@@ -90,6 +91,7 @@ async def _fetch(
                "User-Agent": USER_AGENT}
     if etag is not None:
         headers["If-None-Match"] = etag
+    trace_headers(headers)
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False,
         transport=transport,

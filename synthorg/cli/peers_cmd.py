@@ -36,7 +36,7 @@ from synthorg.cli.common import (
     shown,
 )
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
-from synthorg.errors import SynthorgError
+from synthorg.errors import SynthorgError, UnknownPeer
 from synthorg.names import canonical_peer_name
 from synthorg.store.catalog import (
     MAX_SECRET_LENGTH,
@@ -44,6 +44,7 @@ from synthorg.store.catalog import (
     PeerAddress,
     PeerRecord,
     canonical_endpoint,
+    validate_rate_limit,
 )
 
 if TYPE_CHECKING:
@@ -79,9 +80,22 @@ def register(subparsers: Subparsers) -> None:
                      "(Authorization: Bearer); default api_key")
     add.add_argument("--secret-env", metavar="VAR",
                      help="read the secret from environment variable VAR instead of stdin")
+    add.add_argument("--rate-limit", type=_rate_limit, metavar="R/s", help=RATE_LIMIT_HELP)
     add_data_dir_option(add)
     add_remote_options(add)
     add.set_defaults(handler=run_add)
+
+    update = commands.add_parser(
+        "update",
+        help="change a peer's rate limit",
+        description="Change what a peer's record says besides its credential (replace that "
+        "with `peers add`). A running node applies it to the peer's next request.",
+    )
+    update.add_argument("name", metavar="NAME")
+    update.add_argument("--rate-limit", type=_rate_limit, metavar="R/s", required=True,
+                        help=RATE_LIMIT_HELP)
+    add_data_dir_option(update)
+    update.set_defaults(handler=run_update)
 
     list_ = commands.add_parser("list", help="list peers (never their secrets)")
     list_.add_argument("--json", action="store_true", help="print a JSON array")
@@ -121,6 +135,50 @@ def register(subparsers: Subparsers) -> None:
     remove.set_defaults(handler=run_remove)
 
 
+RATE_LIMIT_HELP = ("requests per second this peer may make, e.g. 5/s (0: no limit for it); "
+                   "'default' follows a2a.peer_rate_limit_per_second")
+_DEFAULT = "default"
+
+
+def _rate_limit(raw: str) -> float | str:
+    """`5`, `5/s`, `0.5/s` or `default` (stored as no override)."""
+    text = raw.strip().lower()
+    if text == _DEFAULT:
+        return _DEFAULT
+    number = text.removesuffix("/s")
+    try:
+        value = float(number)
+        validate_rate_limit(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid rate limit {shown(raw)}: use R/s with R from 0 to 1000000, or 'default'"
+        ) from None
+    return value
+
+
+def _override(value: float | str) -> float | None:
+    return None if value == _DEFAULT else float(value)
+
+
+def _shown_limit(per_second: float | None) -> str:
+    return _DEFAULT if per_second is None else f"{per_second:g}/s"
+
+
+def run_update(args: argparse.Namespace) -> int:
+    directory = data_dir(args)
+    with open_local(directory) as stores:
+        peers = PeersAdmin(stores.catalog, AuditLog(stores.audit), [])
+        try:
+            record = peers.set_rate_limit(args.name, _override(args.rate_limit), via="cli",
+                                          user=cli_user())
+        except UnknownPeer:
+            _not_found(args.name)
+        except SynthorgError as problem:
+            fail(str(problem))
+    print(f"updated peer {record.name} (rate limit {_shown_limit(record.rate_limit)})")
+    return EXIT_OK
+
+
 def run_add(args: argparse.Namespace) -> int:
     # Check what we can before asking for the secret, so an operator at a terminal is not
     # prompted for a credential that would then be refused for a typo in the name.
@@ -133,6 +191,8 @@ def run_add(args: argparse.Namespace) -> int:
     except ValueError as exc:
         fail(str(exc))
     client = remote_client(args)
+    if client is not None and args.rate_limit is not None:
+        fail("--rate-limit is set on the node's own data dir: use `peers update` there")
     secret = _read_secret(args.secret_env, name)
     if client is not None:
         public, created = _add_remote(client, name, args.endpoint, args.scheme, secret)
@@ -143,6 +203,9 @@ def run_add(args: argparse.Namespace) -> int:
             try:
                 record, created = peers.put(name, args.endpoint, args.scheme, secret,
                                             via="cli", user=cli_user())
+                if args.rate_limit is not None:
+                    record = peers.set_rate_limit(name, _override(args.rate_limit),
+                                                  via="cli", user=cli_user())
             except SynthorgError as problem:  # its messages never echo the secret
                 fail(str(problem))
         public = _public(record)

@@ -20,6 +20,7 @@ from synthorg.generated.models import (
     AgentConfig,
     CompanyConfig,
     CompanyFile,
+    ObservabilityConfig,
     ServerConfig,
 )
 from synthorg.names import canonical_peer_name
@@ -54,6 +55,7 @@ class NodeConfig:
     a2a: A2AConfig
     allowed_peers: frozenset[str]
     server: ServerConfig = field(default_factory=ServerConfig)  # HTTP connection limits
+    observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
 
     @property
     def default_agent(self) -> str:
@@ -166,6 +168,7 @@ def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConf
         a2a=a2a,
         allowed_peers=allowed,
         server=parsed.server or ServerConfig(),
+        observability=parsed.observability or ObservabilityConfig(),
     )
 
 

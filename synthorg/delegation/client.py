@@ -32,6 +32,7 @@ from synthorg.generated.constants import (
     TASKS_GET,
 )
 from synthorg.generated.models import Message, Task, TaskStatus
+from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.store.catalog import PeerRecord
 
 RequestId = str | int | None
@@ -60,6 +61,12 @@ class PeerUnavailable(PeerError):
 
 class PeerProtocolError(PeerError):
     """The peer answered something that is not a valid response to our request."""
+
+
+# The result label of an outbound call that failed (synthorg.observability.outbound).
+_RESULTS: dict[type[PeerError], str] = {
+    PeerRpcError: "rpc_error", PeerUnavailable: "unavailable", PeerProtocolError: "protocol_error",
+}
 
 
 @dataclass(frozen=True)
@@ -193,6 +200,14 @@ class A2AClient:
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         """One JSON-RPC call with retries; returns the `result` member."""
+        with outbound_call(self.record.name, method) as outcome:
+            try:
+                return await self._call(method, params)
+            except PeerError as exc:
+                outcome.result = _RESULTS.get(type(exc), "error")
+                raise
+
+    async def _call(self, method: str, params: dict[str, Any]) -> Any:
         request_id = str(uuid.uuid4())
         body = json.dumps(
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
@@ -219,7 +234,7 @@ class A2AClient:
 
     async def _post(self, body: bytes) -> tuple[int, Any, float | None]:
         """POST with a capped, streamed read: (status, parsed JSON or None, Retry-After)."""
-        headers = {**self._headers, "Content-Type": "application/json"}
+        headers = trace_headers({**self._headers, "Content-Type": "application/json"})
         timeout = httpx.Timeout(self._timeout())
         async with (
             httpx.AsyncClient(transport=self._transport, timeout=timeout) as http,

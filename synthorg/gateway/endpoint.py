@@ -7,6 +7,7 @@ one plain ASGI app. Read top to bottom, it is the request pipeline:
 | 1    | the method is POST                                      | 405, Allow: POST      |
 | 2    | a declared Content-Length is well formed and in bounds  | 400 / 413, -32600     |
 | 3-5  | the three gates, on headers alone (`gates.py`)          | 401 / 403             |
+|      | the peer's rate limit (`ratelimit.py`)                  | 429, -32005           |
 |      | an agent endpoint's id is well formed                   | 404, -32012           |
 | 6    | Content-Type is application/json                        | 415, -32600           |
 | 7    | the body streams in under the same ceiling              | 413, -32600           |
@@ -29,14 +30,22 @@ from starlette.types import Receive, Scope, Send
 from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
 from synthorg.gateway.gates import Admitted, PeerGate
+from synthorg.gateway.ratelimit import PeerRateLimiter, retry_after
 from synthorg.gateway.replies import error_body
 from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
-from synthorg.generated.constants import INVALID_REQUEST, RPC_POST, UNKNOWN_AGENT, RpcErrorSpec
+from synthorg.generated.constants import (
+    INVALID_REQUEST,
+    RATE_LIMITED,
+    RPC_POST,
+    UNKNOWN_AGENT,
+    RpcErrorSpec,
+)
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
 from synthorg.names import is_agent_id
+from synthorg.observability.access import note_admitted, note_refusal
 from synthorg.observability.events.a2a import (
     INBOUND_AUTH_FAILED,
     INBOUND_REJECTED,
@@ -83,6 +92,7 @@ class GatewayConfig:
     services: Services
     # Lets the store read its change counters once, and refresh what they invalidate.
     request_started: Callable[[], Awaitable[None]]
+    limiter: PeerRateLimiter | None = None  # None: no per-peer rate limits
 
 
 class Gateway:
@@ -122,6 +132,7 @@ class Gateway:
             return
         result = config.gate.check(headers)  # steps 3-5
         if not isinstance(result, Admitted):
+            note_refusal(result.reason, result.peer)
             emit(
                 INBOUND_AUTH_FAILED,
                 level="warning",
@@ -135,6 +146,10 @@ class Gateway:
             await _refuse(send, result.status, result.error, result.message)
             return
         peer, agent = result.peer, target.agent
+        note_admitted(peer)
+        if config.limiter is not None and (wait := config.limiter.admit(peer)):
+            await _rate_limited(send, path, peer, wait)
+            return
         if agent is not None and not is_agent_id(agent):
             await _unknown_agent(send, path, peer)
             return
@@ -178,12 +193,21 @@ async def _too_large(send: Send, limit: int) -> None:
                   [JSON, CLOSE])
 
 
+async def _rate_limited(send: Send, path: str, peer: str, wait: float) -> None:
+    seconds = retry_after(wait)
+    _rejected("rate_limited", 429, path, peer_name=peer, retry_after=seconds)
+    # The body is not read (refused traffic costs little), so the connection is not reused.
+    await _refuse(send, 429, RATE_LIMITED, RATE_LIMITED.message,
+                  [JSON, CLOSE, (b"retry-after", str(seconds).encode("ascii"))])
+
+
 async def _unknown_agent(send: Send, path: str, peer: str) -> None:
     _rejected("unknown_agent", 404, path, peer_name=peer)
     await _refuse(send, 404, UNKNOWN_AGENT, UNKNOWN_AGENT.message)
 
 
 def _rejected(reason: str, status: int, path: str, **fields: object) -> None:
+    note_refusal(reason)
     emit(INBOUND_REJECTED, level="warning", reason=reason, status=status, path=path, **fields)
 
 

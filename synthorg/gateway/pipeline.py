@@ -28,6 +28,7 @@ from synthorg.generated.constants import (
     RpcErrorSpec,
 )
 from synthorg.generated.models import SPEC_NAMES
+from synthorg.observability.access import note_method
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 
@@ -189,6 +190,7 @@ async def answer(
     method = ""
     try:
         request_id, method, raw_params = _envelope(_parse(body))
+        note_method(method)
         emit(events.INBOUND_RECEIVED, method=method[:64], request_id=request_id, peer_name=peer)
         route = DISPATCH.get(method)
         if route is None:

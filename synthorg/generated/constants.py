@@ -54,6 +54,7 @@ TASK_NOT_FOUND: Final = RpcErrorSpec(-32001, 'Task not found')
 TASK_NOT_CANCELABLE: Final = RpcErrorSpec(-32002, 'Task cannot be canceled: it is already final')
 UNAUTHENTICATED: Final = RpcErrorSpec(-32003, 'Authentication required')
 PEER_NOT_ALLOWED: Final = RpcErrorSpec(-32004, 'Peer is not allowed')
+RATE_LIMITED: Final = RpcErrorSpec(-32005, 'Too many requests from this peer; retry after Retry-After seconds')
 MESSAGE_ID_CONFLICT: Final = RpcErrorSpec(-32010, 'messageId was already used with different content')
 TASK_TERMINAL: Final = RpcErrorSpec(-32011, 'Task is in a terminal state and cannot continue')
 UNKNOWN_AGENT: Final = RpcErrorSpec(-32012, 'Unknown agent')
@@ -82,6 +83,7 @@ PEER_NAME_HEADER: Final = 'X-A2A-Peer-Name'
 API_KEY_HEADER: Final = 'X-API-Key'
 
 # Operations (spec/openapi.yaml)
+METRICS_SCRAPE: Final = Operation('handlers.metrics.scrape', 'GET', '/metrics', False)
 HEALTH_LIVE: Final = Operation('handlers.health.live', 'GET', '/healthz', False)
 HEALTH_READY: Final = Operation('handlers.health.ready', 'GET', '/readyz', False)
 CARDS_COMPANY_CARD: Final = Operation('handlers.cards.company_card', 'GET', '/.well-known/agent-card.json', False)
@@ -98,4 +100,4 @@ ADMIN_CREATE_PEER: Final = Operation('handlers.admin.create_peer', 'POST', '/api
 ADMIN_GET_PEER: Final = Operation('handlers.admin.get_peer', 'GET', '/api/v1/admin/peers/{name}', False)
 ADMIN_REPLACE_PEER: Final = Operation('handlers.admin.replace_peer', 'PUT', '/api/v1/admin/peers/{name}', True)
 ADMIN_DELETE_PEER: Final = Operation('handlers.admin.delete_peer', 'DELETE', '/api/v1/admin/peers/{name}', False)
-OPERATIONS: Final = (HEALTH_LIVE, HEALTH_READY, CARDS_COMPANY_CARD, CARDS_AGENT_CARD, RPC_POST, RPC_POST_AGENT, ADMIN_STATUS, ADMIN_LIST_SETTINGS, ADMIN_GET_SETTING, ADMIN_PUT_SETTING, ADMIN_RESET_SETTING, ADMIN_LIST_PEERS, ADMIN_CREATE_PEER, ADMIN_GET_PEER, ADMIN_REPLACE_PEER, ADMIN_DELETE_PEER,)
+OPERATIONS: Final = (METRICS_SCRAPE, HEALTH_LIVE, HEALTH_READY, CARDS_COMPANY_CARD, CARDS_AGENT_CARD, RPC_POST, RPC_POST_AGENT, ADMIN_STATUS, ADMIN_LIST_SETTINGS, ADMIN_GET_SETTING, ADMIN_PUT_SETTING, ADMIN_RESET_SETTING, ADMIN_LIST_PEERS, ADMIN_CREATE_PEER, ADMIN_GET_PEER, ADMIN_REPLACE_PEER, ADMIN_DELETE_PEER,)

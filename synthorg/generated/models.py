@@ -350,7 +350,7 @@ class JsonRpcSuccessResponse(SpecModel):
     result: RpcResult
 
 
-ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32010, -32011, -32012, -32020, -32021, -32030]
+ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32010, -32011, -32012, -32020, -32021, -32030]
 
 
 class ValidationIssue(SpecModel):
@@ -387,6 +387,14 @@ class CompanyFile(SpecModel):
     agents: Annotated[Annotated[list[AgentConfig], Field(max_length=256)] | None, NoNull] = None
     a2a: Annotated[A2AConfig | None, NoNull] = None
     server: Annotated[ServerConfig | None, NoNull] = None
+    observability: Annotated[ObservabilityConfig | None, NoNull] = None
+
+
+class ObservabilityConfig(SpecModel):
+    """Metrics (GET /metrics) and traces. Read at start. Traces are exported over OTLP (http/protobuf) only when the standard OTEL_EXPORTER_OTLP_ENDPOINT environment variable is set."""
+
+    metrics: bool = True
+    metrics_public: bool = False
 
 
 class CompanyConfig(SpecModel):
@@ -436,7 +444,7 @@ class AgentConfig(SpecModel):
 
 
 class A2AConfig(SpecModel):
-    """The a2a key. The last four keys are also runtime-editable settings."""
+    """The a2a key. The last six keys are also runtime-editable settings."""
 
     enabled: bool = False
     allowed_peers: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=128)]], Field(max_length=1024)] | None, NoNull] = None
@@ -448,6 +456,8 @@ class A2AConfig(SpecModel):
     push_verification_clock_skew_seconds: Annotated[int, Field(ge=0, le=86400)] = 300
     card_cache_max_entries: Annotated[int, Field(ge=1, le=100000)] = 512
     max_message_parts: Annotated[int, Field(ge=1, le=1000)] = 100
+    peer_rate_limit_per_second: Annotated[float, Field(ge=0, le=1000000)] = 0
+    peer_rate_limit_burst: Annotated[int, Field(ge=1, le=1000000)] = 20
 
 
 class ServerConfig(SpecModel):
@@ -607,7 +617,7 @@ class CardError(SpecModel):
     message: str
 
 
-SettingName = Literal['a2a.client_timeout_seconds', 'a2a.push_verification_clock_skew_seconds', 'a2a.card_cache_max_entries', 'a2a.max_message_parts']
+SettingName = Literal['a2a.client_timeout_seconds', 'a2a.push_verification_clock_skew_seconds', 'a2a.card_cache_max_entries', 'a2a.max_message_parts', 'a2a.peer_rate_limit_per_second', 'a2a.peer_rate_limit_burst']
 
 
 class SettingView(SpecModel):
@@ -736,6 +746,7 @@ ErrorData.model_rebuild()
 JsonRpcError.model_rebuild()
 JsonRpcErrorResponse.model_rebuild()
 CompanyFile.model_rebuild()
+ObservabilityConfig.model_rebuild()
 CompanyConfig.model_rebuild()
 SkillConfig.model_rebuild()
 ExecutorConfig.model_rebuild()
@@ -835,6 +846,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'MetadataValue2',
     'MutualTLSSecurityScheme',
     'OAuth2SecurityScheme',
+    'ObservabilityConfig',
     'OpenIdConnectSecurityScheme',
     'Part',
     'Parts',
@@ -890,6 +902,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'a2a.card_cache_max_entries',
     'a2a.client_timeout_seconds',
     'a2a.max_message_parts',
+    'a2a.peer_rate_limit_burst',
+    'a2a.peer_rate_limit_per_second',
     'a2a.push_verification_clock_skew_seconds',
     'a2aEnabled',
     'accepted',
@@ -991,6 +1005,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'metadata',
     'method',
     'method_not_allowed',
+    'metrics',
+    'metrics_public',
     'mimeType',
     'minimum',
     'model',
@@ -1004,6 +1020,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'oauth2',
     'oauth2MetadataUrl',
     'object',
+    'observability',
     'ok',
     'openIdConnect',
     'openIdConnectUrl',
@@ -1017,6 +1034,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'peer',
     'peerName',
     'peer_exists',
+    'peer_rate_limit_burst',
+    'peer_rate_limit_per_second',
     'peers',
     'preferredTransport',
     'protected',

@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import sys
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
 
@@ -155,6 +156,15 @@ def _render_any(record: dict[str, Any]) -> str:
         return json.dumps(flat)
 
 
+# Set by synthorg.observability.tracing when traces are on: the current span's ids, if any.
+_trace_ids: Callable[[], tuple[str, str] | None] | None = None
+
+
+def set_trace_ids(source: Callable[[], tuple[str, str] | None] | None) -> None:
+    global _trace_ids
+    _trace_ids = source
+
+
 def emit(event: str, /, *, level: str = "info", **fields: object) -> None:
     """Log ``event`` with ``fields`` as one JSON line. Never raises."""
     # A plain try (cheaper than contextlib.suppress): a logging failure never takes a
@@ -182,6 +192,8 @@ def _emit(event: str, level: str, fields: dict[str, object]) -> None:
             record[name] = value  # the common case: nothing nested to scrub
         else:
             record[name] = _scrub(value)
+    if _trace_ids is not None and (ids := _trace_ids()) is not None:
+        record["trace_id"], record["span_id"] = ids  # a log line joins its trace
     line = _render(record)
     handler = _sole_handler()
     if handler is not None:

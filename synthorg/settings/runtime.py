@@ -154,3 +154,11 @@ class RuntimeSettings:
     @property
     def push_verification_clock_skew_seconds(self) -> int:
         return int(self.value("push_verification_clock_skew_seconds"))
+
+    @property
+    def peer_rate_limit_per_second(self) -> float:
+        return float(self.value("peer_rate_limit_per_second"))
+
+    @property
+    def peer_rate_limit_burst(self) -> int:
+        return int(self.value("peer_rate_limit_burst"))

@@ -21,12 +21,16 @@ class PeerRecord:
     secret: str  # plaintext in memory only; encrypted in the database
     created_at: str  # ISO-8601 UTC
     updated_at: str
+    # Requests per second this peer may make, overriding a2a.peer_rate_limit_per_second
+    # (0: no limit for this peer); None: the setting applies.
+    rate_limit: float | None = None
 
     def __repr__(self) -> str:
         return (
             f"PeerRecord(name={self.name!r}, endpoint={self.endpoint!r}, "
             f"scheme={self.scheme!r}, secret='<redacted>', "
-            f"created_at={self.created_at!r}, updated_at={self.updated_at!r})"
+            f"created_at={self.created_at!r}, updated_at={self.updated_at!r}, "
+            f"rate_limit={self.rate_limit!r})"
         )
 
     __str__ = __repr__
@@ -44,6 +48,11 @@ class Catalog(Protocol):
         ...
 
     def remove(self, name: str) -> bool: ...
+
+    def set_rate_limit(self, name: str, per_second: float | None) -> bool:
+        """Set (None: clear) the peer's rate-limit override; False when there is no such
+        record. `put` keeps a record's override."""
+        ...
 
     def rekey(self) -> int:
         """Encrypt every record's secret again with the newest key (all or none); returns
@@ -81,6 +90,19 @@ def validate_record(name: str, endpoint: str, scheme: str, secret: str) -> tuple
         raise ValueError("scheme must be 'api_key' or 'bearer'")
     _validate_secret(secret)
     return canonical, canonical_endpoint(endpoint), scheme
+
+
+MAX_RATE_LIMIT = 1_000_000.0
+
+
+def validate_rate_limit(per_second: float | None) -> float | None:
+    """The override as stored, or ValueError: a finite number from 0 to MAX_RATE_LIMIT."""
+    if per_second is None:
+        return None
+    if (isinstance(per_second, bool) or not isinstance(per_second, int | float)
+            or not 0 <= per_second <= MAX_RATE_LIMIT):
+        raise ValueError(f"rate limit must be a number from 0 to {MAX_RATE_LIMIT:g} per second")
+    return float(per_second)
 
 
 def _validate_secret(secret: str) -> None:

@@ -145,6 +145,10 @@ class TaskStore(Protocol):
         a store starts); returns the count. Runners that are gone are forgotten."""
         ...
 
+    async def count_by_state(self) -> dict[str, int]:
+        """How many tasks are in each state (for the metrics; a state with none is absent)."""
+        ...
+
     async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
         """Newest first, optionally only one peer's."""
         ...

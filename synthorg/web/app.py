@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.admin.gate import AdminGate
 from synthorg.admin.token import AdminToken
@@ -35,13 +35,18 @@ class NodeApp:
         on_start: Callable[[], Awaitable[None]] | None = None,
         on_stop: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self._gateway = gateway
+        self._gateway: ASGIApp = gateway
         self.on_start, self.on_stop = on_start, on_stop
         # The gateway serves its operations itself; the router serves the others.
         router = Router({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
-        self._others = SpecRoutes(
+        self._others: ASGIApp = SpecRoutes(
             AdminGate(router, token_provider=lambda: admin_token), document=document
         )
+
+    def observed(self, wrap: Callable[[ASGIApp], ASGIApp]) -> NodeApp:
+        """Every HTTP request through `wrap` (synthorg.observability.access)."""
+        self._gateway, self._others = wrap(self._gateway), wrap(self._others)
+        return self
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]

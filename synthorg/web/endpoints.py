@@ -17,7 +17,8 @@ from starlette.types import Scope
 import handlers.admin
 import handlers.cards
 import handlers.health
-from handlers.context import AdminContext, CardsContext, HealthContext, HttpRequest
+import handlers.metrics
+from handlers.context import AdminContext, CardsContext, HealthContext, HttpRequest, MetricsContext
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
 from synthorg.generated import constants as spec
 from synthorg.generated.constants import OPERATIONS, Operation
@@ -27,6 +28,7 @@ GATEWAY = "gateway"  # the JSON-RPC operations: served by the gateway endpoint
 CardHandler = Callable[[HttpRequest, CardsContext], Awaitable[Response]]
 AdminHandler = Callable[[HttpRequest, AdminContext], Awaitable[Response]]
 HealthHandler = Callable[[HttpRequest, HealthContext], Awaitable[Response]]
+MetricsHandler = Callable[[HttpRequest, MetricsContext], Awaitable[Response]]
 
 
 def _card(handler: CardHandler, ctx: CardsContext) -> Endpoint:
@@ -43,23 +45,46 @@ def _health(handler: HealthHandler, ctx: HealthContext) -> Endpoint:
     return endpoint
 
 
+def _unauthorized() -> Response:
+    body = json.dumps({"error": "unauthorized", "message": "Admin token required"})
+    return Response(body, 401, media_type="application/json", headers={
+        "Cache-Control": "no-store", "WWW-Authenticate": 'Bearer realm="synthorg-admin"',
+    })
+
+
+class _MetricsOff:
+    async def render(self) -> bytes | None:
+        return None
+
+
+def _metrics(handler: MetricsHandler, ctx: MetricsContext,
+             admits: Callable[[Scope], bool]) -> Endpoint:
+    async def endpoint(scope: Scope, params: Mapping[str, str]) -> Response:
+        if not admits(scope):  # the admin token, unless metrics are public
+            return _unauthorized()
+        return await handler(HttpCall(scope, params), ctx)
+
+    return endpoint
+
+
 def _admin(handler: AdminHandler, ctx: AdminContext) -> Endpoint:
     async def endpoint(scope: Scope, params: Mapping[str, str]) -> Response:
         if scope.get(SCOPE_ADMIN) is not True:  # only the admin gate admits: fail closed
-            body = json.dumps({"error": "unauthorized", "message": "Admin token required"})
-            return Response(body, 401, media_type="application/json", headers={
-                "Cache-Control": "no-store", "WWW-Authenticate": 'Bearer realm="synthorg-admin"',
-            })
+            return _unauthorized()
         return await handler(HttpCall(scope, params, scope.get(SCOPE_ADMIN_BODY, b"")), ctx)
 
     return endpoint
 
 
 def operation_endpoints(
-    cards: CardsContext, admin: AdminContext, health: HealthContext
+    cards: CardsContext, admin: AdminContext, health: HealthContext,
+    metrics: tuple[MetricsContext, Callable[[Scope], bool]] | None = None,
 ) -> dict[Operation, Endpoint | str]:
-    """Every operation of the spec -> its endpoint (GATEWAY for the JSON-RPC ones)."""
+    """Every operation of the spec -> its endpoint (GATEWAY for the JSON-RPC ones).
+    `metrics`: what renders them, and who may read them (by default: off, nobody)."""
+    metrics = metrics or (_MetricsOff(), lambda scope: False)
     table: dict[Operation, Endpoint | str] = {
+        spec.METRICS_SCRAPE: _metrics(handlers.metrics.scrape, *metrics),
         spec.HEALTH_LIVE: _health(handlers.health.live, health),
         spec.HEALTH_READY: _health(handlers.health.ready, health),
         spec.RPC_POST: GATEWAY,

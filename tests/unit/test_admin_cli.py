@@ -78,7 +78,7 @@ def test_list_shows_value_source_default_and_range(
     assert parts[:4] == ["a2a.max_message_parts", "20", "config", "100"]
     assert " ".join(parts[4:]) == "an integer from 1 to 1000"
     code, out, _ = run(capsys, "settings", "list", "--json", "--data-dir", str(data_dir))
-    assert len(json.loads(out)) == 4 and json.loads(out)[0]["name"] == "a2a.client_timeout_seconds"
+    assert len(json.loads(out)) == 6 and json.loads(out)[0]["name"] == "a2a.client_timeout_seconds"
 
 
 def test_set_get_reset_with_or_without_the_namespace(

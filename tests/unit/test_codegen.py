@@ -423,6 +423,8 @@ def test_a2a_config_defaults_match_the_spec() -> None:
         "push_verification_clock_skew_seconds": 300,
         "card_cache_max_entries": 512,
         "max_message_parts": 100,
+        "peer_rate_limit_per_second": 0,
+        "peer_rate_limit_burst": 20,
     }
     assert {key: getattr(config, key) for key in defaults} == defaults
     assert all(getattr(config, key) is None for key in schema if key not in defaults)

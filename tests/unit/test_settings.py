@@ -20,13 +20,15 @@ def settings(data_dir: Path, config: A2AConfig | None = None) -> RuntimeSettings
     return RuntimeSettings(SqliteSettingsStore(open_database(data_dir)), config or A2AConfig())
 
 
-def test_the_four_seed_keys_with_their_seed_defaults() -> None:
+def test_the_seed_keys_and_the_rate_limits_with_their_defaults() -> None:
     defaults = {key: d.default for key, d in definitions().items()}
     assert defaults == {
         "client_timeout_seconds": 30.0,
         "push_verification_clock_skew_seconds": 300,
         "card_cache_max_entries": 512,
         "max_message_parts": 100,
+        "peer_rate_limit_per_second": 0,
+        "peer_rate_limit_burst": 20,
     }
 
 

@@ -113,6 +113,30 @@ def test_a_catalog_change_reaches_a_cached_reader_at_its_next_request(bundles: B
     assert run(request()) is None
 
 
+def test_a_peers_rate_limit_override_is_kept_by_put_and_seen_at_the_next_request(
+    bundles: Bundles,
+) -> None:
+    reader, writer = bundles.open(), bundles.open()
+    writer.catalog.put("peer-a", "http://a.example", "api_key", "secret-a")
+
+    async def limit() -> float | None:
+        await reader.request_started()
+        record = reader.catalog.get("peer-a")
+        assert record is not None
+        return record.rate_limit
+
+    assert run(limit()) is None
+    assert writer.catalog.set_rate_limit("PEER-A", 2.5) is True
+    assert run(limit()) == 2.5
+    writer.catalog.put("peer-a", "http://a2.example", "api_key", "secret-a2")
+    assert run(limit()) == 2.5  # replacing the credential keeps the override
+    assert writer.catalog.set_rate_limit("peer-a", None) is True
+    assert run(limit()) is None
+    assert writer.catalog.set_rate_limit("nobody", 1.0) is False
+    with pytest.raises(ValueError, match="rate limit"):
+        writer.catalog.set_rate_limit("peer-a", -1.0)
+
+
 def test_secrets_are_encrypted_and_read_with_any_listed_key_then_rekeyed(
     bundles: Bundles,
 ) -> None:

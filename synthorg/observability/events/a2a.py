@@ -22,3 +22,6 @@ NODE_LISTENING: Final = "a2a.node.listening"
 NODE_FAIL_OPEN: Final = "a2a.node.fail_open_warning"
 TASK_EXECUTOR_FAILED: Final = "a2a.task.executor_failed"
 INTERNAL_ERROR: Final = "a2a.inbound.internal_error"
+# One per HTTP request, when its response is done (synthorg.observability.access): operation,
+# method, status, peer_name, duration_ms, bytes_in, bytes_out, reason (a refusal's).
+INBOUND_COMPLETED: Final = "a2a.inbound.completed"

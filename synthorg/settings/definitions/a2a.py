@@ -18,6 +18,8 @@ KEYS = (
     "push_verification_clock_skew_seconds",
     "card_cache_max_entries",
     "max_message_parts",
+    "peer_rate_limit_per_second",
+    "peer_rate_limit_burst",
 )
 
 

@@ -13,18 +13,25 @@ from typing import cast
 
 from synthorg.clock import utc_now
 from synthorg.names import canonical_peer_name
-from synthorg.store.catalog import PeerAddress, PeerRecord, Scheme, validate_record
+from synthorg.store.catalog import (
+    PeerAddress,
+    PeerRecord,
+    Scheme,
+    validate_rate_limit,
+    validate_record,
+)
 from synthorg.store.postgres.database import Connection, PgDatabase, Row
 from synthorg.store.postgres.revisions import CATALOG, PgRevisions
 from synthorg.store.postgres.snapshot import Snapshot
 from synthorg.store.secretbox import SecretBox, SecretBoxError
 
 _COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"
+_READ = f"{_COLUMNS}, rate_limit"
 _SNAPSHOT = (
-    f"SELECT r.value, p.{_COLUMNS.replace(', ', ', p.')} FROM revisions r "
+    f"SELECT r.value, p.{_READ.replace(', ', ', p.')} FROM revisions r "
     "LEFT JOIN peers p ON true WHERE r.name = 'catalog' ORDER BY p.name"
 )
-CatalogRow = tuple[str, str, str, bytes, str, str]
+CatalogRow = tuple[str, str, str, bytes, str, str, float | None]
 
 
 def _rows(rows: list[Row]) -> dict[str, CatalogRow]:
@@ -94,6 +101,20 @@ class PgCatalog:
         self._snapshot.stale()
         return status != "DELETE 0"
 
+    def set_rate_limit(self, name: str, per_second: float | None) -> bool:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return False
+        value = validate_rate_limit(per_second)
+        status = self._db.blocking(
+            lambda db: db.execute(
+                "UPDATE peers SET rate_limit = $2, updated_at = $3 WHERE name = $1",
+                canonical, value, utc_now(),
+            )
+        )
+        self._snapshot.stale()
+        return status != "UPDATE 0"
+
     def rekey(self) -> int:
         """Encrypt every record again with the newest key; the number rewritten."""
         async def job(conn: Connection) -> int:
@@ -114,12 +135,13 @@ class PgCatalog:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
 
     def _record(self, row: CatalogRow) -> PeerRecord:
-        name, endpoint, scheme, secret_enc, created_at, updated_at = row
+        name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit = row
         try:
             secret = self._box.decrypt(bytes(secret_enc))
         except SecretBoxError as exc:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
-        return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at)
+        return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at,
+                          rate_limit)
 
     def addresses(self) -> PgPeerAddresses:
         return PgPeerAddresses(self)

@@ -141,6 +141,7 @@ _V2 = (
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
+    ("per-peer rate limit", ("ALTER TABLE peers ADD COLUMN rate_limit DOUBLE PRECISION",)),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

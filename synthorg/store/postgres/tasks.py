@@ -196,6 +196,10 @@ class PgTaskStore:
         )
         return [LoggedEvent(seq, body) for seq, body in rows]
 
+    async def count_by_state(self) -> dict[str, int]:
+        rows = await self._db.fetch("SELECT state, count(*) FROM tasks GROUP BY state")
+        return {str(row[0]): int(row[1]) for row in rows}
+
     # Last, so the annotations above resolve `list` to the builtin, not this method.
     async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
         if limit < 1:

@@ -13,14 +13,21 @@ from typing import cast
 
 from synthorg.clock import utc_now
 from synthorg.names import canonical_peer_name
-from synthorg.store.catalog import PeerAddress, PeerRecord, Scheme, validate_record
+from synthorg.store.catalog import (
+    PeerAddress,
+    PeerRecord,
+    Scheme,
+    validate_rate_limit,
+    validate_record,
+)
 from synthorg.store.secretbox import SecretBox, SecretBoxError
 from synthorg.store.sqlite.database import Database
 from synthorg.store.sqlite.revisions import CATALOG, Revisions
 
 _COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"
+_READ = f"{_COLUMNS}, rate_limit"
 MAX_CACHED = 4096  # records and misses kept between catalog changes
-CatalogRow = tuple[str, str, str, bytes, str, str]
+CatalogRow = tuple[str, str, str, bytes, str, str, float | None]
 
 
 class SqliteCatalog:
@@ -41,7 +48,7 @@ class SqliteCatalog:
             self._cached_at = revision
         if canonical in self._cache:
             return self._cache[canonical]
-        row = self._db.query_one(f"SELECT {_COLUMNS} FROM peers WHERE name = ?", (canonical,))
+        row = self._db.query_one(f"SELECT {_READ} FROM peers WHERE name = ?", (canonical,))
         record = None if row is None else self._record(cast(CatalogRow, row))
         if len(self._cache) >= MAX_CACHED:
             self._cache.clear()
@@ -76,6 +83,21 @@ class SqliteCatalog:
 
         return self._db.write_blocking(job)
 
+    def set_rate_limit(self, name: str, per_second: float | None) -> bool:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return False
+        value = validate_rate_limit(per_second)
+        now = utc_now()
+
+        def job(conn: sqlite3.Connection) -> bool:
+            return conn.execute(
+                "UPDATE peers SET rate_limit = ?, updated_at = ? WHERE name = ?",
+                (value, now, canonical),
+            ).rowcount > 0
+
+        return self._db.write_blocking(job)
+
     def rekey(self) -> int:
         """Encrypt every record again with the newest key; the number rewritten."""
         box = self._box
@@ -93,19 +115,20 @@ class SqliteCatalog:
         return self._db.write_blocking(job)
 
     def _record(self, row: CatalogRow) -> PeerRecord:
-        name, endpoint, scheme, secret_enc, created_at, updated_at = row
+        name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit = row
         try:
             secret = self._box.decrypt(secret_enc)
         except SecretBoxError as exc:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
-        return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at)
+        return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at,
+                          rate_limit)
 
     def addresses(self) -> SqlitePeerAddresses:
         return SqlitePeerAddresses(self._db)
 
     # Last, so the annotations above resolve `list` to the builtin, not this method.
     def list(self) -> list[PeerRecord]:
-        rows = self._db.query(f"SELECT {_COLUMNS} FROM peers ORDER BY name")
+        rows = self._db.query(f"SELECT {_READ} FROM peers ORDER BY name")
         return [self._record(cast(CatalogRow, row)) for row in rows]
 
 

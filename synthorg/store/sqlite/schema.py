@@ -110,7 +110,10 @@ _V4 = (
     ) WITHOUT ROWID""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+# v5: a peer's own rate limit (requests per second), overriding a2a.peer_rate_limit_per_second.
+_V5 = ("ALTER TABLE peers ADD COLUMN rate_limit REAL",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

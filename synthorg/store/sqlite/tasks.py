@@ -157,6 +157,10 @@ class SqliteTaskStore:
         )
         return [LoggedEvent(seq, body) for seq, body in rows]
 
+    async def count_by_state(self) -> dict[str, int]:
+        rows = self._db.query("SELECT state, count(*) FROM tasks GROUP BY state")
+        return {str(state): int(count) for state, count in rows}
+
     # Last, so the annotations above resolve `list` to the builtin, not this method.
     async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
         if limit < 1:

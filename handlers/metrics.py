@@ -1,0 +1,22 @@
+"""GET /metrics: the node's metrics in the Prometheus text format (0.0.4).
+
+The endpoint admits the caller first (the admin token, unless metrics are public)."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.responses import Response
+
+from handlers.context import HttpRequest, MetricsContext
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_HEADERS = {"Cache-Control": "no-store"}
+OFF = json.dumps({"error": "not_found", "message": "Metrics are turned off"}).encode()
+
+
+async def scrape(request: HttpRequest, ctx: MetricsContext) -> Response:
+    text = await ctx.render()
+    if text is None:
+        return Response(OFF, status_code=404, media_type="application/json", headers=_HEADERS)
+    return Response(text, headers={**_HEADERS, "Content-Type": CONTENT_TYPE})

@@ -1,0 +1,249 @@
+"""Prometheus metrics (prometheus-client), correct across the workers of one node.
+
+With several workers, `serve` points `PROMETHEUS_MULTIPROC_DIR` at a fresh directory before it
+starts them (`prepare_multiprocess`); the client library then keeps each process's values in
+memory-mapped files there, and a scrape, answered by whichever worker the kernel hands the
+connection to, sums every worker's files (`MultiProcessCollector`). One process keeps its
+values in memory. prometheus_client is imported only when metrics are on, and after that
+variable is set, since the library picks its value storage once, at import.
+
+Label values are bounded: an operation, method, dialect or refusal reason the node does not
+know is `other`, and so is a peer outside the allowlist.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from synthorg.observability.access import OTHER, RequestRecord
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                   5.0, 10.0)
+NO_METHOD = "none"  # requests that never named a JSON-RPC method (refusals, cards, admin)
+
+# Every reason the gateway gives for a refusal before the handler (gates.py, endpoint.py).
+REFUSAL_REASONS = frozenset({
+    "missing_peer_name", "invalid_peer_name", "peer_not_allowed", "no_credential_record",
+    "blank_stored_secret", "unknown_scheme", "missing_credential", "credential_mismatch",
+    "admin_token_presented", "catalog_error", "gate_error", "method_not_allowed",
+    "invalid_content_length", "body_too_large", "body_too_large_streamed",
+    "unsupported_media_type", "unknown_agent", "rate_limited",
+})
+
+
+def prepare_multiprocess() -> Path:
+    """Before the workers start: a fresh, empty directory for their values (an operator's own
+    `PROMETHEUS_MULTIPROC_DIR` is emptied and used), set in the environment they inherit."""
+    chosen = os.environ.get(MULTIPROC_ENV)
+    if chosen:
+        path = Path(chosen)
+        if path.is_dir():
+            for child in path.iterdir():
+                if child.suffix == ".db":
+                    child.unlink()
+        path.mkdir(parents=True, exist_ok=True)
+    else:
+        path = Path(tempfile.mkdtemp(prefix="synthorg-metrics-"))
+    os.environ[MULTIPROC_ENV] = str(path)
+    return path
+
+
+def cleanup_multiprocess(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class _Instruments:
+    """The metric objects, once per process (the library registers each name once)."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry = self.registry
+        self.requests = Counter(
+            "synthorg_requests", "HTTP requests answered, by operation, JSON-RPC method, "
+            "dialect and status.", ["operation", "method", "dialect", "status"],
+            registry=registry)
+        self.refusals = Counter(
+            "synthorg_gate_refusals", "Requests refused before the handler, by reason.",
+            ["reason"], registry=registry)
+        self.latency = Histogram(
+            "synthorg_request_duration_seconds", "Time to answer a request, by JSON-RPC "
+            "method (none: no method was read).", ["method"], buckets=LATENCY_BUCKETS,
+            registry=registry)
+        self.outbound = Counter(
+            "synthorg_outbound_calls", "Calls this node made to peers, by peer, kind and "
+            "result.", ["peer", "kind", "result"], registry=registry)
+        self.outbound_latency = Histogram(
+            "synthorg_outbound_call_duration_seconds", "Time of calls to peers, by kind.",
+            ["kind"], buckets=LATENCY_BUCKETS, registry=registry)
+        self.store = Histogram(
+            "synthorg_store_call_duration_seconds", "Time of task store calls, by operation.",
+            ["operation"], buckets=LATENCY_BUCKETS, registry=registry)
+
+
+@cache
+def instruments() -> _Instruments:
+    return _Instruments()
+
+
+class Metrics:
+    """The access observer that counts and times requests, and the scrape's renderer."""
+
+    def __init__(self, allowed_peers: frozenset[str],
+                 count_tasks: Callable[[], Awaitable[dict[str, int]]] | None = None) -> None:
+        self.allowed_peers = allowed_peers
+        self._count_tasks = count_tasks
+        self._instruments = instruments()
+        # Label children by their values: `labels()` takes a lock and builds a key each time.
+        self._children: dict[tuple[str, ...], Any] = {}
+
+    def peer_label(self, peer: str | None) -> str:
+        return peer if peer is not None and peer in self.allowed_peers else OTHER
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        key = (metric._name, *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
+    def started(self, record: RequestRecord) -> None:
+        pass
+
+    def admitted(self, record: RequestRecord) -> None:
+        pass
+
+    def method(self, record: RequestRecord) -> None:
+        pass
+
+    def finished(self, record: RequestRecord) -> None:
+        ins = self._instruments
+        method = record.method or NO_METHOD
+        self._child(ins.requests, record.operation, method, record.dialect,
+                    str(record.status)).inc()
+        self._child(ins.latency, method).observe(record.duration)
+        if record.refusal is not None:
+            reason = record.refusal if record.refusal in REFUSAL_REASONS else OTHER
+            self._child(ins.refusals, reason).inc()
+
+    def outbound(self, peer: str, kind: str, result: str, seconds: float) -> None:
+        ins = self._instruments
+        self._child(ins.outbound, self.peer_label(peer), kind, result).inc()
+        self._child(ins.outbound_latency, kind).observe(seconds)
+
+    def store_call(self, operation: str, seconds: float) -> None:
+        self._child(self._instruments.store, operation).observe(seconds)
+
+    async def render(self) -> bytes:
+        """The text format: every worker's values (summed) and the tasks by state, now."""
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        if os.environ.get(MULTIPROC_ENV):
+            from prometheus_client.multiprocess import MultiProcessCollector
+
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        else:
+            registry = self._instruments.registry
+        text = generate_latest(registry)
+        if self._count_tasks is not None:
+            text += _tasks_text(await self._count_tasks())
+        return text
+
+
+def _tasks_text(counts: dict[str, int]) -> bytes:
+    """The tasks gauge, read from the store at scrape time (one query, by one worker)."""
+    from typing import get_args
+
+    from synthorg.generated.models import TaskState
+
+    lines = ["# HELP synthorg_tasks Tasks in the store, by state.", "# TYPE synthorg_tasks gauge"]
+    for state in get_args(TaskState):
+        lines.append(f'synthorg_tasks{{state="{state}"}} {counts.get(state, 0)}')
+    return ("\n".join(lines) + "\n").encode()
+
+
+class TimedStore:
+    """A task store whose coroutine methods are timed into the store latency histogram."""
+
+    def __init__(self, store: Any, metrics: Metrics | None,
+                 span: Callable[[str], Any] | None = None) -> None:
+        self._store = store
+        self._metrics = metrics
+        self._span = span  # the tracer's span factory for store calls, if traces are on
+        self._wrapped: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        wrapped = self._wrapped.get(name)
+        if wrapped is not None:
+            return wrapped
+        target = getattr(self._store, name)
+        if not callable(target) or name.startswith("_") or not _is_coroutine(target):
+            return target
+        wrapped = self._wrapped[name] = self._timed(name, target)
+        return wrapped
+
+    def _timed(self, name: str, target: Callable[..., Awaitable[Any]]) -> Any:
+        metrics, span = self._metrics, self._span
+
+        from synthorg.observability.tracing import recording
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                if span is None or not recording():
+                    return await target(*args, **kwargs)
+                with span(name):
+                    return await target(*args, **kwargs)
+            finally:
+                if metrics is not None:
+                    metrics.store_call(name, time.perf_counter() - started)
+
+        return call
+
+
+def _is_coroutine(target: Any) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(target)
+
+
+class MetricsRoute:
+    """What GET /metrics serves (None: metrics off), and who may read it."""
+
+    def __init__(self, metrics: Metrics | None, public: bool,
+                 admin_token: Callable[[bytes], bool]) -> None:
+        self._metrics = metrics
+        self._public = public
+        self._matches = admin_token  # AdminToken.matches: constant-time
+
+    async def render(self) -> bytes | None:
+        return None if self._metrics is None else await self._metrics.render()
+
+    def admits(self, scope: MutableMapping[str, Any]) -> bool:
+        if self._public:
+            return True
+        values = [v for k, v in scope["headers"] if k.lower() == b"authorization"]
+        if len(values) != 1:
+            return False
+        from synthorg.admin.token import bearer_credential
+
+        credential = bearer_credential(values[0])
+        return credential is not None and self._matches(credential)
+
+
+def parse(text: str) -> Iterable[Any]:
+    """The families of a scrape, with the library's own parser (for tests and tools)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return text_string_to_metric_families(text)

@@ -1,0 +1,140 @@
+"""One delegation across three nodes, A -> B -> C, is one trace: each node exports its spans
+over OTLP (http/protobuf) to a receiver in this test, which decodes them with the protocol's
+own protobuf types. The caller's traceparent is honoured once the gates admit it, and only
+then; every event line inside a span carries its trace_id and span_id."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tests.federation.harness import FedNode, link, running
+from tests.integration.helpers import envelope, message
+
+DEADLINE = 30.0
+TRACE_ID = secrets.token_hex(16)
+PARENT_ID = secrets.token_hex(8)
+
+
+class Receiver:
+    """An OTLP/HTTP traces endpoint on loopback: every span it was sent, decoded."""
+
+    def __init__(self) -> None:
+        self.spans: list[dict[str, Any]] = []
+        self.changed = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest.FromString(body)
+                receiver.add(request)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def add(self, request: ExportTraceServiceRequest) -> None:
+        found = []
+        for resource_spans in request.resource_spans:
+            service = next(a.value.string_value for a in resource_spans.resource.attributes
+                           if a.key == "service.name")
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    found.append({
+                        "service": service, "name": span.name,
+                        "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
+                        "parent_id": span.parent_span_id.hex(),
+                        "events": [e.name for e in span.events],
+                    })
+        with self.changed:
+            self.spans.extend(found)
+            self.changed.notify_all()
+
+    def wait_for(self, predicate: Any) -> list[dict[str, Any]]:
+        with self.changed:
+            assert self.changed.wait_for(lambda: predicate(self.spans), DEADLINE), "\n".join(
+                f"{s['service']} {s['name']} {s['trace_id']} {s['span_id']} {s['parent_id']}"
+                for s in self.spans)
+            return list(self.spans)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found = Receiver()
+    found.thread.start()
+    yield found
+    found.server.shutdown()
+
+
+def test_a_delegation_across_three_nodes_is_one_trace(tmp_path: Path,
+                                                      receiver: Receiver) -> None:
+    a = FedNode(tmp_path, "node-a", ["client", "node-b"], {"fwd": "node-b/fwd"})
+    b = FedNode(tmp_path, "node-b", ["node-a", "node-c"], {"fwd": "node-c/echo"})
+    c = FedNode(tmp_path, "node-c", ["node-b"], {"echo": "echo"})
+    for node in (a, b, c):
+        node.env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                         "OTEL_BSP_SCHEDULE_DELAY": "100"})
+    client_key = secrets.token_urlsafe(24)
+    with running(a, b, c):
+        link(a, b)  # once each listens: the records hold their ports
+        link(b, c)
+        a.add_peer("client", "http://127.0.0.1:9", client_key)
+        headers = {"X-A2A-Peer-Name": "client", "X-API-Key": client_key,
+                   "traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"}
+        with httpx.Client(base_url=a.url, headers=headers, timeout=30) as client:
+            sent = client.post("/api/v1/a2a/agents/fwd/",
+                               json=envelope("message/send", {"message": message("hello")}))
+            assert sent.status_code == 200, sent.text
+            assert sent.json()["result"]["status"]["state"] == "completed", sent.text
+            # A stranger's traceparent is not honoured: its refusal is a trace of its own.
+            stranger = {**headers, "X-A2A-Peer-Name": "stranger"}
+            assert client.post("/api/v1/a2a/", headers=stranger,
+                               json=envelope("tasks/get", {"id": "x"})).status_code == 403
+
+        def complete(spans: list[dict[str, Any]]) -> bool:
+            inbound = {s["service"] for s in spans
+                       if s["name"] == "a2a.inbound" and s["trace_id"] == TRACE_ID}
+            refused = [s for s in spans if "gate.refused" in s["events"]]
+            return inbound == {"node-a", "node-b", "node-c"} and bool(refused)
+
+        spans = receiver.wait_for(complete)
+        events_b = b.events("a2a.inbound.received")
+
+    ours = [s for s in spans if s["trace_id"] == TRACE_ID]
+    names = {(s["service"], s["name"]) for s in ours}
+    for service in ("node-a", "node-b"):
+        assert (service, "a2a.outbound") in names
+    for service in ("node-a", "node-b", "node-c"):
+        assert {(service, "a2a.handler"), (service, "store.create")} <= names
+    # The trace hangs together: A's inbound span is the caller's child, and every other span
+    # has its parent in the trace.
+    by_id = {s["span_id"]: s for s in ours}
+    roots = [s for s in ours if s["parent_id"] not in by_id]
+    assert [(r["service"], r["name"], r["parent_id"]) for r in roots] == [
+        ("node-a", "a2a.inbound", PARENT_ID)]
+    inbound_a = next(s for s in ours if s["service"] == "node-a" and s["name"] == "a2a.inbound")
+    assert {"gate.peer_name", "gate.allowlist", "gate.credential"} <= set(inbound_a["events"])
+    refused = next(s for s in spans if "gate.refused" in s["events"])
+    assert refused["trace_id"] != TRACE_ID and refused["parent_id"] == ""
+    # Log lines join the trace.
+    assert events_b and all(e["trace_id"] == TRACE_ID and e["span_id"] in by_id
+                            for e in events_b)

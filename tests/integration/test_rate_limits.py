@@ -1,0 +1,124 @@
+"""Per-peer rate limits on one node with two workers: a flooding peer is answered 429 with
+Retry-After and -32005 while a polite peer beside it is served; the catalog override and the
+runtime setting apply to the next request, from the CLI, without a restart."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration.conftest import AGENTS_YAML, api_key_headers, peer_client
+from tests.integration.helpers import call
+from tests.integration.live import LiveNode
+from tests.support.node import cli
+
+FLOOD, FLOOD_KEY = "flood", "key-flood-4c2e8a1b9d3f"
+POLITE, POLITE_KEY = "polite", "key-polite-7b1d3f5a2c9e"
+RATE, BURST = 4, 4  # per second and bucket, for the node as a whole (2 per worker)
+CONFIG = (f"a2a:\n  enabled: true\n  allowed_peers: [{FLOOD}, {POLITE}]\n"
+          f"  peer_rate_limit_per_second: {RATE}\n  peer_rate_limit_burst: {BURST}\n"
+          f"{AGENTS_YAML}")
+RATE_LIMITED = -32005
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
+    data_dir: Path = tmp_path_factory.mktemp("ratelimit")
+    for peer, key in ((FLOOD, FLOOD_KEY), (POLITE, POLITE_KEY)):
+        cli(data_dir, "peers", "add", peer, "--endpoint", "http://127.0.0.1:9", stdin=key)
+    # The polite peer's own limit (catalog override) is far above what it asks.
+    cli(data_dir, "peers", "update", POLITE, "--rate-limit", "1000/s")
+    with LiveNode(data_dir, CONFIG, env={"SYNTHORG_WORKERS": "2"}) as live:
+        live.wait_for_events("a2a.node.started", 1, timeout=30)
+        yield live
+
+
+def skills(client: httpx.Client) -> httpx.Response:
+    return call(client, "skills/query", {})
+
+
+def flood_once(node: LiveNode, requests: int) -> tuple[int, list[httpx.Response], float]:
+    """`requests` calls as fast as they go on several connections; (admitted, refusals, s)."""
+    refused: list[httpx.Response] = []
+    admitted = 0
+    lock = threading.Lock()
+
+    def worker(count: int) -> None:
+        nonlocal admitted
+        with peer_client(node, api_key_headers(FLOOD, FLOOD_KEY)) as client:
+            for _ in range(count):
+                response = skills(client)
+                with lock:
+                    if response.status_code == 429:
+                        refused.append(response)
+                    else:
+                        assert response.status_code == 200, response.text
+                        admitted += 1
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(requests // 4,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return admitted, refused, time.monotonic() - started
+
+
+def test_flooding_peer_is_refused_and_polite_peer_is_served(node: LiveNode) -> None:
+    polite_statuses: list[int] = []
+    done = threading.Event()
+
+    def polite() -> None:
+        with peer_client(node, api_key_headers(POLITE, POLITE_KEY)) as client:
+            while not done.is_set() or len(polite_statuses) < 20:
+                polite_statuses.append(skills(client).status_code)
+
+    polite_thread = threading.Thread(target=polite)
+    polite_thread.start()
+    try:
+        admitted, refused, elapsed = flood_once(node, 200)
+    finally:
+        done.set()
+        polite_thread.join()
+
+    # Two processes, each holding half of the bucket and half of the rate: together they
+    # never admit more than the burst plus what the rate refilled while the flood lasted.
+    assert admitted <= BURST + RATE * elapsed + 2
+    assert len(refused) >= 200 - admitted > 0
+    for response in refused:
+        assert int(response.headers["retry-after"]) >= 1
+        assert response.headers["connection"] == "close"
+        body = response.json()
+        assert body["id"] is None and body["error"]["code"] == RATE_LIMITED
+    assert set(polite_statuses) == {200}
+    event = node.wait_for_event("a2a.inbound.rejected", reason="rate_limited")
+    assert event["peer_name"] == FLOOD and event["status"] == 429
+
+
+def test_override_and_setting_apply_to_the_next_request(node: LiveNode) -> None:
+    cli(node.data_dir, "peers", "update", FLOOD, "--rate-limit", "0")  # no limit for it
+    admitted, refused, _ = flood_once(node, 80)
+    assert (admitted, refused) == (80, [])
+
+    cli(node.data_dir, "peers", "update", FLOOD, "--rate-limit", "default")
+    admitted, refused, _ = flood_once(node, 80)
+    assert refused
+
+    cli(node.data_dir, "settings", "set", "a2a.peer_rate_limit_per_second", "0")
+    try:
+        admitted, refused, _ = flood_once(node, 80)
+        assert (admitted, refused) == (80, [])
+    finally:
+        cli(node.data_dir, "settings", "reset", "a2a.peer_rate_limit_per_second")
+
+
+def test_cli_refuses_a_malformed_rate_limit(node: LiveNode) -> None:
+    result = cli(node.data_dir, "peers", "update", FLOOD, "--rate-limit", "fast", check=False)
+    assert result.returncode != 0 and "invalid rate limit" in result.stderr
+    result = cli(node.data_dir, "peers", "update", "nobody", "--rate-limit", "1/s", check=False)
+    assert result.returncode != 0 and "no peer named" in result.stderr
