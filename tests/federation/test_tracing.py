@@ -113,11 +113,20 @@ def test_a_delegation_across_three_nodes_is_one_trace(tmp_path: Path,
         def complete(spans: list[dict[str, Any]]) -> bool:
             inbound = {s["service"] for s in spans
                        if s["name"] == "a2a.inbound" and s["trace_id"] == TRACE_ID}
+            outbound = {s["service"] for s in spans
+                        if s["name"] == "a2a.outbound" and s["trace_id"] == TRACE_ID}
             refused = [s for s in spans if "gate.refused" in s["events"]]
-            return inbound == {"node-a", "node-b", "node-c"} and bool(refused)
+            # B's forwarding runs beside the request: its spans may end after C's.
+            return (inbound == {"node-a", "node-b", "node-c"}
+                    and outbound >= {"node-a", "node-b"} and bool(refused))
 
-        spans = receiver.wait_for(complete)
+        receiver.wait_for(complete)
         events_b = b.events("a2a.inbound.received")
+        # A follows its forwarded task with calls of its own to B, in the same trace: wait
+        # for the spans of every request B logged.
+        logged = {e["span_id"] for e in events_b}
+        spans = receiver.wait_for(lambda spans: complete(spans) and logged <= {
+            s["span_id"] for s in spans if s["trace_id"] == TRACE_ID})
 
     ours = [s for s in spans if s["trace_id"] == TRACE_ID]
     names = {(s["service"], s["name"]) for s in ours}
