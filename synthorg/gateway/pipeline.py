@@ -111,13 +111,15 @@ def _envelope(parsed: Any) -> tuple[RequestId, str, dict[str, Any]]:
         raise _Reject(INVALID_REQUEST, "Invalid request: batches are not supported")
     if not isinstance(parsed, dict):
         raise _Reject(INVALID_REQUEST, "Invalid request: the body must be a JSON object")
-    if "id" not in parsed or not _valid_id(parsed["id"]):
+    # A request without an id is answered like any other, with id null, after the method
+    # and params checks; an id that is present must be well formed.
+    if "id" in parsed and not _valid_id(parsed["id"]):
         raise _Reject(
             INVALID_REQUEST,
             f"Invalid request: id must be a string of at most {MAX_ID_LENGTH} characters "
             "or a safe integer",
         )
-    request_id: RequestId = parsed["id"]
+    request_id: RequestId = parsed.get("id")
     if parsed.get("jsonrpc") != "2.0":
         raise _Reject(INVALID_REQUEST, 'Invalid request: jsonrpc must be "2.0"', request_id)
     if not parsed.keys() <= _ENVELOPE_KEYS:

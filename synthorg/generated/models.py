@@ -173,7 +173,7 @@ class PushNotificationConfig(SpecModel):
 class MessageSendConfiguration(SpecModel):
     acceptedOutputModes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=32)] | None, NoNull] = None
     blocking: Annotated[bool | None, NoNull] = None
-    historyLength: Annotated[Annotated[int, Field(ge=0, le=1000)] | None, NoNull] = None
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
     pushNotificationConfig: Annotated[PushNotificationConfig | None, NoNull] = None
 
 
@@ -190,7 +190,7 @@ class MessageSendParams(SpecModel):
 class TasksGetParams(SpecModel):
     method: Literal['tasks/get']
     id: Identifier
-    historyLength: Annotated[Annotated[int, Field(ge=0, le=1000)] | None, NoNull] = None
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
@@ -245,35 +245,35 @@ RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-900
 
 class MessageSendRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['message/send']
     params: MessageSendParams
 
 
 class TasksGetRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['tasks/get']
     params: TasksGetParams
 
 
 class TasksCancelRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['tasks/cancel']
     params: TasksCancelParams
 
 
 class SkillsQueryRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['skills/query']
     params: SkillsQueryParams
 
 
 class SkillsNegotiateRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['skills/negotiate']
     params: SkillsNegotiateParams
 
@@ -283,7 +283,7 @@ JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelReq
 
 class JsonRpcSuccessResponse(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: RequestId | None
     result: RpcResult
 
 
