@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from synthorg.generated.constants import (
+    METHODS_V1,
     RESULT_DEFINITIONS,
+    RESULT_DEFINITIONS_V1,
     RPC_POST,
     SKILLS_NEGOTIATE,
     SKILLS_QUERY,
@@ -37,10 +39,12 @@ Status = Literal["ok", "warning", "incompatible", "-"]
 
 RPC_PATH = RPC_POST.path
 # Which of our result definitions each of our methods returns (the spec's <Name>Result).
-RESULTS: Mapping[str, str] = RESULT_DEFINITIONS
+RESULTS: Mapping[str, str] = {**RESULT_DEFINITIONS, **RESULT_DEFINITIONS_V1}
 # A peer may lack these and still take delegated tasks: they are an optional extension.
-# The SynthOrg skills extension: a peer without it is still compatible, with a warning.
-OPTIONAL_METHODS = frozenset({SKILLS_QUERY, SKILLS_NEGOTIATE})
+# The SynthOrg skills extension: a peer without it is still compatible, with a warning; so is
+# a peer without the 1.0 dialect (it is called in 0.3).
+OPTIONAL_METHODS = frozenset({SKILLS_QUERY, SKILLS_NEGOTIATE, *METHODS_V1})
+_UNION_RESULTS = frozenset(RESULTS.values())
 
 _RANGES = (
     ("minLength", "maxLength", "characters"),
@@ -665,7 +669,8 @@ def _flatten(document: _Document, schema: Any) -> Iterator[tuple[str | None, Any
     if not isinstance(resolved, Mapping):
         return
     variants = _variants(resolved)
-    if variants is None:
+    # A union that is itself a method's result (V1SendMessageResult) stays whole.
+    if variants is None or _ref_name(ref) in _UNION_RESULTS:
         yield _ref_name(ref), schema
         return
     for variant in variants:

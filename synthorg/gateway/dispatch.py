@@ -15,15 +15,20 @@ import handlers.skills_negotiate
 import handlers.skills_query
 import handlers.tasks_cancel
 import handlers.tasks_get
+import synthorg.dialects.v1
 from handlers.context import RpcContext
-from synthorg.generated.constants import MESSAGE_SEND, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET
-from synthorg.generated.models import MessageSendParams, MessageSendResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, RpcParams
+from synthorg.generated.constants import MESSAGE_SEND, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, V1_CANCEL_TASK, V1_GET_TASK, V1_LIST_TASKS, V1_SEND_MESSAGE
+from synthorg.generated.models import MessageSendParams, MessageSendResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, V1CancelTaskParams, V1CancelTaskResult, V1GetTaskParams, V1GetTaskResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, RpcParams, V1RpcParams
 
 MessageSendHandler = Callable[[MessageSendParams, RpcContext], Awaitable[MessageSendResult]]
 TasksGetHandler = Callable[[TasksGetParams, RpcContext], Awaitable[TasksGetResult]]
 TasksCancelHandler = Callable[[TasksCancelParams, RpcContext], Awaitable[TasksCancelResult]]
 SkillsQueryHandler = Callable[[SkillsQueryParams, RpcContext], Awaitable[SkillsQueryResult]]
 SkillsNegotiateHandler = Callable[[SkillsNegotiateParams, RpcContext], Awaitable[SkillsNegotiateResult]]
+V1SendMessageHandler = Callable[[V1SendMessageParams, RpcContext], Awaitable[V1SendMessageResult]]
+V1GetTaskHandler = Callable[[V1GetTaskParams, RpcContext], Awaitable[V1GetTaskResult]]
+V1CancelTaskHandler = Callable[[V1CancelTaskParams, RpcContext], Awaitable[V1CancelTaskResult]]
+V1ListTasksHandler = Callable[[V1ListTasksParams, RpcContext], Awaitable[V1ListTasksResult]]
 
 
 class Route(NamedTuple):
@@ -37,6 +42,10 @@ _tasks_get: TasksGetHandler = handlers.tasks_get.handle
 _tasks_cancel: TasksCancelHandler = handlers.tasks_cancel.handle
 _skills_query: SkillsQueryHandler = handlers.skills_query.handle
 _skills_negotiate: SkillsNegotiateHandler = handlers.skills_negotiate.handle
+_send_message: V1SendMessageHandler = synthorg.dialects.v1.send_message
+_get_task: V1GetTaskHandler = synthorg.dialects.v1.get_task
+_cancel_task: V1CancelTaskHandler = synthorg.dialects.v1.cancel_task
+_list_tasks: V1ListTasksHandler = synthorg.dialects.v1.list_tasks
 
 DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     MESSAGE_SEND: Route(MessageSendParams, _message_send),
@@ -47,3 +56,14 @@ DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
 })
 
 PARAMS_ADAPTER: Final = TypeAdapter(RpcParams)
+
+# The 1.0 dialect (A2A-Version: 1.0)
+
+DISPATCH_V1: Final[Mapping[str, Route]] = MappingProxyType({
+    V1_SEND_MESSAGE: Route(V1SendMessageParams, _send_message),
+    V1_GET_TASK: Route(V1GetTaskParams, _get_task),
+    V1_CANCEL_TASK: Route(V1CancelTaskParams, _cancel_task),
+    V1_LIST_TASKS: Route(V1ListTasksParams, _list_tasks),
+})
+
+PARAMS_ADAPTER_V1: Final = TypeAdapter(V1RpcParams)

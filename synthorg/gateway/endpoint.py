@@ -152,7 +152,9 @@ class Gateway:
         if agent is not None and agent not in config.agent_ids:
             await _unknown_agent(send, path, peer)
             return
-        status, answer = await pipeline.answer(body, peer, agent, config.services)  # 8-12
+        status, answer = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
+            body, peer, agent, config.services, headers.get("a2a-version")
+        )
         await send_bytes(send, status, answer)
 
 

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from synthorg.errors import SynthorgError
+from synthorg.gateway import dialect
 from synthorg.gateway.context import CallContext, Services
-from synthorg.gateway.dispatch import DISPATCH, PARAMS_ADAPTER
 from synthorg.gateway.replies import RPC_ERRORS, RequestId, error_body, result_body, rpc_error
 from synthorg.generated.constants import (
     INTERNAL_ERROR,
@@ -24,6 +24,7 @@ from synthorg.generated.constants import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    VERSION_NOT_SUPPORTED,
     RpcErrorSpec,
 )
 from synthorg.generated.models import SPEC_NAMES
@@ -181,16 +182,20 @@ def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
 
 
 async def answer(
-    body: bytes, peer: str, agent_id: str | None, services: Services
+    body: bytes, peer: str, agent_id: str | None, services: Services, version: str | None = None
 ) -> tuple[int, bytes]:
-    """Run steps 8-12 for one admitted request: (HTTP status, response body)."""
+    """Run steps 8-12 for one admitted request: (HTTP status, response body). `version` is
+    the A2A-Version header (`gateway/dialect.py`: which methods it selects)."""
     request_id: RequestId = None
     method = ""
     try:
         request_id, method, raw_params = _envelope(_parse(body))
         emit(events.INBOUND_RECEIVED, method=method[:64], request_id=request_id, peer_name=peer)
-        route = DISPATCH.get(method)
-        if route is None:
+        allowed = dialect.dialects(version)
+        if allowed is None:
+            return 200, error_body(VERSION_NOT_SUPPORTED, None, request_id)
+        found = dialect.route(allowed, method)
+        if found is None:
             emit(
                 events.JSONRPC_METHOD_NOT_FOUND,
                 method=method[:64],
@@ -198,12 +203,13 @@ async def answer(
                 peer_name=peer,
             )
             return 200, error_body(METHOD_NOT_FOUND, None, request_id)
+        route, spoken = found
         # Envelope precedence: the envelope's method is copied over params.method, so the
         # params are validated as the envelope's method. A different params.method is also
         # reported, as the spec's const says, instead of passing silently.
         issues = _smuggled_method(raw_params, method)
         try:
-            params = PARAMS_ADAPTER.validate_python({**raw_params, "method": method})
+            params = spoken.params.validate_python({**raw_params, "method": method})
         except ValidationError as exc:
             issues = _validation_issues(exc) + issues
         if issues:

@@ -240,6 +240,172 @@ TasksCancelResult = Task
 RpcResult = Task | SkillsQueryResult | SkillsNegotiateResult
 
 
+V1TaskState = Literal['TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_REJECTED', 'TASK_STATE_AUTH_REQUIRED']
+
+
+V1Role = Literal['ROLE_USER', 'ROLE_AGENT']
+
+
+V1MediaType = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+V1Filename = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+class V1TextPart(SpecModel):
+    """A text part. A mediaType or filename on a text part is not kept (the 0.3 text part has neither)."""
+
+    text: Annotated[str, Field(max_length=1048576)]
+    metadata: Annotated[Metadata | None, NoNull] = None
+    filename: Annotated[V1Filename | None, NoNull] = None
+    mediaType: Annotated[V1MediaType | None, NoNull] = None
+
+
+class V1RawPart(SpecModel):
+    """Inline file content (a 0.3 file part with bytes)."""
+
+    raw: Annotated[str, Field(max_length=1048576, pattern='^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|)$')]
+    metadata: Annotated[Metadata | None, NoNull] = None
+    filename: Annotated[V1Filename | None, NoNull] = None
+    mediaType: Annotated[V1MediaType | None, NoNull] = None
+
+
+class V1UrlPart(SpecModel):
+    """File content by reference (a 0.3 file part with uri)."""
+
+    url: Annotated[str, Field(min_length=1, max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\x00-\\x20\\x7f/?#][^\\x00-\\x20\\x7f]*$')]
+    metadata: Annotated[Metadata | None, NoNull] = None
+    filename: Annotated[V1Filename | None, NoNull] = None
+    mediaType: Annotated[V1MediaType | None, NoNull] = None
+
+
+class V1DataPart(SpecModel):
+    """Structured content. The node accepts a JSON object here (the 0.3 data part's shape); another JSON value is refused."""
+
+    data: Data
+    metadata: Annotated[Metadata | None, NoNull] = None
+    filename: Annotated[V1Filename | None, NoNull] = None
+    mediaType: Annotated[V1MediaType | None, NoNull] = None
+
+
+V1Part = V1TextPart | V1RawPart | V1UrlPart | V1DataPart
+
+
+V1Parts = Annotated[list[V1Part], Field(min_length=1, max_length=1000)]
+
+
+class V1Message(SpecModel):
+    messageId: Identifier
+    contextId: Annotated[Identifier | None, NoNull] = None
+    taskId: Annotated[Identifier | None, NoNull] = None
+    role: V1Role
+    parts: V1Parts
+    metadata: Annotated[Metadata | None, NoNull] = None
+    extensions: Annotated[ExtensionUris | None, NoNull] = None
+    referenceTaskIds: Annotated[Annotated[list[Identifier], Field(max_length=32)] | None, NoNull] = None
+
+
+class V1TaskStatus(SpecModel):
+    state: V1TaskState
+    message: Annotated[V1Message | None, NoNull] = None
+    timestamp: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
+
+
+class V1Artifact(SpecModel):
+    artifactId: Identifier
+    name: Annotated[Annotated[str, Field(max_length=255)] | None, NoNull] = None
+    description: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    parts: V1Parts
+    metadata: Annotated[Metadata | None, NoNull] = None
+    extensions: Annotated[ExtensionUris | None, NoNull] = None
+
+
+class V1Task(SpecModel):
+    id: Identifier
+    contextId: Identifier
+    status: V1TaskStatus
+    artifacts: Annotated[list[V1Artifact] | None, NoNull] = None
+    history: Annotated[list[V1Message] | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1SendMessageConfiguration(SpecModel):
+    """returnImmediately is the inverse of the 0.3 blocking flag."""
+
+    acceptedOutputModes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=32)] | None, NoNull] = None
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
+    returnImmediately: Annotated[bool | None, NoNull] = None
+
+
+V1Tenant = Annotated[str, Field(max_length=256)]
+
+
+class V1SendMessageParams(SpecModel):
+    method: Literal['SendMessage']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    message: V1Message
+    configuration: Annotated[V1SendMessageConfiguration | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1GetTaskParams(SpecModel):
+    method: Literal['GetTask']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Identifier
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
+
+
+class V1CancelTaskParams(SpecModel):
+    method: Literal['CancelTask']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Identifier
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1ListTasksParams(SpecModel):
+    """The caller's own tasks, newest first, one page at a time."""
+
+    method: Literal['ListTasks']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    contextId: Annotated[Identifier | None, NoNull] = None
+    status: Annotated[V1TaskState | None, NoNull] = None
+    pageSize: Annotated[Annotated[int, Field(ge=1, le=100)] | None, NoNull] = None
+    pageToken: Annotated[Annotated[str, Field(max_length=256)] | None, NoNull] = None
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
+    statusTimestampAfter: Annotated[Annotated[str, Field(min_length=1, max_length=64)] | None, NoNull] = None
+    includeArtifacts: Annotated[bool | None, NoNull] = None
+
+
+V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams, Field(discriminator='method')]
+
+
+class V1TaskPayload(SpecModel):
+    task: V1Task
+
+
+class V1MessagePayload(SpecModel):
+    message: V1Message
+
+
+V1SendMessageResult = V1TaskPayload | V1MessagePayload
+
+
+V1GetTaskResult = V1Task
+
+
+V1CancelTaskResult = V1Task
+
+
+class V1ListTasksResult(SpecModel):
+    tasks: list[V1Task]
+    nextPageToken: str
+    pageSize: int
+    totalSize: int
+
+
+V1RpcResult = V1SendMessageResult | V1Task | V1ListTasksResult
+
+
 RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-9007199254740991, le=9007199254740991)]
 
 
@@ -278,16 +444,47 @@ class SkillsNegotiateRequest(SpecModel):
     params: SkillsNegotiateParams
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | SkillsQueryRequest | SkillsNegotiateRequest, Field(discriminator='method')]
+class V1SendMessageRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['SendMessage']
+    params: V1SendMessageParams
+
+
+class V1GetTaskRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['GetTask']
+    params: V1GetTaskParams
+
+
+class V1CancelTaskRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['CancelTask']
+    params: V1CancelTaskParams
+
+
+class V1ListTasksRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['ListTasks']
+    params: V1ListTasksParams
+
+
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
     jsonrpc: Literal['2.0']
     id: RequestId | None
-    result: RpcResult
+    result: RpcResult | V1RpcResult
 
 
-ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32010, -32011, -32012, -32020, -32021, -32030]
+A2AVersion = Literal['0.3', '1.0']
+
+
+ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32010, -32011, -32012, -32020, -32021, -32030, -32009]
 
 
 class ValidationIssue(SpecModel):
@@ -654,11 +851,31 @@ SkillsQueryParams.model_rebuild()
 SkillsNegotiateParams.model_rebuild()
 SkillsQueryResult.model_rebuild()
 SkillsNegotiateResult.model_rebuild()
+V1TextPart.model_rebuild()
+V1RawPart.model_rebuild()
+V1UrlPart.model_rebuild()
+V1DataPart.model_rebuild()
+V1Message.model_rebuild()
+V1TaskStatus.model_rebuild()
+V1Artifact.model_rebuild()
+V1Task.model_rebuild()
+V1SendMessageConfiguration.model_rebuild()
+V1SendMessageParams.model_rebuild()
+V1GetTaskParams.model_rebuild()
+V1CancelTaskParams.model_rebuild()
+V1ListTasksParams.model_rebuild()
+V1TaskPayload.model_rebuild()
+V1MessagePayload.model_rebuild()
+V1ListTasksResult.model_rebuild()
 MessageSendRequest.model_rebuild()
 TasksGetRequest.model_rebuild()
 TasksCancelRequest.model_rebuild()
 SkillsQueryRequest.model_rebuild()
 SkillsNegotiateRequest.model_rebuild()
+V1SendMessageRequest.model_rebuild()
+V1GetTaskRequest.model_rebuild()
+V1CancelTaskRequest.model_rebuild()
+V1ListTasksRequest.model_rebuild()
 JsonRpcSuccessResponse.model_rebuild()
 ValidationIssue.model_rebuild()
 ErrorData.model_rebuild()
@@ -702,9 +919,12 @@ AdminError.model_rebuild()
 # validation error's `loc` may show besides list indices. A free-form object's member
 # names are the caller's input and are not among them.
 SPEC_NAMES: frozenset[str] = frozenset({
+    '0.3',
     '0.3.0',
+    '1.0',
     '2.0',
     'A2AConfig',
+    'A2AVersion',
     'APIKeySecurityScheme',
     'AdminError',
     'AdminPeer',
@@ -719,6 +939,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'AgentProvider',
     'AgentSkill',
     'Artifact',
+    'CancelTask',
     'CardError',
     'CardText',
     'CardUrl',
@@ -739,6 +960,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'FileWithUri',
     'FreeFormKey',
     'GRPC',
+    'GetTask',
     'HTTP+JSON',
     'HTTPAuthSecurityScheme',
     'HealthStatus',
@@ -749,6 +971,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'JsonRpcRequest',
     'JsonRpcResponse',
     'JsonRpcSuccessResponse',
+    'ListTasks',
     'MediaTypes',
     'Message',
     'MessageSendConfiguration',
@@ -775,12 +998,15 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerSkill',
     'PushNotificationAuthenticationInfo',
     'PushNotificationConfig',
+    'ROLE_AGENT',
+    'ROLE_USER',
     'RequestId',
     'Role',
     'RpcParams',
     'RpcResult',
     'SecurityRequirement',
     'SecurityScheme',
+    'SendMessage',
     'ServerConfig',
     'SettingList',
     'SettingName',
@@ -794,6 +1020,15 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'SkillsQueryParams',
     'SkillsQueryRequest',
     'SkillsQueryResult',
+    'TASK_STATE_AUTH_REQUIRED',
+    'TASK_STATE_CANCELED',
+    'TASK_STATE_COMPLETED',
+    'TASK_STATE_FAILED',
+    'TASK_STATE_INPUT_REQUIRED',
+    'TASK_STATE_REJECTED',
+    'TASK_STATE_SUBMITTED',
+    'TASK_STATE_UNSPECIFIED',
+    'TASK_STATE_WORKING',
     'Task',
     'TaskState',
     'TaskStatus',
@@ -805,6 +1040,38 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'TasksGetResult',
     'TerminalTaskState',
     'TextPart',
+    'V1Artifact',
+    'V1CancelTaskParams',
+    'V1CancelTaskRequest',
+    'V1CancelTaskResult',
+    'V1DataPart',
+    'V1Filename',
+    'V1GetTaskParams',
+    'V1GetTaskRequest',
+    'V1GetTaskResult',
+    'V1ListTasksParams',
+    'V1ListTasksRequest',
+    'V1ListTasksResult',
+    'V1MediaType',
+    'V1Message',
+    'V1MessagePayload',
+    'V1Part',
+    'V1Parts',
+    'V1RawPart',
+    'V1Role',
+    'V1RpcParams',
+    'V1RpcResult',
+    'V1SendMessageConfiguration',
+    'V1SendMessageParams',
+    'V1SendMessageRequest',
+    'V1SendMessageResult',
+    'V1Task',
+    'V1TaskPayload',
+    'V1TaskState',
+    'V1TaskStatus',
+    'V1Tenant',
+    'V1TextPart',
+    'V1UrlPart',
     'ValidationIssue',
     'a2a',
     'a2a.card_cache_max_entries',
@@ -867,6 +1134,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'extensions',
     'failed',
     'file',
+    'filename',
     'flows',
     'gateway_disabled',
     'header',
@@ -877,6 +1145,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'iconUrl',
     'id',
     'in',
+    'includeArtifacts',
     'input-required',
     'inputModes',
     'input_modes',
@@ -898,6 +1167,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'max_message_parts',
     'max_request_body_bytes',
     'maximum',
+    'mediaType',
     'message',
     'message/send',
     'messageId',
@@ -910,6 +1180,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'msg',
     'mutualTLS',
     'name',
+    'nextPageToken',
     'node_name',
     'not_found',
     'null',
@@ -923,6 +1194,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'organization',
     'outputModes',
     'output_modes',
+    'pageSize',
+    'pageToken',
     'params',
     'park',
     'parts',
@@ -941,12 +1214,14 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'pushNotifications',
     'push_verification_clock_skew_seconds',
     'query',
+    'raw',
     'ready',
     'reason',
     'referenceTaskIds',
     'rejected',
     'required',
     'result',
+    'returnImmediately',
     'role',
     'runtime',
     'scheme',
@@ -966,6 +1241,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'state',
     'stateTransitionHistory',
     'status',
+    'statusTimestampAfter',
     'streaming',
     'string',
     'submitted',
@@ -973,12 +1249,15 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'tags',
     'task',
     'taskId',
+    'tasks',
     'tasks/cancel',
     'tasks/get',
+    'tenant',
     'text',
     'timestamp',
     'token',
     'too_large',
+    'totalSize',
     'transport',
     'type',
     'unauthorized',

@@ -526,7 +526,8 @@ SAMPLES: list[tuple[str, Any, bool]] = [
         {"historyLength": 1000, "blocking": False, "pushNotificationConfig": {"url": "https://x"}},
         True,
     ),
-    ("MessageSendConfiguration", {"historyLength": 1001}, False),
+    ("MessageSendConfiguration", {"historyLength": 2**31}, False),
+    ("MessageSendConfiguration", {"historyLength": 10000}, True),
     ("MessageSendConfiguration", {"acceptedOutputModes": [""]}, False),
     ("MessageSendConfiguration", {"blocking": "yes"}, False),
     ("MessageSendConfiguration", {"pushNotificationConfig": {"url": ""}}, False),
@@ -585,7 +586,7 @@ SAMPLES: list[tuple[str, Any, bool]] = [
         {"jsonrpc": "2.0", "id": 1, "result": TASK, "error": {"code": -32700, "message": "m"}},
         False,
     ),
-    ("JsonRpcResponse", {"jsonrpc": "2.0", "id": None, "result": TASK}, False),
+    ("JsonRpcResponse", {"jsonrpc": "2.0", "id": None, "result": TASK}, True),
 ]
 
 

@@ -1,0 +1,239 @@
+"""The A2A 1.0 dialect at the edge: one adapter per 1.0 method, mapping its params (protobuf
+JSON mapping: SCREAMING_SNAKE enums, parts without `kind`, results wrapped) to the one
+handler of the operation and the answer back. The node keeps a single task model (A2A 0.3's
+objects, `a2a.json`), so a task created in one dialect reads the same in the other.
+
+Adding a 1.0 method (streaming, resubscribe, push configs once the 0.3 contract has them):
+add its params and result to `spec/schemas/methods_v1.json`, an adapter here named after the
+method in snake case (`SubscribeToTask` -> `subscribe_to_task`), and run `python -m codegen`;
+the dispatch table and each adapter's signature are generated from the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import handlers.message_send
+import handlers.tasks_cancel
+import handlers.tasks_get
+import handlers.tasks_list
+from handlers.context import RpcContext, TaskQuery
+from synthorg.generated.constants import MESSAGE_SEND, TASKS_CANCEL, TASKS_GET
+from synthorg.generated.models import (
+    Message,
+    MessageSendParams,
+    Task,
+    TasksCancelParams,
+    TasksGetParams,
+    V1CancelTaskParams,
+    V1CancelTaskResult,
+    V1GetTaskParams,
+    V1GetTaskResult,
+    V1ListTasksParams,
+    V1ListTasksResult,
+    V1Message,
+    V1SendMessageParams,
+    V1SendMessageResult,
+    V1Task,
+    V1TaskPayload,
+)
+
+Json = dict[str, Any]
+
+# -- enums --------------------------------------------------------------------------------
+
+_STATE_PREFIX = "TASK_STATE_"
+_ROLE_PREFIX = "ROLE_"
+
+
+def state_v1(state: str) -> str:
+    """`input-required` -> `TASK_STATE_INPUT_REQUIRED`; `unknown` -> `..._UNSPECIFIED`."""
+    if state == "unknown":
+        return f"{_STATE_PREFIX}UNSPECIFIED"
+    return _STATE_PREFIX + state.upper().replace("-", "_")
+
+
+def state_v03(state: str) -> str:
+    if state == f"{_STATE_PREFIX}UNSPECIFIED":
+        return "unknown"
+    return state.removeprefix(_STATE_PREFIX).lower().replace("_", "-")
+
+
+# -- objects, as JSON (each side's model validates the result) -----------------------------
+
+
+def _copy(source: Mapping[str, Any], target: Json, *names: str) -> Json:
+    for name in names:
+        if name in source:
+            target[name] = source[name]
+    return target
+
+
+def part_v03(part: Mapping[str, Any]) -> Json:
+    if "text" in part:
+        return _copy(part, {"kind": "text", "text": part["text"]}, "metadata")
+    if "data" in part:
+        return _copy(part, {"kind": "data", "data": part["data"]}, "metadata")
+    file: Json = {"bytes": part["raw"]} if "raw" in part else {"uri": part["url"]}
+    if "mediaType" in part:
+        file["mimeType"] = part["mediaType"]
+    if "filename" in part:
+        file["name"] = part["filename"]
+    return _copy(part, {"kind": "file", "file": file}, "metadata")
+
+
+def part_v1(part: Mapping[str, Any]) -> Json:
+    kind = part["kind"]
+    if kind == "text":
+        return _copy(part, {"text": part["text"]}, "metadata")
+    if kind == "data":
+        return _copy(part, {"data": part["data"]}, "metadata")
+    file = part["file"]
+    out: Json = {"raw": file["bytes"]} if "bytes" in file else {"url": file["uri"]}
+    if "mimeType" in file:
+        out["mediaType"] = file["mimeType"]
+    if "name" in file:
+        out["filename"] = file["name"]
+    return _copy(part, out, "metadata")
+
+
+_MESSAGE_FIELDS = ("contextId", "taskId", "metadata", "extensions", "referenceTaskIds")
+
+
+def message_v03(message: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "kind": "message",
+        "messageId": message["messageId"],
+        "role": message["role"].removeprefix(_ROLE_PREFIX).lower(),
+        "parts": [part_v03(part) for part in message["parts"]],
+    }
+    return _copy(message, out, *_MESSAGE_FIELDS)
+
+
+def message_v1(message: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "messageId": message["messageId"],
+        "role": _ROLE_PREFIX + message["role"].upper(),
+        "parts": [part_v1(part) for part in message["parts"]],
+    }
+    return _copy(message, out, *_MESSAGE_FIELDS)
+
+
+def _artifact(artifact: Mapping[str, Any], part: Any) -> Json:
+    out: Json = {"artifactId": artifact["artifactId"]}
+    out["parts"] = [part(p) for p in artifact["parts"]]
+    return _copy(artifact, out, "name", "description", "metadata", "extensions")
+
+
+def _status(status: Mapping[str, Any], state: Any, message: Any) -> Json:
+    out: Json = {"state": state(status["state"])}
+    if "message" in status:
+        out["message"] = message(status["message"])
+    return _copy(status, out, "timestamp")
+
+
+def task_v1_json(task: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "id": task["id"],
+        "contextId": task["contextId"],
+        "status": _status(task["status"], state_v1, message_v1),
+    }
+    if "artifacts" in task:
+        out["artifacts"] = [_artifact(a, part_v1) for a in task["artifacts"]]
+    if "history" in task:
+        out["history"] = [message_v1(m) for m in task["history"]]
+    return _copy(task, out, "metadata")
+
+
+def task_v03_json(task: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "kind": "task",
+        "id": task["id"],
+        "contextId": task["contextId"],
+        "status": _status(task["status"], state_v03, message_v03),
+    }
+    if "history" in task:
+        out["history"] = [message_v03(m) for m in task["history"]]
+    if "artifacts" in task:
+        out["artifacts"] = [_artifact(a, part_v03) for a in task["artifacts"]]
+    return _copy(task, out, "metadata")
+
+
+def _json(model: Message | Task | V1Message | V1Task) -> Json:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def task_v1(task: Task) -> V1Task:
+    return V1Task.model_validate(task_v1_json(_json(task)))
+
+
+def task_v03(task: V1Task) -> Task:
+    return Task.model_validate(task_v03_json(_json(task)))
+
+
+def message_to_v03(message: V1Message) -> Message:
+    return Message.model_validate(message_v03(_json(message)))
+
+
+def message_to_v1(message: Message) -> V1Message:
+    return V1Message.model_validate(message_v1(_json(message)))
+
+
+# -- the adapters (the dispatch table's 1.0 entries) ---------------------------------------
+
+
+def _present(**fields: Any) -> Json:
+    """The fields that are set: the models refuse an explicit null for an optional field."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+async def send_message(params: V1SendMessageParams, ctx: RpcContext) -> V1SendMessageResult:
+    body: Json = {"method": MESSAGE_SEND, "message": message_v03(_json(params.message))}
+    config = params.configuration
+    if config is not None:
+        body["configuration"] = _copy(
+            config.model_dump(exclude_none=True), {}, "acceptedOutputModes", "historyLength"
+        )
+        if config.returnImmediately is not None:
+            body["configuration"]["blocking"] = not config.returnImmediately
+    if params.metadata is not None:
+        body["metadata"] = params.metadata
+    task = await handlers.message_send.handle(MessageSendParams.model_validate(body), ctx)
+    return V1TaskPayload(task=task_v1(task))
+
+
+async def get_task(params: V1GetTaskParams, ctx: RpcContext) -> V1GetTaskResult:
+    ours = TasksGetParams.model_validate(
+        _present(method=TASKS_GET, id=params.id, historyLength=params.historyLength)
+    )
+    return task_v1(await handlers.tasks_get.handle(ours, ctx))
+
+
+async def cancel_task(params: V1CancelTaskParams, ctx: RpcContext) -> V1CancelTaskResult:
+    ours = TasksCancelParams.model_validate(
+        _present(method=TASKS_CANCEL, id=params.id, metadata=params.metadata)
+    )
+    return task_v1(await handlers.tasks_cancel.handle(ours, ctx))
+
+
+DEFAULT_PAGE_SIZE = 50
+
+
+async def list_tasks(params: V1ListTasksParams, ctx: RpcContext) -> V1ListTasksResult:
+    query = TaskQuery(
+        context_id=params.contextId,
+        state=state_v03(params.status) if params.status is not None else None,
+        status_since=params.statusTimestampAfter,
+        page_size=params.pageSize or DEFAULT_PAGE_SIZE,
+        page_token=params.pageToken or "",
+        history_length=params.historyLength,
+        include_artifacts=bool(params.includeArtifacts),
+    )
+    page = await handlers.tasks_list.handle(query, ctx)
+    return V1ListTasksResult(
+        tasks=[task_v1(task) for task in page.tasks],
+        nextPageToken=page.next_page_token,
+        pageSize=page.page_size,
+        totalSize=page.total_size,
+    )
