@@ -16,8 +16,9 @@ from pydantic import ValidationError
 
 from synthorg.generated.models import PeerCard
 
-PEER_CARD_MEMBERS = ("name", "url", "version", "protocolVersion", "skills")
+PEER_CARD_MEMBERS = ("name", "url", "version", "protocolVersion", "skills", "supportedInterfaces")
 PEER_SKILL_MEMBERS = ("id", "name", "tags")
+PEER_INTERFACE_MEMBERS = ("url", "protocolBinding", "protocolVersion")
 
 
 class InvalidCard(ValueError):
@@ -39,6 +40,19 @@ def read_peer_card(document: Any) -> PeerCard:
             _pick(skill, PEER_SKILL_MEMBERS) if isinstance(skill, dict) else skill
             for skill in skills
         ]
+    interfaces = picked.get("supportedInterfaces")
+    if isinstance(interfaces, list):
+        picked["supportedInterfaces"] = [
+            _pick(entry, PEER_INTERFACE_MEMBERS) if isinstance(entry, dict) else entry
+            for entry in interfaces
+        ]
+        if "url" not in picked:  # an A2A 1.0 card: its endpoint is in its interfaces
+            jsonrpc = [
+                entry.get("url") for entry in interfaces
+                if isinstance(entry, dict) and entry.get("protocolBinding") == "JSONRPC"
+            ]
+            if jsonrpc:
+                picked["url"] = jsonrpc[0]
     try:
         return PeerCard.model_validate(picked)
     except ValidationError as exc:

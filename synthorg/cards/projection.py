@@ -14,6 +14,8 @@ from typing import Any
 
 from synthorg.config.company import NodeConfig
 from synthorg.generated.constants import (
+    A2A_VERSION_0_3,
+    A2A_VERSION_1_0,
     API_KEY_HEADER,
     PEER_NAME_HEADER,
     RPC_POST,
@@ -24,6 +26,8 @@ from synthorg.generated.constants import (
 from synthorg.generated.models import AgentCard, AgentConfig, CompanyConfig, SkillConfig
 
 PROTOCOL_VERSION = "0.3.0"
+# supportedInterfaces: both dialects on the one JSON-RPC endpoint, the newer first.
+DIALECT_VERSIONS = (A2A_VERSION_1_0, A2A_VERSION_0_3)
 RPC_PATH = RPC_POST.path
 AGENT_RPC_PATH = RPC_POST_AGENT.path
 SKILLS_EXTENSION_URI = "https://synthorg.example/a2a/extensions/skills/v1"
@@ -91,6 +95,10 @@ def _card(
         "version": version,
         "protocolVersion": PROTOCOL_VERSION,
         "preferredTransport": "JSONRPC",
+        "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": version}
+            for version in DIALECT_VERSIONS
+        ],
         "capabilities": {
             "streaming": False,
             "pushNotifications": False,

@@ -466,10 +466,12 @@ class V1CancelTaskRequest(SpecModel):
 
 
 class V1ListTasksRequest(SpecModel):
+    """params may be omitted: every ListTasks param is optional."""
+
     jsonrpc: Literal['2.0']
     id: Annotated[RequestId | None, NoNull] = None
     method: Literal['ListTasks']
-    params: V1ListTasksParams
+    params: Annotated[V1ListTasksParams | None, NoNull] = None
 
 
 JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest, Field(discriminator='method')]
@@ -631,6 +633,7 @@ class AgentCapabilities(SpecModel):
     streaming: Annotated[bool | None, NoNull] = None
     pushNotifications: Annotated[bool | None, NoNull] = None
     stateTransitionHistory: Annotated[bool | None, NoNull] = None
+    extendedAgentCard: Annotated[bool | None, NoNull] = None
     extensions: Annotated[Annotated[list[AgentExtension], Field(max_length=64)] | None, NoNull] = None
 
 
@@ -639,6 +642,23 @@ class AgentProvider(SpecModel):
 
     organization: Annotated[str, Field(min_length=1, max_length=255)]
     url: CardUrl
+
+
+class SupportedInterface(SpecModel):
+    """A2A 1.0: a protocol binding and version the agent answers at url. This node lists one per dialect on the same JSON-RPC endpoint, 1.0 first, then 0.3."""
+
+    url: CardUrl
+    protocolBinding: Literal['JSONRPC', 'GRPC', 'HTTP+JSON']
+    protocolVersion: Annotated[str, Field(min_length=1, max_length=16)]
+    tenant: Annotated[Annotated[str, Field(max_length=256)] | None, NoNull] = None
+
+
+class PeerInterface(SpecModel):
+    """The members of a peer card's supportedInterfaces entry that the client reads; others are ignored."""
+
+    url: Annotated[str, Field(max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$')]
+    protocolBinding: Annotated[str, Field(max_length=64)]
+    protocolVersion: Annotated[str, Field(max_length=64)]
 
 
 class AgentInterface(SpecModel):
@@ -692,7 +712,7 @@ SecurityScheme = APIKeySecurityScheme | HTTPAuthSecurityScheme | OAuth2SecurityS
 
 
 class AgentCard(SpecModel):
-    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear."""
+    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear. It also carries A2A 1.0's supportedInterfaces, so one document serves readers of either version."""
 
     name: Annotated[str, Field(min_length=1, max_length=255)]
     description: CardText
@@ -701,6 +721,7 @@ class AgentCard(SpecModel):
     protocolVersion: Literal['0.3.0']
     preferredTransport: Annotated[Literal['JSONRPC', 'GRPC', 'HTTP+JSON'] | None, NoNull] = None
     additionalInterfaces: Annotated[Annotated[list[AgentInterface], Field(max_length=16)] | None, NoNull] = None
+    supportedInterfaces: Annotated[Annotated[list[SupportedInterface], Field(min_length=1, max_length=16)] | None, NoNull] = None
     capabilities: AgentCapabilities
     defaultInputModes: MediaTypes
     defaultOutputModes: MediaTypes
@@ -729,6 +750,7 @@ class PeerCard(SpecModel):
     url: Annotated[str, Field(max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$')]
     version: Annotated[Annotated[str, Field(max_length=256)] | None, NoNull] = None
     protocolVersion: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
+    supportedInterfaces: Annotated[Annotated[list[PeerInterface], Field(max_length=16)] | None, NoNull] = None
     skills: Annotated[list[PeerSkill], Field(max_length=4096)]
 
 
@@ -892,6 +914,8 @@ AgentSkill.model_rebuild()
 AgentExtension.model_rebuild()
 AgentCapabilities.model_rebuild()
 AgentProvider.model_rebuild()
+SupportedInterface.model_rebuild()
+PeerInterface.model_rebuild()
 AgentInterface.model_rebuild()
 AgentCardSignature.model_rebuild()
 APIKeySecurityScheme.model_rebuild()
@@ -990,6 +1014,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerCard',
     'PeerCreate',
     'PeerEndpoint',
+    'PeerInterface',
     'PeerList',
     'PeerName',
     'PeerReplace',
@@ -1020,6 +1045,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'SkillsQueryParams',
     'SkillsQueryRequest',
     'SkillsQueryResult',
+    'SupportedInterface',
     'TASK_STATE_AUTH_REQUIRED',
     'TASK_STATE_CANCELED',
     'TASK_STATE_COMPLETED',
@@ -1131,6 +1157,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'errors',
     'examples',
     'executor',
+    'extendedAgentCard',
     'extensions',
     'failed',
     'file',
@@ -1205,6 +1232,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'peers',
     'preferredTransport',
     'protected',
+    'protocolBinding',
     'protocolVersion',
     'provider',
     'provider_organization',
@@ -1245,6 +1273,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'streaming',
     'string',
     'submitted',
+    'supportedInterfaces',
     'supportsAuthenticatedExtendedCard',
     'tags',
     'task',
