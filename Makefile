@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv sdk1-venv demo test fuzz codegen lint bench clean
+.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen lint bench clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,23 @@ fuzz: venv
 	SYNTHORG_FUZZ_SEED=$$seed SYNTHORG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 		$(BIN)/pytest tests/contract -p no:cacheprovider -x -q
 
+# The A2A 1.0 conformance kit (../shared/a2a-tck/1.0-dev, run where it lies) against a live
+# node through a proxy adding the peer headers: JSON-RPC, MUST level (tests/tck/run_v1.py).
+# Reports: build/tck-v1/reports. TCK_V1_DIR=<kit> picks another checkout of the kit.
+TCK_V1_DIR ?= $(firstword $(wildcard ../shared/a2a-tck/1.0-dev ../../shared/a2a-tck/1.0-dev))
+TCK1_VENV := .venv-tck1
+TCK1_STAMP := $(TCK1_VENV)/.installed
+
+tck1-venv: $(TCK1_STAMP)
+
+$(TCK1_STAMP): Makefile
+	$(PYTHON) -m venv $(TCK1_VENV)
+	$(TCK1_VENV)/bin/pip install -q $(TCK_V1_DIR)
+	touch $@
+
+tck-v1: venv tck1-venv
+	TCK_V1_DIR=$(abspath $(TCK_V1_DIR)) $(BIN)/python -m tests.tck.run_v1 $(TCK_ARGS)
+
 bench: venv
 	$(BIN)/python -m bench.live $(BENCH_ARGS)
 
@@ -60,6 +77,6 @@ lint: venv
 
 # Removes what the targets above create; never a data directory (it holds peer secrets).
 clean:
-	rm -rf $(VENV) $(SDK1_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache \
+	rm -rf $(VENV) $(SDK1_VENV) $(TCK1_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache \
 		.hypothesis .schemathesis schemathesis-report
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -38,7 +38,12 @@ from synthorg.store.backend import Stores
 from synthorg.store.catalog import Catalog
 from synthorg.store.select import open_stores, runner_from_env
 from synthorg.store.tasks import TaskStore
-from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
+from synthorg.tasks.executors import (
+    ConformanceExecutor,
+    EchoExecutor,
+    Executor,
+    ParkExecutor,
+)
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 from synthorg.web.app import NodeApp
 from synthorg.web.endpoints import operation_endpoints
@@ -59,6 +64,8 @@ def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -
         return EchoExecutor()
     if executor.kind == "park":
         return ParkExecutor()
+    if executor.kind == "conformance":
+        return ConformanceExecutor()
     assert executor.peer is not None  # the config loader requires it for kind peer
     return PeerExecutor(delegator, node_name, executor.peer, executor.agent)
 

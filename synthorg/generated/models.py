@@ -549,9 +549,9 @@ class SkillConfig(SpecModel):
 
 
 class ExecutorConfig(SpecModel):
-    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer."""
+    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; conformance, for conformance kits, takes the state from the messageId's prefix (tck-input-required: input-required, tck-reject-task: rejected) and otherwise echoes."""
 
-    kind: Literal['echo', 'park', 'peer']
+    kind: Literal['echo', 'park', 'peer', 'conformance']
     peer: Annotated[PeerName | None, NoNull] = None
     agent: Annotated[AgentId | None, NoNull] = None
 
@@ -1138,6 +1138,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'completed',
     'config',
     'configuration',
+    'conformance',
     'contextId',
     'cookie',
     'createdAt',

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from synthorg.clock import new_id
-from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED
+from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED, STATE_REJECTED
 from synthorg.generated.models import Artifact, Message, Task, TaskState, TextPart
 
 
@@ -65,6 +65,26 @@ class ParkExecutor:
 
     async def run(self, task: Task, message: Message) -> Outcome:
         return Outcome(STATE_INPUT_REQUIRED, message_text="waiting for input")
+
+    async def cancel(self, task: Task) -> None:
+        return None
+
+
+class ConformanceExecutor:
+    """For conformance kits (the A2A TCK): the state the message's messageId prefix names,
+    the kit's in-band scenario signal; any other message is echoed, as EchoExecutor does."""
+
+    pure = True
+    PREFIXES: tuple[tuple[str, TaskState], ...] = (
+        ("tck-input-required", STATE_INPUT_REQUIRED),
+        ("tck-reject-task", STATE_REJECTED),
+    )
+
+    async def run(self, task: Task, message: Message) -> Outcome:
+        for prefix, state in self.PREFIXES:
+            if message.messageId.startswith(prefix):
+                return Outcome(state, message_text=f"conformance: {state}")
+        return await EchoExecutor().run(task, message)
 
     async def cancel(self, task: Task) -> None:
         return None
