@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
 from synthorg.generated.models import (
+    AgentCard,
     MessageSendParams,
     SkillsNegotiateResult,
     SkillsQueryResult,
@@ -85,6 +86,11 @@ class RpcContext(Protocol):
 
     @property
     def skills(self) -> SkillOperations: ...
+
+    def extended_card(self) -> AgentCard:
+        """This node's extended card (the agent's, on an agent's endpoint): the public card
+        and the skills only admitted peers see."""
+        ...
 
 
 # -- the HTTP operations (cards, admin) ------------------------------------------------------

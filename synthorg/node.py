@@ -203,7 +203,7 @@ class Node:
                 max_request_body_bytes=self.config.a2a.max_request_body_bytes,
                 gate=self.gate,
                 agent_ids=frozenset(agent.id for agent in self.config.agents),
-                services=Services(self.tasks, self.skills),
+                services=Services(self.tasks, self.skills, self.cards),
                 request_started=self.stores.request_started,
             )
         )

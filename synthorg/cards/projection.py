@@ -35,6 +35,7 @@ SKILLS_EXTENSION_METHODS = (SKILLS_QUERY, SKILLS_NEGOTIATE)
 # What message/send accepts and what the built-in executors answer with.
 DEFAULT_MODES = ("text/plain", "application/json")
 MAX_TAGS = 256  # AgentSkill.tags maxItems in spec/schemas/card.json
+PEERS_ONLY = "peers"  # SkillConfig.visibility: only on the extended card
 
 SECURITY_SCHEMES: dict[str, dict[str, str]] = {
     "PeerName": {
@@ -64,23 +65,34 @@ def card_version() -> str:
         return "0.0.0"
 
 
-def company_card(config: NodeConfig, base_url: str, version: str) -> AgentCard:
+def _shown(skills: Iterable[SkillConfig], extended: bool) -> list[SkillConfig]:
+    """The skills a card lists: `visibility: peers` ones only on the extended card."""
+    return [skill for skill in skills if extended or skill.visibility != PEERS_ONLY]
+
+
+def company_card(
+    config: NodeConfig, base_url: str, version: str, extended: bool = False
+) -> AgentCard:
     """The company card: every agent's skills, de-duplicated by id."""
     company = config.company
-    skills = _merged_skills(skill for agent in config.agents for skill in agent.skills or [])
+    skills = _merged_skills(
+        _shown((skill for agent in config.agents for skill in agent.skills or []), extended)
+    )
     return _card(
         company, name=company.name, description=company.description,
         url=base_url + RPC_PATH, version=version, skills=skills,
     )
 
 
-def agent_card(config: NodeConfig, agent: AgentConfig, base_url: str, version: str) -> AgentCard:
+def agent_card(
+    config: NodeConfig, agent: AgentConfig, base_url: str, version: str, extended: bool = False
+) -> AgentCard:
     """One agent's card; its url is that agent's own JSON-RPC endpoint."""
     company = config.company
     return _card(
         company, name=agent.name, description=_agent_description(agent, company),
         url=base_url + AGENT_RPC_PATH.format(agent_id=agent.id), version=version,
-        skills=[_skill(skill) for skill in agent.skills or []],
+        skills=[_skill(skill) for skill in _shown(agent.skills or [], extended)],
     )
 
 
@@ -99,10 +111,12 @@ def _card(
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": version}
             for version in DIALECT_VERSIONS
         ],
+        "supportsAuthenticatedExtendedCard": True,
         "capabilities": {
             "streaming": False,
             "pushNotifications": False,
             "stateTransitionHistory": True,
+            "extendedAgentCard": True,
             "extensions": [{
                 "uri": SKILLS_EXTENSION_URI,
                 "description": "SynthOrg skill discovery: the JSON-RPC methods skills/query "

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from synthorg.generated.constants import (
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
     METHODS_V1,
     RESULT_DEFINITIONS,
     RESULT_DEFINITIONS_V1,
@@ -43,7 +44,9 @@ RESULTS: Mapping[str, str] = {**RESULT_DEFINITIONS, **RESULT_DEFINITIONS_V1}
 # A peer may lack these and still take delegated tasks: they are an optional extension.
 # The SynthOrg skills extension: a peer without it is still compatible, with a warning; so is
 # a peer without the 1.0 dialect (it is called in 0.3).
-OPTIONAL_METHODS = frozenset({SKILLS_QUERY, SKILLS_NEGOTIATE, *METHODS_V1})
+OPTIONAL_METHODS = frozenset(
+    {SKILLS_QUERY, SKILLS_NEGOTIATE, AGENT_GET_AUTHENTICATED_EXTENDED_CARD, *METHODS_V1}
+)
 _UNION_RESULTS = frozenset(RESULTS.values())
 
 _RANGES = (

@@ -14,13 +14,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import handlers.agent_getAuthenticatedExtendedCard
 import handlers.message_send
 import handlers.tasks_cancel
 import handlers.tasks_get
 import handlers.tasks_list
 from handlers.context import RpcContext, TaskQuery
-from synthorg.generated.constants import MESSAGE_SEND, TASKS_CANCEL, TASKS_GET
+from synthorg.generated.constants import (
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
+    MESSAGE_SEND,
+    TASKS_CANCEL,
+    TASKS_GET,
+)
 from synthorg.generated.models import (
+    AgentGetAuthenticatedExtendedCardParams,
     Message,
     MessageSendParams,
     Task,
@@ -28,6 +35,8 @@ from synthorg.generated.models import (
     TasksGetParams,
     V1CancelTaskParams,
     V1CancelTaskResult,
+    V1GetExtendedAgentCardParams,
+    V1GetExtendedAgentCardResult,
     V1GetTaskParams,
     V1GetTaskResult,
     V1ListTasksParams,
@@ -237,3 +246,11 @@ async def list_tasks(params: V1ListTasksParams, ctx: RpcContext) -> V1ListTasksR
         pageSize=page.page_size,
         totalSize=page.total_size,
     )
+
+
+async def get_extended_agent_card(
+    params: V1GetExtendedAgentCardParams, ctx: RpcContext
+) -> V1GetExtendedAgentCardResult:
+    """One card document serves both dialects (0.3 members and supportedInterfaces)."""
+    ours = AgentGetAuthenticatedExtendedCardParams(method=AGENT_GET_AUTHENTICATED_EXTENDED_CARD)
+    return await handlers.agent_getAuthenticatedExtendedCard.handle(ours, ctx)

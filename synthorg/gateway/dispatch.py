@@ -10,6 +10,7 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter
 
+import handlers.agent_getAuthenticatedExtendedCard
 import handlers.message_send
 import handlers.skills_negotiate
 import handlers.skills_query
@@ -17,18 +18,20 @@ import handlers.tasks_cancel
 import handlers.tasks_get
 import synthorg.dialects.v1
 from handlers.context import RpcContext
-from synthorg.generated.constants import MESSAGE_SEND, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, V1_CANCEL_TASK, V1_GET_TASK, V1_LIST_TASKS, V1_SEND_MESSAGE
-from synthorg.generated.models import MessageSendParams, MessageSendResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, V1CancelTaskParams, V1CancelTaskResult, V1GetTaskParams, V1GetTaskResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, RpcParams, V1RpcParams
+from synthorg.generated.constants import AGENT_GET_AUTHENTICATED_EXTENDED_CARD, MESSAGE_SEND, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, V1_CANCEL_TASK, V1_GET_EXTENDED_AGENT_CARD, V1_GET_TASK, V1_LIST_TASKS, V1_SEND_MESSAGE
+from synthorg.generated.models import AgentGetAuthenticatedExtendedCardParams, AgentGetAuthenticatedExtendedCardResult, MessageSendParams, MessageSendResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, V1CancelTaskParams, V1CancelTaskResult, V1GetExtendedAgentCardParams, V1GetExtendedAgentCardResult, V1GetTaskParams, V1GetTaskResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, RpcParams, V1RpcParams
 
 MessageSendHandler = Callable[[MessageSendParams, RpcContext], Awaitable[MessageSendResult]]
 TasksGetHandler = Callable[[TasksGetParams, RpcContext], Awaitable[TasksGetResult]]
 TasksCancelHandler = Callable[[TasksCancelParams, RpcContext], Awaitable[TasksCancelResult]]
 SkillsQueryHandler = Callable[[SkillsQueryParams, RpcContext], Awaitable[SkillsQueryResult]]
 SkillsNegotiateHandler = Callable[[SkillsNegotiateParams, RpcContext], Awaitable[SkillsNegotiateResult]]
+AgentGetAuthenticatedExtendedCardHandler = Callable[[AgentGetAuthenticatedExtendedCardParams, RpcContext], Awaitable[AgentGetAuthenticatedExtendedCardResult]]
 V1SendMessageHandler = Callable[[V1SendMessageParams, RpcContext], Awaitable[V1SendMessageResult]]
 V1GetTaskHandler = Callable[[V1GetTaskParams, RpcContext], Awaitable[V1GetTaskResult]]
 V1CancelTaskHandler = Callable[[V1CancelTaskParams, RpcContext], Awaitable[V1CancelTaskResult]]
 V1ListTasksHandler = Callable[[V1ListTasksParams, RpcContext], Awaitable[V1ListTasksResult]]
+V1GetExtendedAgentCardHandler = Callable[[V1GetExtendedAgentCardParams, RpcContext], Awaitable[V1GetExtendedAgentCardResult]]
 
 
 class Route(NamedTuple):
@@ -42,10 +45,12 @@ _tasks_get: TasksGetHandler = handlers.tasks_get.handle
 _tasks_cancel: TasksCancelHandler = handlers.tasks_cancel.handle
 _skills_query: SkillsQueryHandler = handlers.skills_query.handle
 _skills_negotiate: SkillsNegotiateHandler = handlers.skills_negotiate.handle
+_agent_getAuthenticatedExtendedCard: AgentGetAuthenticatedExtendedCardHandler = handlers.agent_getAuthenticatedExtendedCard.handle
 _send_message: V1SendMessageHandler = synthorg.dialects.v1.send_message
 _get_task: V1GetTaskHandler = synthorg.dialects.v1.get_task
 _cancel_task: V1CancelTaskHandler = synthorg.dialects.v1.cancel_task
 _list_tasks: V1ListTasksHandler = synthorg.dialects.v1.list_tasks
+_get_extended_agent_card: V1GetExtendedAgentCardHandler = synthorg.dialects.v1.get_extended_agent_card
 
 DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     MESSAGE_SEND: Route(MessageSendParams, _message_send),
@@ -53,6 +58,7 @@ DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     TASKS_CANCEL: Route(TasksCancelParams, _tasks_cancel),
     SKILLS_QUERY: Route(SkillsQueryParams, _skills_query),
     SKILLS_NEGOTIATE: Route(SkillsNegotiateParams, _skills_negotiate),
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD: Route(AgentGetAuthenticatedExtendedCardParams, _agent_getAuthenticatedExtendedCard),
 })
 
 PARAMS_ADAPTER: Final = TypeAdapter(RpcParams)
@@ -64,6 +70,7 @@ DISPATCH_V1: Final[Mapping[str, Route]] = MappingProxyType({
     V1_GET_TASK: Route(V1GetTaskParams, _get_task),
     V1_CANCEL_TASK: Route(V1CancelTaskParams, _cancel_task),
     V1_LIST_TASKS: Route(V1ListTasksParams, _list_tasks),
+    V1_GET_EXTENDED_AGENT_CARD: Route(V1GetExtendedAgentCardParams, _get_extended_agent_card),
 })
 
 PARAMS_ADAPTER_V1: Final = TypeAdapter(V1RpcParams)

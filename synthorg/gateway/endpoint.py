@@ -153,7 +153,7 @@ class Gateway:
             await _unknown_agent(send, path, peer)
             return
         status, answer = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
-            body, peer, agent, config.services, headers.get("a2a-version")
+            body, peer, agent, config.services, headers.get("a2a-version"), scope
         )
         await send_bytes(send, status, answer)
 

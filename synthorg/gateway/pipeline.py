@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -182,7 +183,12 @@ def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
 
 
 async def answer(
-    body: bytes, peer: str, agent_id: str | None, services: Services, version: str | None = None
+    body: bytes,
+    peer: str,
+    agent_id: str | None,
+    services: Services,
+    version: str | None = None,
+    scope: Mapping[str, Any] | None = None,
 ) -> tuple[int, bytes]:
     """Run steps 8-12 for one admitted request: (HTTP status, response body). `version` is
     the A2A-Version header (`gateway/dialect.py`: which methods it selects)."""
@@ -221,7 +227,9 @@ async def answer(
                 errors=len(issues),
             )
             return 200, error_body(INVALID_PARAMS, None, request_id, {"errors": issues})
-        context = CallContext(peer, request_id, agent_id, services.tasks, services.skills)
+        context = CallContext(
+            peer, request_id, agent_id, services.tasks, services.skills, services.cards, scope
+        )
         result = await route.handler(params, context)
         return 200, result_body(request_id, result)
     except _Reject as reject:

@@ -29,7 +29,8 @@ TASKS_GET: Final = 'tasks/get'
 TASKS_CANCEL: Final = 'tasks/cancel'
 SKILLS_QUERY: Final = 'skills/query'
 SKILLS_NEGOTIATE: Final = 'skills/negotiate'
-METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, SKILLS_QUERY, SKILLS_NEGOTIATE})
+AGENT_GET_AUTHENTICATED_EXTENDED_CARD: Final = 'agent/getAuthenticatedExtendedCard'
+METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, SKILLS_QUERY, SKILLS_NEGOTIATE, AGENT_GET_AUTHENTICATED_EXTENDED_CARD})
 
 # Which definition each method answers (<Name>Params -> <Name>Result, aliases followed)
 RESULT_DEFINITIONS: Final = MappingProxyType({
@@ -38,6 +39,7 @@ RESULT_DEFINITIONS: Final = MappingProxyType({
     TASKS_CANCEL: 'Task',
     SKILLS_QUERY: 'SkillsQueryResult',
     SKILLS_NEGOTIATE: 'SkillsNegotiateResult',
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD: 'AgentCard',
 })
 
 # The 1.0 dialect's JSON-RPC methods (spec/schemas/methods_v1.json, V1RpcParams)
@@ -45,12 +47,14 @@ V1_SEND_MESSAGE: Final = 'SendMessage'
 V1_GET_TASK: Final = 'GetTask'
 V1_CANCEL_TASK: Final = 'CancelTask'
 V1_LIST_TASKS: Final = 'ListTasks'
-METHODS_V1: Final = frozenset({V1_SEND_MESSAGE, V1_GET_TASK, V1_CANCEL_TASK, V1_LIST_TASKS})
+V1_GET_EXTENDED_AGENT_CARD: Final = 'GetExtendedAgentCard'
+METHODS_V1: Final = frozenset({V1_SEND_MESSAGE, V1_GET_TASK, V1_CANCEL_TASK, V1_LIST_TASKS, V1_GET_EXTENDED_AGENT_CARD})
 RESULT_DEFINITIONS_V1: Final = MappingProxyType({
     V1_SEND_MESSAGE: 'V1SendMessageResult',
     V1_GET_TASK: 'V1Task',
     V1_CANCEL_TASK: 'V1Task',
     V1_LIST_TASKS: 'V1ListTasksResult',
+    V1_GET_EXTENDED_AGENT_CARD: 'AgentCard',
 })
 
 # JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)

@@ -211,7 +211,13 @@ class SkillsNegotiateParams(SpecModel):
     peerName: PeerName
 
 
-RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | SkillsQueryParams | SkillsNegotiateParams, Field(discriminator='method')]
+class AgentGetAuthenticatedExtendedCardParams(SpecModel):
+    """The extended card, for admitted peers: the company's (or, on an agent's endpoint, that agent's) card with the skills marked visibility: peers."""
+
+    method: Literal['agent/getAuthenticatedExtendedCard']
+
+
+RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | SkillsQueryParams | SkillsNegotiateParams | AgentGetAuthenticatedExtendedCardParams, Field(discriminator='method')]
 
 
 class SkillsQueryResult(SpecModel):
@@ -237,7 +243,34 @@ TasksGetResult = Task
 TasksCancelResult = Task
 
 
-RpcResult = Task | SkillsQueryResult | SkillsNegotiateResult
+class AgentCard(SpecModel):
+    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear. It also carries A2A 1.0's supportedInterfaces, so one document serves readers of either version."""
+
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: CardText
+    url: CardUrl
+    version: Annotated[str, Field(min_length=1, max_length=64)]
+    protocolVersion: Literal['0.3.0']
+    preferredTransport: Annotated[Literal['JSONRPC', 'GRPC', 'HTTP+JSON'] | None, NoNull] = None
+    additionalInterfaces: Annotated[Annotated[list[AgentInterface], Field(max_length=16)] | None, NoNull] = None
+    supportedInterfaces: Annotated[Annotated[list[SupportedInterface], Field(min_length=1, max_length=16)] | None, NoNull] = None
+    capabilities: AgentCapabilities
+    defaultInputModes: MediaTypes
+    defaultOutputModes: MediaTypes
+    skills: Annotated[list[AgentSkill], Field(max_length=16384)]
+    securitySchemes: Annotated[Annotated[dict[str, SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
+    security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
+    provider: Annotated[AgentProvider | None, NoNull] = None
+    documentationUrl: Annotated[CardUrl | None, NoNull] = None
+    iconUrl: Annotated[CardUrl | None, NoNull] = None
+    supportsAuthenticatedExtendedCard: Annotated[bool | None, NoNull] = None
+    signatures: Annotated[Annotated[list[AgentCardSignature], Field(max_length=16)] | None, NoNull] = None
+
+
+AgentGetAuthenticatedExtendedCardResult = AgentCard
+
+
+RpcResult = Task | SkillsQueryResult | SkillsNegotiateResult | AgentCard
 
 
 V1TaskState = Literal['TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_REJECTED', 'TASK_STATE_AUTH_REQUIRED']
@@ -376,7 +409,14 @@ class V1ListTasksParams(SpecModel):
     includeArtifacts: Annotated[bool | None, NoNull] = None
 
 
-V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams, Field(discriminator='method')]
+class V1GetExtendedAgentCardParams(SpecModel):
+    """The extended card, for admitted peers (the same document as agent/getAuthenticatedExtendedCard)."""
+
+    method: Literal['GetExtendedAgentCard']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+
+
+V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams | V1GetExtendedAgentCardParams, Field(discriminator='method')]
 
 
 class V1TaskPayload(SpecModel):
@@ -401,6 +441,9 @@ class V1ListTasksResult(SpecModel):
     nextPageToken: str
     pageSize: int
     totalSize: int
+
+
+V1GetExtendedAgentCardResult = AgentCard
 
 
 V1RpcResult = V1SendMessageResult | V1Task | V1ListTasksResult
@@ -474,7 +517,25 @@ class V1ListTasksRequest(SpecModel):
     params: Annotated[V1ListTasksParams | None, NoNull] = None
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest, Field(discriminator='method')]
+class AgentGetAuthenticatedExtendedCardRequest(SpecModel):
+    """params may be omitted."""
+
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['agent/getAuthenticatedExtendedCard']
+    params: Annotated[AgentGetAuthenticatedExtendedCardParams | None, NoNull] = None
+
+
+class V1GetExtendedAgentCardRequest(SpecModel):
+    """params may be omitted."""
+
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['GetExtendedAgentCard']
+    params: Annotated[V1GetExtendedAgentCardParams | None, NoNull] = None
+
+
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
@@ -546,6 +607,7 @@ class SkillConfig(SpecModel):
     examples: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=1024)]], Field(max_length=16)] | None, NoNull] = None
     input_modes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=16)] | None, NoNull] = None
     output_modes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=16)] | None, NoNull] = None
+    visibility: Literal['public', 'peers'] = 'public'
 
 
 class ExecutorConfig(SpecModel):
@@ -711,30 +773,6 @@ class MutualTLSSecurityScheme(SpecModel):
 SecurityScheme = APIKeySecurityScheme | HTTPAuthSecurityScheme | OAuth2SecurityScheme | OpenIdConnectSecurityScheme | MutualTLSSecurityScheme
 
 
-class AgentCard(SpecModel):
-    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear. It also carries A2A 1.0's supportedInterfaces, so one document serves readers of either version."""
-
-    name: Annotated[str, Field(min_length=1, max_length=255)]
-    description: CardText
-    url: CardUrl
-    version: Annotated[str, Field(min_length=1, max_length=64)]
-    protocolVersion: Literal['0.3.0']
-    preferredTransport: Annotated[Literal['JSONRPC', 'GRPC', 'HTTP+JSON'] | None, NoNull] = None
-    additionalInterfaces: Annotated[Annotated[list[AgentInterface], Field(max_length=16)] | None, NoNull] = None
-    supportedInterfaces: Annotated[Annotated[list[SupportedInterface], Field(min_length=1, max_length=16)] | None, NoNull] = None
-    capabilities: AgentCapabilities
-    defaultInputModes: MediaTypes
-    defaultOutputModes: MediaTypes
-    skills: Annotated[list[AgentSkill], Field(max_length=16384)]
-    securitySchemes: Annotated[Annotated[dict[str, SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
-    security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
-    provider: Annotated[AgentProvider | None, NoNull] = None
-    documentationUrl: Annotated[CardUrl | None, NoNull] = None
-    iconUrl: Annotated[CardUrl | None, NoNull] = None
-    supportsAuthenticatedExtendedCard: Annotated[bool | None, NoNull] = None
-    signatures: Annotated[Annotated[list[AgentCardSignature], Field(max_length=16)] | None, NoNull] = None
-
-
 class PeerSkill(SpecModel):
     """The members of a peer's skill that discovery reads."""
 
@@ -871,6 +909,7 @@ TasksGetParams.model_rebuild()
 TasksCancelParams.model_rebuild()
 SkillsQueryParams.model_rebuild()
 SkillsNegotiateParams.model_rebuild()
+AgentGetAuthenticatedExtendedCardParams.model_rebuild()
 SkillsQueryResult.model_rebuild()
 SkillsNegotiateResult.model_rebuild()
 V1TextPart.model_rebuild()
@@ -886,6 +925,7 @@ V1SendMessageParams.model_rebuild()
 V1GetTaskParams.model_rebuild()
 V1CancelTaskParams.model_rebuild()
 V1ListTasksParams.model_rebuild()
+V1GetExtendedAgentCardParams.model_rebuild()
 V1TaskPayload.model_rebuild()
 V1MessagePayload.model_rebuild()
 V1ListTasksResult.model_rebuild()
@@ -898,6 +938,8 @@ V1SendMessageRequest.model_rebuild()
 V1GetTaskRequest.model_rebuild()
 V1CancelTaskRequest.model_rebuild()
 V1ListTasksRequest.model_rebuild()
+AgentGetAuthenticatedExtendedCardRequest.model_rebuild()
+V1GetExtendedAgentCardRequest.model_rebuild()
 JsonRpcSuccessResponse.model_rebuild()
 ValidationIssue.model_rebuild()
 ErrorData.model_rebuild()
@@ -958,6 +1000,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'AgentCardSignature',
     'AgentConfig',
     'AgentExtension',
+    'AgentGetAuthenticatedExtendedCardParams',
+    'AgentGetAuthenticatedExtendedCardRequest',
+    'AgentGetAuthenticatedExtendedCardResult',
     'AgentId',
     'AgentInterface',
     'AgentProvider',
@@ -984,6 +1029,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'FileWithUri',
     'FreeFormKey',
     'GRPC',
+    'GetExtendedAgentCard',
     'GetTask',
     'HTTP+JSON',
     'HTTPAuthSecurityScheme',
@@ -1072,6 +1118,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1CancelTaskResult',
     'V1DataPart',
     'V1Filename',
+    'V1GetExtendedAgentCardParams',
+    'V1GetExtendedAgentCardRequest',
+    'V1GetExtendedAgentCardResult',
     'V1GetTaskParams',
     'V1GetTaskRequest',
     'V1GetTaskResult',
@@ -1109,6 +1158,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'acceptedOutputModes',
     'additionalInterfaces',
     'agent',
+    'agent/getAuthenticatedExtendedCard',
     'agents',
     'allowed',
     'allowed_peers',
@@ -1238,6 +1288,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'provider',
     'provider_organization',
     'provider_url',
+    'public',
     'public_url',
     'pushNotificationConfig',
     'pushNotifications',
@@ -1303,5 +1354,6 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'user',
     'value',
     'version',
+    'visibility',
     'working',
 })

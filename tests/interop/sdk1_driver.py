@@ -40,6 +40,7 @@ async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
     from a2a.client.interceptors import AfterArgs, BeforeArgs, ClientCallInterceptor
     from a2a.types.a2a_pb2 import (
         CancelTaskRequest,
+        GetExtendedAgentCardRequest,
         GetTaskRequest,
         ListTasksRequest,
         Message,
@@ -91,6 +92,11 @@ async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
             out["missing"] = "found"
         except Exception as exc:  # the SDK's typed error for -32001
             out["missing"] = type(exc).__name__
+        try:
+            extended = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+            out["extended"] = _dict(extended)
+        except Exception as exc:
+            out["extended"] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
         await client.close()
     return out
 

@@ -47,7 +47,12 @@ a2a:
   node_name: node-b
   allowed_peers: [{PEER}]
 agents:
-  - {{id: echo, name: Echo, executor: {{kind: echo}}}}
+  - id: echo
+    name: Echo
+    executor: {{kind: echo}}
+    skills:
+      - {{id: public-skill, name: Public, tags: [open]}}
+      - {{id: peers-skill, name: Peers only, tags: [inner], visibility: peers}}
   - {{id: parker, name: Parker, executor: {{kind: park}}}}
 """
 
@@ -86,9 +91,12 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
     assert listed[:2] == [parked["id"], echo["id"]]  # newest first, the caller's own
     assert out["canceled"]["status"]["state"] == "TASK_STATE_CANCELED"
     assert out["missing"] != "found"
+    # The extended card parses with the SDK's card type and carries the peers-only skill.
+    assert {s["id"] for s in out["extended"]["skills"]} == {"public-skill", "peers-skill"}
+    assert out["extended"]["capabilities"]["extendedAgentCard"] is True
     # It spoke 1.0 (its card choice), not 0.3 through the SDK's compatibility layer.
     methods = {event["method"] for event in node.events("a2a.inbound.received")}
-    assert {"SendMessage", "GetTask", "ListTasks", "CancelTask"} <= methods
+    assert {"SendMessage", "GetTask", "ListTasks", "CancelTask", "GetExtendedAgentCard"} <= methods
     assert not methods & {"message/send", "tasks/get", "tasks/cancel"}
     # The same tasks through the 0.3 dialect.
     headers = {"X-A2A-Peer-Name": PEER, "X-API-Key": KEY}

@@ -22,13 +22,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from referencing import Registry, Resource
 
 import codegen.__main__ as codegen_main
-from codegen.constants import methods, render_constants
+from codegen.constants import UNION_V1, methods, render_constants
 from codegen.dispatch import render_dispatch
 from codegen.models import CodegenError, _class_source, render_models, spec_names, type_expr
 from codegen.naming import handler_module
 from synthorg.contract.spec import all_definitions, load_schema_files
 from synthorg.gateway import pipeline as rpc
-from synthorg.gateway.dispatch import DISPATCH, PARAMS_ADAPTER
+from synthorg.gateway.dispatch import DISPATCH, DISPATCH_V1, PARAMS_ADAPTER
 from synthorg.generated import models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,12 +147,23 @@ def test_generating_warns_but_succeeds_when_a_handler_is_missing(
 def test_dispatch_table_covers_exactly_the_params_union() -> None:
     union = all_definitions()["RpcParams"][1]["oneOf"]
     assert [method for method, _ in methods()] == list(DISPATCH)
-    assert len(DISPATCH) == len(union) == 5
+    assert len(DISPATCH) == len(union) == 6
     for method, model_name in methods():
         route = DISPATCH[method]
         assert route.params is getattr(models, model_name)
         assert inspect.iscoroutinefunction(route.handler)
         assert route.handler.__module__ == f"handlers.{handler_module(method)}"
+
+
+def test_the_1_0_dispatch_table_covers_its_union_through_the_adapters() -> None:
+    union = all_definitions()[UNION_V1][1]["oneOf"]
+    assert [method for method, _ in methods(UNION_V1)] == list(DISPATCH_V1)
+    assert len(DISPATCH_V1) == len(union) == 5
+    for method, model_name in methods(UNION_V1):
+        route = DISPATCH_V1[method]
+        assert route.params is getattr(models, model_name)
+        assert inspect.iscoroutinefunction(route.handler)
+        assert route.handler.__module__ == "synthorg.dialects.v1"
 
 
 def test_generator_refuses_unsupported_keywords() -> None:
@@ -373,7 +384,7 @@ def test_params_union_is_discriminated_by_method() -> None:
             "peerName": "p",
             "message": text_message(),
         }
-        required = set(all_definitions()[model_name][1]["required"]) | {"method"}
+        required = set(all_definitions()[model_name][1].get("required", [])) | {"method"}
         value = PARAMS_ADAPTER.validate_python({k: v for k, v in data.items() if k in required})
         assert type(value) is getattr(models, model_name)
     with pytest.raises(ValidationError) as caught:

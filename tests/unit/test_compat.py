@@ -26,7 +26,8 @@ from synthorg.contract.spec import bundled_openapi
 OURS_DOCUMENT = bundled_openapi()
 OURS = OURS_DOCUMENT["info"]["version"]
 CORE = ("message/send", "tasks/get", "tasks/cancel")
-V1_METHODS = ("SendMessage", "GetTask", "CancelTask", "ListTasks")
+V1_METHODS = ("SendMessage", "GetTask", "CancelTask", "ListTasks", "GetExtendedAgentCard")
+EXTENDED_CARD = "agent/getAuthenticatedExtendedCard"
 WE_REJECT = "the peer may send it; we reject unknown members"
 
 
@@ -71,7 +72,8 @@ def test_our_own_contract_is_compatible_with_itself() -> None:
     assert report.compatible and not report.has_warnings
     assert report.verdict == "compatible"
     assert [m.method for m in report.methods] == [
-        *CORE, "skills/query", "skills/negotiate", *V1_METHODS
+        *CORE, "skills/query", "skills/negotiate", *V1_METHODS[:4], EXTENDED_CARD,
+        V1_METHODS[4],
     ]
     for entry in report.methods:
         assert entry.offered and entry.findings == []
@@ -152,7 +154,7 @@ def test_a_generic_envelope_with_a_params_union_is_understood() -> None:
 
     report = check(peer(generic))
     offered = [m.method for m in report.methods if m.offered]
-    assert offered == [*CORE, "skills/query", "skills/negotiate"]  # the 0.3 union only
+    assert offered == [*CORE, "skills/query", "skills/negotiate", EXTENDED_CARD]  # 0.3 only
     assert report.compatible
 
 
@@ -428,6 +430,10 @@ def test_recursive_schemas_terminate() -> None:
     assert check(peer(loop)).compatible
 
 
+def squeeze(line: str) -> str:
+    return " ".join(line.split())
+
+
 def test_the_table() -> None:
     report = check(
         peer(
@@ -438,7 +444,8 @@ def test_the_table() -> None:
         )
     )
     text = render_table(report, "http://peer/openapi.json")
-    assert text.splitlines()[:9] == [
+    # Columns widen to the longest method name (agent/getAuthenticatedExtendedCard).
+    expected = [
         f"peer:  SynthOrg A2A federation gateway {OURS} (http://peer/openapi.json)",
         f"ours:  SynthOrg A2A federation gateway {OURS}",
         "",
@@ -449,6 +456,7 @@ def test_the_table() -> None:
         "skills/query      yes            ok       ok",
         "skills/negotiate  no (optional)  -        -",
     ]
+    assert [squeeze(line) for line in text.splitlines()[:9]] == [squeeze(x) for x in expected]
     assert (
         "  warning: tasks/get result.contextId: we require it; the peer's schema makes it "
         "optional" in text
