@@ -611,7 +611,7 @@ class SkillConfig(SpecModel):
 
 
 class ExecutorConfig(SpecModel):
-    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; conformance, for conformance kits, takes the state from the messageId's prefix (tck-input-required: input-required, tck-reject-task: rejected) and otherwise echoes."""
+    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; conformance, for conformance kits, answers as the messageId's prefix says (the A2A TCK's scenarios: tck-input-required, tck-reject-task, tck-artifact-text|file|file-url|data) and otherwise completes with a fixed reply."""
 
     kind: Literal['echo', 'park', 'peer', 'conformance']
     peer: Annotated[PeerName | None, NoNull] = None
