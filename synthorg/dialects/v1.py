@@ -33,6 +33,7 @@ from synthorg.generated.models import (
     Task,
     TasksCancelParams,
     TasksGetParams,
+    V1AgentCard,
     V1CancelTaskParams,
     V1CancelTaskResult,
     V1GetExtendedAgentCardParams,
@@ -251,6 +252,44 @@ async def list_tasks(params: V1ListTasksParams, ctx: RpcContext) -> V1ListTasksR
 async def get_extended_agent_card(
     params: V1GetExtendedAgentCardParams, ctx: RpcContext
 ) -> V1GetExtendedAgentCardResult:
-    """One card document serves both dialects (0.3 members and supportedInterfaces)."""
+    """The card the 0.3 method answers, written with 1.0's members only."""
     ours = AgentGetAuthenticatedExtendedCardParams(method=AGENT_GET_AUTHENTICATED_EXTENDED_CARD)
-    return await handlers.agent_getAuthenticatedExtendedCard.handle(ours, ctx)
+    card = await handlers.agent_getAuthenticatedExtendedCard.handle(ours, ctx)
+    document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return V1AgentCard.model_validate(card_v1_json(document))
+
+
+# -- cards --------------------------------------------------------------------------------
+
+_CARD_MEMBERS = (
+    "name", "description", "supportedInterfaces", "provider", "version", "documentationUrl",
+    "defaultInputModes", "defaultOutputModes", "iconUrl",
+)
+_SKILL_MEMBERS = ("id", "name", "description", "tags", "examples", "inputModes", "outputModes")
+_CAPABILITY_MEMBERS = ("streaming", "pushNotifications", "extendedAgentCard", "extensions")
+
+
+def _scheme_v1(scheme: Mapping[str, Any]) -> Json | None:
+    if scheme.get("type") == "apiKey":
+        inner = _copy(scheme, {"location": scheme["in"], "name": scheme["name"]}, "description")
+        return {"apiKeySecurityScheme": inner}
+    if scheme.get("type") == "http":
+        inner = _copy(scheme, {"scheme": scheme["scheme"]}, "bearerFormat", "description")
+        return {"httpAuthSecurityScheme": inner}
+    return None  # a kind this node does not use
+
+
+def card_v1_json(card: Mapping[str, Any]) -> Json:
+    """A card (0.3 members and supportedInterfaces) with 1.0's members only."""
+    out = _copy(card, {}, *_CARD_MEMBERS)
+    out["capabilities"] = _copy(card["capabilities"], {}, *_CAPABILITY_MEMBERS)
+    out["skills"] = [_copy(skill, {}, *_SKILL_MEMBERS) for skill in card["skills"]]
+    schemes = {name: _scheme_v1(s) for name, s in card.get("securitySchemes", {}).items()}
+    if schemes:
+        out["securitySchemes"] = {name: s for name, s in schemes.items() if s is not None}
+    if "security" in card:
+        out["securityRequirements"] = [
+            {"schemes": {name: {"list": scopes} for name, scopes in requirement.items()}}
+            for requirement in card["security"]
+        ]
+    return out

@@ -54,7 +54,7 @@ RESULT_DEFINITIONS_V1: Final = MappingProxyType({
     V1_GET_TASK: 'V1Task',
     V1_CANCEL_TASK: 'V1Task',
     V1_LIST_TASKS: 'V1ListTasksResult',
-    V1_GET_EXTENDED_AGENT_CARD: 'AgentCard',
+    V1_GET_EXTENDED_AGENT_CARD: 'V1AgentCard',
 })
 
 # JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)

@@ -443,10 +443,28 @@ class V1ListTasksResult(SpecModel):
     totalSize: int
 
 
-V1GetExtendedAgentCardResult = AgentCard
+class V1AgentCard(SpecModel):
+    """An A2A 1.0 agent card in the protobuf JSON mapping: what GetExtendedAgentCard answers. The same projection of the company YAML as AgentCard (the public card, which carries both versions' members), written with 1.0's members only."""
+
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: CardText
+    supportedInterfaces: Annotated[list[SupportedInterface], Field(min_length=1, max_length=16)]
+    provider: Annotated[AgentProvider | None, NoNull] = None
+    version: Annotated[str, Field(min_length=1, max_length=64)]
+    documentationUrl: Annotated[CardUrl | None, NoNull] = None
+    capabilities: V1AgentCapabilities
+    securitySchemes: Annotated[Annotated[dict[Annotated[str, Field(max_length=64)], V1SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
+    securityRequirements: Annotated[Annotated[list[V1SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
+    defaultInputModes: MediaTypes
+    defaultOutputModes: MediaTypes
+    skills: Annotated[list[AgentSkill], Field(max_length=16384)]
+    iconUrl: Annotated[CardUrl | None, NoNull] = None
 
 
-V1RpcResult = V1SendMessageResult | V1Task | V1ListTasksResult
+V1GetExtendedAgentCardResult = V1AgentCard
+
+
+V1RpcResult = V1SendMessageResult | V1Task | V1ListTasksResult | V1AgentCard
 
 
 RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-9007199254740991, le=9007199254740991)]
@@ -792,6 +810,46 @@ class PeerCard(SpecModel):
     skills: Annotated[list[PeerSkill], Field(max_length=4096)]
 
 
+class V1APIKeySecurityScheme(SpecModel):
+    location: Literal['header', 'query', 'cookie']
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: Annotated[CardText | None, NoNull] = None
+
+
+class V1HTTPAuthSecurityScheme(SpecModel):
+    scheme: Annotated[str, Field(min_length=1, max_length=64)]
+    bearerFormat: Annotated[Annotated[str, Field(max_length=255)] | None, NoNull] = None
+    description: Annotated[CardText | None, NoNull] = None
+
+
+class V1APIKeySchemeEntry(SpecModel):
+    apiKeySecurityScheme: V1APIKeySecurityScheme
+
+
+class V1HTTPAuthSchemeEntry(SpecModel):
+    httpAuthSecurityScheme: V1HTTPAuthSecurityScheme
+
+
+V1SecurityScheme = V1APIKeySchemeEntry | V1HTTPAuthSchemeEntry
+
+
+class V1Scopes(SpecModel):
+    list_: Annotated[list[Annotated[str, Field(max_length=255)]], Field(max_length=64)] = Field(alias='list')
+
+
+class V1SecurityRequirement(SpecModel):
+    """A2A 1.0: scheme name -> scopes; every scheme named must be satisfied together."""
+
+    schemes: Annotated[dict[Annotated[str, Field(max_length=64)], V1Scopes], Field(max_length=16, fail_fast=True)]
+
+
+class V1AgentCapabilities(SpecModel):
+    streaming: Annotated[bool | None, NoNull] = None
+    pushNotifications: Annotated[bool | None, NoNull] = None
+    extendedAgentCard: Annotated[bool | None, NoNull] = None
+    extensions: Annotated[Annotated[list[AgentExtension], Field(max_length=64)] | None, NoNull] = None
+
+
 class CardError(SpecModel):
     """Why no card was served."""
 
@@ -968,6 +1026,14 @@ MutualTLSSecurityScheme.model_rebuild()
 AgentCard.model_rebuild()
 PeerSkill.model_rebuild()
 PeerCard.model_rebuild()
+V1APIKeySecurityScheme.model_rebuild()
+V1HTTPAuthSecurityScheme.model_rebuild()
+V1APIKeySchemeEntry.model_rebuild()
+V1HTTPAuthSchemeEntry.model_rebuild()
+V1Scopes.model_rebuild()
+V1SecurityRequirement.model_rebuild()
+V1AgentCapabilities.model_rebuild()
+V1AgentCard.model_rebuild()
 CardError.model_rebuild()
 SettingView.model_rebuild()
 SettingList.model_rebuild()
@@ -1112,6 +1178,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'TasksGetResult',
     'TerminalTaskState',
     'TextPart',
+    'V1APIKeySchemeEntry',
+    'V1APIKeySecurityScheme',
+    'V1AgentCapabilities',
+    'V1AgentCard',
     'V1Artifact',
     'V1CancelTaskParams',
     'V1CancelTaskRequest',
@@ -1124,6 +1194,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1GetTaskParams',
     'V1GetTaskRequest',
     'V1GetTaskResult',
+    'V1HTTPAuthSchemeEntry',
+    'V1HTTPAuthSecurityScheme',
     'V1ListTasksParams',
     'V1ListTasksRequest',
     'V1ListTasksResult',
@@ -1136,6 +1208,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1Role',
     'V1RpcParams',
     'V1RpcResult',
+    'V1Scopes',
+    'V1SecurityRequirement',
+    'V1SecurityScheme',
     'V1SendMessageConfiguration',
     'V1SendMessageParams',
     'V1SendMessageRequest',
@@ -1163,6 +1238,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'allowed',
     'allowed_peers',
     'apiKey',
+    'apiKeySecurityScheme',
     'api_key',
     'array',
     'artifactId',
@@ -1220,6 +1296,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'history',
     'historyLength',
     'http',
+    'httpAuthSecurityScheme',
     'iconUrl',
     'id',
     'in',
@@ -1237,7 +1314,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'key',
     'kind',
     'limit',
+    'list',
     'loc',
+    'location',
     'matchedSkills',
     'max_connections',
     'max_header_bytes',
@@ -1308,6 +1387,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'schemes',
     'secret',
     'security',
+    'securityRequirements',
     'securitySchemes',
     'server',
     'settings',

@@ -94,6 +94,8 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
     # The extended card parses with the SDK's card type and carries the peers-only skill.
     assert {s["id"] for s in out["extended"]["skills"]} == {"public-skill", "peers-skill"}
     assert out["extended"]["capabilities"]["extendedAgentCard"] is True
+    api_key = out["extended"]["securitySchemes"]["ApiKey"]["apiKeySecurityScheme"]
+    assert (api_key["location"], api_key["name"]) == ("header", "X-API-Key")
     # It spoke 1.0 (its card choice), not 0.3 through the SDK's compatibility layer.
     methods = {event["method"] for event in node.events("a2a.inbound.received")}
     assert {"SendMessage", "GetTask", "ListTasks", "CancelTask", "GetExtendedAgentCard"} <= methods

@@ -85,8 +85,10 @@ def test_every_method_of_ours_has_a_known_result() -> None:
     """A new method in the spec needs an entry in compat.RESULTS (the spec cannot say it)."""
     methods = [m.method for m in check(peer()).methods]
     assert sorted(RESULTS) == sorted(methods)
-    union = schemas(OURS_DOCUMENT)["RpcResult"]["oneOf"]
-    union += schemas(OURS_DOCUMENT)["V1RpcResult"]["oneOf"]
+    union = [
+        *schemas(OURS_DOCUMENT)["RpcResult"]["oneOf"],
+        *schemas(OURS_DOCUMENT)["V1RpcResult"]["oneOf"],
+    ]
     result_names = {v["$ref"].rsplit("/", 1)[-1] for v in union}
     assert set(RESULTS.values()) <= result_names
     assert set(methods) >= OPTIONAL_METHODS
