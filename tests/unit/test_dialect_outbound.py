@@ -48,3 +48,15 @@ def test_a_1_0_card_without_url_is_read_from_its_jsonrpc_interface() -> None:
     read = read_peer_card(card(interface("1.0", url=ENDPOINT + "/a2a"), url=None))
     assert read.url == ENDPOINT + "/a2a"
     assert [i.protocolVersion for i in read.supportedInterfaces or []] == ["1.0"]
+
+
+def test_unreadable_interfaces_are_left_out_not_a_reason_to_refuse_the_card() -> None:
+    document = card(
+        interface("1.0"),
+        {"url": "ftp://x", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"protocolBinding": "JSONRPC"},
+        "not an object",
+    )
+    read = read_peer_card(document)
+    assert [i.url for i in read.supportedInterfaces or []] == [ENDPOINT + "/rpc"]
+    assert read_peer_card({**card(), "supportedInterfaces": "nonsense"}).supportedInterfaces is None
