@@ -2,13 +2,15 @@
 
 For each variant `<Name>Params` of the params union the handler for method `a/b` is
 `handlers/a_b.py`, which must define `async def handle(params: <Name>Params, ctx: RpcContext)
--> <Name>Result`. The table assigns each handler to a name annotated with that signature, so
+-> <Name>Result`; a method whose params say `x-stream: true` answers a stream, so its
+`handle` is an async generator of `Sequenced[<Name>Result]` (each event with its sequence
+number) instead. The table assigns each handler to a name annotated with that signature, so
 mypy checks every handler against the spec's params and result models.
 """
 
 from __future__ import annotations
 
-from codegen.constants import UNION_V1, method_constant, methods, result_model
+from codegen.constants import UNION_V1, method_constant, methods, result_model, streams
 from codegen.naming import adapter_function, handler_module
 
 # The 1.0 dialect's methods are served by adapters at the edge (one function per method in
@@ -21,7 +23,7 @@ declared from the spec (params model in, result model out) so mypy checks it."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
@@ -41,22 +43,28 @@ def render_dispatch() -> str:
         HEADER,
         *[f"import handlers.{module}" for module in modules],
         f"import {ADAPTERS_V1}",
-        "from handlers.context import RpcContext",
+        "from handlers.context import RpcContext, Sequenced",
         f"from synthorg.generated.constants import {', '.join(constants)}",
         f"from synthorg.generated.models import {', '.join([*names, 'RpcParams', UNION_V1])}",
         "",
     ]
     for _, model in entries + entries_v1:
+        answer = (
+            f"AsyncIterator[Sequenced[{result_model(model)}]]"
+            if streams(model)
+            else f"Awaitable[{result_model(model)}]"
+        )
         lines.append(
-            f"{model.removesuffix('Params')}Handler = "
-            f"Callable[[{model}, RpcContext], Awaitable[{result_model(model)}]]"
+            f"{model.removesuffix('Params')}Handler = Callable[[{model}, RpcContext], {answer}]"
         )
     lines += [
         "",
         "",
         "class Route(NamedTuple):",
         "    params: type[BaseModel]",
-        "    handler: Callable[[Any, RpcContext], Awaitable[BaseModel]]",
+        "    handler: Callable[[Any, RpcContext], Awaitable[BaseModel]] | None",
+        "    # Set instead of handler for a method that answers a stream of events.",
+        "    stream: Callable[[Any, RpcContext], AsyncIterator[Sequenced[Any]]] | None = None",
         "",
         "",
         "# Each assignment is where mypy holds a handler to its method's signature.",
@@ -73,9 +81,9 @@ def render_dispatch() -> str:
         )
     lines += ["", "DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({"]
     for method, model in entries:
-        lines.append(
-            f"    {method_constant(model)}: Route({model}, _{handler_module(method)}),"
-        )
+        handler = f"_{handler_module(method)}"
+        route = f"None, {handler}" if streams(model) else handler
+        lines.append(f"    {method_constant(model)}: Route({model}, {route}),")
     lines += ["})", "", "PARAMS_ADAPTER: Final = TypeAdapter(RpcParams)", ""]
     lines += ["# The 1.0 dialect (A2A-Version: 1.0)", ""]
     lines += ["DISPATCH_V1: Final[Mapping[str, Route]] = MappingProxyType({"]

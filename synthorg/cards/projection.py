@@ -113,7 +113,7 @@ def _card(
         ],
         "supportsAuthenticatedExtendedCard": True,
         "capabilities": {
-            "streaming": False,
+            "streaming": True,  # message/stream and tasks/resubscribe
             "pushNotifications": False,
             "stateTransitionHistory": True,
             "extendedAgentCard": True,

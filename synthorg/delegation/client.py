@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from synthorg.clock import utc_now
 from synthorg.dialects import v1
 from synthorg.dialects.outbound import PeerDialect
 from synthorg.generated.constants import (
@@ -29,13 +30,14 @@ from synthorg.generated.constants import (
     MESSAGE_SEND,
     PEER_NAME_HEADER,
     RPC_POST,
+    STATE_COMPLETED,
     TASKS_CANCEL,
     TASKS_GET,
     V1_CANCEL_TASK,
     V1_GET_TASK,
     V1_SEND_MESSAGE,
 )
-from synthorg.generated.models import Task
+from synthorg.generated.models import Message, Task, TaskStatus
 from synthorg.store.catalog import PeerRecord
 
 RequestId = str | int | None
@@ -45,6 +47,7 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 VERSION_HEADER = "A2A-Version"
 # The 1.0 method that stands for each 0.3 method this client calls.
 V1_METHODS = {MESSAGE_SEND: V1_SEND_MESSAGE, TASKS_GET: V1_GET_TASK, TASKS_CANCEL: V1_CANCEL_TASK}
+_ANSWERED = uuid.UUID("0b6f2d8e-4c1a-4e3b-9f57-a2d4c6e8b013")  # ids of tasks a Message stands for
 MAX_RETRY_AFTER = 30.0
 
 
@@ -147,7 +150,9 @@ class A2AClient:
         context_id: str | None = None,
         message_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        blocking: bool = True,
     ) -> Task:
+        """blocking=False asks the peer to answer as soon as its agent has started."""
         message: dict[str, Any] = {
             "kind": "message",
             "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
@@ -163,7 +168,35 @@ class A2AClient:
             meta["agentId"] = agent_id
         if meta:
             message["metadata"] = meta
-        return await self._task_call(MESSAGE_SEND, {"message": message})
+        params: dict[str, Any] = {"message": message}
+        if self.speaks_v1:
+            return await self._send_message_v1(message, blocking)
+        if not blocking:
+            params["configuration"] = {"blocking": False}
+        result = await self.call(MESSAGE_SEND, params)
+        if isinstance(result, dict) and result.get("kind") == "message":
+            return self._message_as_task(result)
+        return self._as_task(MESSAGE_SEND, result)
+
+    def _message_as_task(self, result: dict[str, Any]) -> Task:
+        """A peer may answer message/send with a Message (an agent that keeps no task, as
+        agents built on the official SDK may): it stands for a task completed with it."""
+        try:
+            reply = Message.model_validate(result)
+        except ValidationError as exc:
+            raise PeerProtocolError(
+                f"{self.record.name}: message/send result is not a valid Message "
+                f"({exc.error_count()} problems)"
+            ) from None
+        stable = uuid.uuid5(_ANSWERED, f"{self.record.name}\n{reply.messageId}")
+        task_id = reply.taskId or str(stable)
+        context_id = reply.contextId or task_id
+        reply = reply.model_copy(update={"taskId": task_id, "contextId": context_id})
+        return Task(
+            kind="task", id=task_id, contextId=context_id,
+            status=TaskStatus(state=STATE_COMPLETED, message=reply, timestamp=utc_now()),
+            history=[reply], artifacts=[],
+        )
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         params: dict[str, Any] = {"id": task_id}
@@ -177,7 +210,9 @@ class A2AClient:
     async def _task_call(self, method: str, params: dict[str, Any]) -> Task:
         if self.speaks_v1:
             return await self._task_call_v1(method, params)
-        result = await self.call(method, params)
+        return self._as_task(method, await self.call(method, params))
+
+    def _as_task(self, method: str, result: Any) -> Task:
         try:
             return Task.model_validate(result)
         except ValidationError as exc:
@@ -185,6 +220,25 @@ class A2AClient:
                 f"{self.record.name}: {method} result is not a valid Task "
                 f"({exc.error_count()} problems)"
             ) from None
+
+    async def _send_message_v1(self, message: dict[str, Any], blocking: bool) -> Task:
+        """message/send made in 1.0: SendMessage answers {task} or {message}."""
+        params: dict[str, Any] = {"message": v1.message_v1(message)}
+        if not blocking:
+            params["configuration"] = {"returnImmediately": True}
+        result = await self.call(V1_SEND_MESSAGE, params)
+        try:
+            if isinstance(result, dict) and set(result) == {"message"}:
+                answer = v1.message_v03(result["message"])
+            elif isinstance(result, dict) and set(result) == {"task"}:
+                return Task.model_validate(v1.task_v03_json(result["task"]))
+            else:
+                raise ValueError("SendMessage answered neither a task nor a message")
+        except (ValidationError, ValueError, KeyError, TypeError, AttributeError):
+            raise PeerProtocolError(
+                f"{self.record.name}: {V1_SEND_MESSAGE} result is not a valid task or message"
+            ) from None
+        return self._message_as_task(answer)
 
     async def _task_call_v1(self, method: str, params: dict[str, Any]) -> Task:
         """The 0.3 call `method`, made in 1.0: params and the answer mapped at the edge."""

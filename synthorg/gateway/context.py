@@ -34,6 +34,7 @@ class CallContext(NamedTuple):
     agent_id: str | None
     tasks: TaskOperations
     skills: SkillOperations
+    last_event_id: str | None = None  # the header, for a call that resumes a stream
     cards: ExtendedCards | None = None
     scope: Mapping[str, Any] | None = None  # the ASGI scope: which local address took it
 

@@ -30,6 +30,7 @@ from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
 from synthorg.gateway.gates import Admitted, PeerGate
 from synthorg.gateway.replies import error_body
+from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.generated.constants import INVALID_REQUEST, RPC_POST, UNKNOWN_AGENT, RpcErrorSpec
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
@@ -152,10 +153,14 @@ class Gateway:
         if agent is not None and agent not in config.agent_ids:
             await _unknown_agent(send, path, peer)
             return
-        status, answer = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
-            body, peer, agent, config.services, headers.get("a2a-version"), scope
+        reply = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
+            body, peer, agent, config.services, headers.get("last-event-id"),
+            version=headers.get("a2a-version"), scope=scope,
         )
-        await send_bytes(send, status, answer)
+        if isinstance(reply, EventStream):  # message/stream, tasks/resubscribe
+            await reply.respond(send, receive)
+            return
+        await send_bytes(send, *reply)
 
 
 async def _refuse(

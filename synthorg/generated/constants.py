@@ -27,16 +27,20 @@ class Operation(NamedTuple):
 MESSAGE_SEND: Final = 'message/send'
 TASKS_GET: Final = 'tasks/get'
 TASKS_CANCEL: Final = 'tasks/cancel'
+MESSAGE_STREAM: Final = 'message/stream'
+TASKS_RESUBSCRIBE: Final = 'tasks/resubscribe'
 SKILLS_QUERY: Final = 'skills/query'
 SKILLS_NEGOTIATE: Final = 'skills/negotiate'
 AGENT_GET_AUTHENTICATED_EXTENDED_CARD: Final = 'agent/getAuthenticatedExtendedCard'
-METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, SKILLS_QUERY, SKILLS_NEGOTIATE, AGENT_GET_AUTHENTICATED_EXTENDED_CARD})
+METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREAM, TASKS_RESUBSCRIBE, SKILLS_QUERY, SKILLS_NEGOTIATE, AGENT_GET_AUTHENTICATED_EXTENDED_CARD})
 
 # Which definition each method answers (<Name>Params -> <Name>Result, aliases followed)
 RESULT_DEFINITIONS: Final = MappingProxyType({
     MESSAGE_SEND: 'Task',
     TASKS_GET: 'Task',
     TASKS_CANCEL: 'Task',
+    MESSAGE_STREAM: 'StreamEvent',
+    TASKS_RESUBSCRIBE: 'StreamEvent',
     SKILLS_QUERY: 'SkillsQueryResult',
     SKILLS_NEGOTIATE: 'SkillsNegotiateResult',
     AGENT_GET_AUTHENTICATED_EXTENDED_CARD: 'AgentCard',

@@ -177,6 +177,32 @@ class MessageSendConfiguration(SpecModel):
     pushNotificationConfig: Annotated[PushNotificationConfig | None, NoNull] = None
 
 
+class TaskStatusUpdateEvent(SpecModel):
+    """A streamed event: the task's status changed. final is true on the last event of a stream (a terminal state, or the task waits for input)."""
+
+    kind: Literal['status-update']
+    taskId: Identifier
+    contextId: Identifier
+    status: TaskStatus
+    final: bool
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class TaskArtifactUpdateEvent(SpecModel):
+    """A streamed event: an artifact was added, or (append true) more parts of one were written; lastChunk marks its last part."""
+
+    kind: Literal['artifact-update']
+    taskId: Identifier
+    contextId: Identifier
+    artifact: Artifact
+    append: Annotated[bool | None, NoNull] = None
+    lastChunk: Annotated[bool | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+StreamEvent = Annotated[Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent, Field(discriminator='kind')]
+
+
 SkillName = Annotated[str, Field(min_length=1, max_length=128)]
 
 
@@ -200,6 +226,23 @@ class TasksCancelParams(SpecModel):
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
+class MessageStreamParams(SpecModel):
+    """As message/send, answered as a stream of events (text/event-stream) that ends after the final one."""
+
+    method: Literal['message/stream']
+    message: Message
+    configuration: Annotated[MessageSendConfiguration | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class TasksResubscribeParams(SpecModel):
+    """Follow the caller's task as a stream of events: with the Last-Event-ID header, the events after that sequence number first, then live; without it, the task as it is, then live."""
+
+    method: Literal['tasks/resubscribe']
+    id: Identifier
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
 class SkillsQueryParams(SpecModel):
     method: Literal['skills/query']
     skill: SkillName
@@ -217,7 +260,7 @@ class AgentGetAuthenticatedExtendedCardParams(SpecModel):
     method: Literal['agent/getAuthenticatedExtendedCard']
 
 
-RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | SkillsQueryParams | SkillsNegotiateParams | AgentGetAuthenticatedExtendedCardParams, Field(discriminator='method')]
+RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | MessageStreamParams | TasksResubscribeParams | SkillsQueryParams | SkillsNegotiateParams | AgentGetAuthenticatedExtendedCardParams, Field(discriminator='method')]
 
 
 class SkillsQueryResult(SpecModel):
@@ -270,7 +313,13 @@ class AgentCard(SpecModel):
 AgentGetAuthenticatedExtendedCardResult = AgentCard
 
 
-RpcResult = Task | SkillsQueryResult | SkillsNegotiateResult | AgentCard
+MessageStreamResult = StreamEvent
+
+
+TasksResubscribeResult = StreamEvent
+
+
+RpcResult = StreamEvent | SkillsQueryResult | SkillsNegotiateResult | AgentCard
 
 
 V1TaskState = Literal['TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_REJECTED', 'TASK_STATE_AUTH_REQUIRED']
@@ -491,6 +540,20 @@ class TasksCancelRequest(SpecModel):
     params: TasksCancelParams
 
 
+class MessageStreamRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['message/stream']
+    params: MessageStreamParams
+
+
+class TasksResubscribeRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/resubscribe']
+    params: TasksResubscribeParams
+
+
 class SkillsQueryRequest(SpecModel):
     jsonrpc: Literal['2.0']
     id: Annotated[RequestId | None, NoNull] = None
@@ -553,7 +616,7 @@ class V1GetExtendedAgentCardRequest(SpecModel):
     params: Annotated[V1GetExtendedAgentCardParams | None, NoNull] = None
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest, Field(discriminator='method')]
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
@@ -629,11 +692,13 @@ class SkillConfig(SpecModel):
 
 
 class ExecutorConfig(SpecModel):
-    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; conformance, for conformance kits, answers as the messageId's prefix says (the A2A TCK's scenarios: tck-input-required, tck-reject-task, tck-artifact-text|file|file-url|data) and otherwise completes with a fixed reply."""
+    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; python loads an operator's agent from entrypoint; conformance, for conformance kits, answers as the messageId's prefix says (the A2A TCK's scenarios: tck-input-required, tck-reject-task, tck-artifact-text|file|file-url|data) and otherwise completes with a fixed reply."""
 
-    kind: Literal['echo', 'park', 'peer', 'conformance']
+    kind: Literal['echo', 'park', 'peer', 'python', 'conformance']
     peer: Annotated[PeerName | None, NoNull] = None
     agent: Annotated[AgentId | None, NoNull] = None
+    entrypoint: Annotated[Annotated[str, Field(max_length=255, pattern='^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$')] | None, NoNull] = None
+    options: Annotated[dict[str, Any] | None, NoNull] = None
 
 
 class AgentConfig(SpecModel):
@@ -962,9 +1027,13 @@ Task.model_rebuild()
 PushNotificationAuthenticationInfo.model_rebuild()
 PushNotificationConfig.model_rebuild()
 MessageSendConfiguration.model_rebuild()
+TaskStatusUpdateEvent.model_rebuild()
+TaskArtifactUpdateEvent.model_rebuild()
 MessageSendParams.model_rebuild()
 TasksGetParams.model_rebuild()
 TasksCancelParams.model_rebuild()
+MessageStreamParams.model_rebuild()
+TasksResubscribeParams.model_rebuild()
 SkillsQueryParams.model_rebuild()
 SkillsNegotiateParams.model_rebuild()
 AgentGetAuthenticatedExtendedCardParams.model_rebuild()
@@ -990,6 +1059,8 @@ V1ListTasksResult.model_rebuild()
 MessageSendRequest.model_rebuild()
 TasksGetRequest.model_rebuild()
 TasksCancelRequest.model_rebuild()
+MessageStreamRequest.model_rebuild()
+TasksResubscribeRequest.model_rebuild()
 SkillsQueryRequest.model_rebuild()
 SkillsNegotiateRequest.model_rebuild()
 V1SendMessageRequest.model_rebuild()
@@ -1114,6 +1185,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'MessageSendParams',
     'MessageSendRequest',
     'MessageSendResult',
+    'MessageStreamParams',
+    'MessageStreamRequest',
+    'MessageStreamResult',
     'Metadata',
     'MetadataLeaf',
     'MetadataValue1',
@@ -1157,6 +1231,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'SkillsQueryParams',
     'SkillsQueryRequest',
     'SkillsQueryResult',
+    'StreamEvent',
     'SupportedInterface',
     'TASK_STATE_AUTH_REQUIRED',
     'TASK_STATE_CANCELED',
@@ -1168,14 +1243,19 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'TASK_STATE_UNSPECIFIED',
     'TASK_STATE_WORKING',
     'Task',
+    'TaskArtifactUpdateEvent',
     'TaskState',
     'TaskStatus',
+    'TaskStatusUpdateEvent',
     'TasksCancelParams',
     'TasksCancelRequest',
     'TasksCancelResult',
     'TasksGetParams',
     'TasksGetRequest',
     'TasksGetResult',
+    'TasksResubscribeParams',
+    'TasksResubscribeRequest',
+    'TasksResubscribeResult',
     'TerminalTaskState',
     'TextPart',
     'V1APIKeySchemeEntry',
@@ -1240,7 +1320,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'apiKey',
     'apiKeySecurityScheme',
     'api_key',
+    'append',
     'array',
+    'artifact',
+    'artifact-update',
     'artifactId',
     'artifacts',
     'auth-required',
@@ -1280,6 +1363,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'echo',
     'enabled',
     'endpoint',
+    'entrypoint',
     'error',
     'errors',
     'examples',
@@ -1289,6 +1373,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'failed',
     'file',
     'filename',
+    'final',
     'flows',
     'gateway_disabled',
     'header',
@@ -1313,6 +1398,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'keepalive_timeout_seconds',
     'key',
     'kind',
+    'lastChunk',
     'limit',
     'list',
     'loc',
@@ -1327,6 +1413,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'mediaType',
     'message',
     'message/send',
+    'message/stream',
     'messageId',
     'metadata',
     'method',
@@ -1348,6 +1435,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'ok',
     'openIdConnect',
     'openIdConnectUrl',
+    'options',
     'organization',
     'outputModes',
     'output_modes',
@@ -1372,6 +1460,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'pushNotificationConfig',
     'pushNotifications',
     'push_verification_clock_skew_seconds',
+    'python',
     'query',
     'raw',
     'ready',
@@ -1401,6 +1490,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'state',
     'stateTransitionHistory',
     'status',
+    'status-update',
     'statusTimestampAfter',
     'streaming',
     'string',
@@ -1413,6 +1503,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'tasks',
     'tasks/cancel',
     'tasks/get',
+    'tasks/resubscribe',
     'tenant',
     'text',
     'timestamp',

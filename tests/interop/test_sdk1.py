@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from synthorg.delegation.client import PeerProtocolError, PeerRpcError
+from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import Delegator
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
@@ -169,7 +169,7 @@ def test_follow_and_cancel_a_parked_1_x_task(
     assert asyncio.run(ours.cancel(record.id)).state == "canceled"
 
 
-def test_1_x_errors_and_message_answers_surface_clearly(
+def test_1_x_errors_surface_and_message_answers_complete(
     db: Database, tmp_path: Path, sdk1_server: str
 ) -> None:
     ours = delegator(db, tmp_path, sdk1_server)
@@ -177,8 +177,12 @@ def test_1_x_errors_and_message_answers_surface_clearly(
     with pytest.raises(PeerRpcError) as missing:
         asyncio.run(client.get_task("no-such-task"))
     assert missing.value.code == -32001
-    with pytest.raises(PeerProtocolError):
-        asyncio.run(ours.delegate("sdk1", TEXT, agent_id="chatty"))
+    # A {message} answer stands for a task completed with it, as a 0.3 Message answer does.
+    answered = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="chatty"))
+    assert answered.state == "completed"
+    assert answered.task["status"]["message"]["parts"] == [
+        {"kind": "text", "text": "just a message"}
+    ]
     wrong = delegator(db, tmp_path, sdk1_server, key="wrong")
     with pytest.raises(PeerRpcError) as refused:
         asyncio.run(wrong.delegate("sdk1", TEXT))

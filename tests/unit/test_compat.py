@@ -72,8 +72,8 @@ def test_our_own_contract_is_compatible_with_itself() -> None:
     assert report.compatible and not report.has_warnings
     assert report.verdict == "compatible"
     assert [m.method for m in report.methods] == [
-        *CORE, "skills/query", "skills/negotiate", *V1_METHODS[:4], EXTENDED_CARD,
-        V1_METHODS[4],
+        *CORE, "message/stream", "tasks/resubscribe", "skills/query", "skills/negotiate",
+        *V1_METHODS[:4], EXTENDED_CARD, V1_METHODS[4],
     ]
     for entry in report.methods:
         assert entry.offered and entry.findings == []
@@ -90,6 +90,9 @@ def test_every_method_of_ours_has_a_known_result() -> None:
         *schemas(OURS_DOCUMENT)["V1RpcResult"]["oneOf"],
     ]
     result_names = {v["$ref"].rsplit("/", 1)[-1] for v in union}
+    # A Task is one kind of StreamEvent (the union's own variants are results too).
+    events = schemas(OURS_DOCUMENT)["StreamEvent"]["oneOf"]
+    result_names |= {v["$ref"].rsplit("/", 1)[-1] for v in events}
     assert set(RESULTS.values()) <= result_names
     assert set(methods) >= OPTIONAL_METHODS
 
@@ -126,14 +129,14 @@ def test_a_peer_without_a_core_method_is_incompatible() -> None:
 def test_methods_only_the_peer_has_are_listed() -> None:
     def add(document: dict[str, Any]) -> None:
         extra = copy.deepcopy(schemas(document)["TasksGetRequest"])
-        extra["properties"]["method"] = {"const": "tasks/resubscribe"}
-        schemas(document)["TasksResubscribeRequest"] = extra
+        extra["properties"]["method"] = {"const": "tasks/pushNotificationConfig/get"}
+        schemas(document)["PushConfigGetRequest"] = extra
         schemas(document)["JsonRpcRequest"]["oneOf"].append(
-            {"$ref": "#/components/schemas/TasksResubscribeRequest"}
+            {"$ref": "#/components/schemas/PushConfigGetRequest"}
         )
 
     report = check(peer(add))
-    assert report.peer_only == ["tasks/resubscribe"]
+    assert report.peer_only == ["tasks/pushNotificationConfig/get"]
     assert report.compatible and not report.has_warnings
 
 
@@ -156,7 +159,10 @@ def test_a_generic_envelope_with_a_params_union_is_understood() -> None:
 
     report = check(peer(generic))
     offered = [m.method for m in report.methods if m.offered]
-    assert offered == [*CORE, "skills/query", "skills/negotiate", EXTENDED_CARD]  # 0.3 only
+    assert offered == [  # the 0.3 union only
+        *CORE, "message/stream", "tasks/resubscribe", "skills/query", "skills/negotiate",
+        EXTENDED_CARD,
+    ]
     assert report.compatible
 
 
@@ -451,14 +457,16 @@ def test_the_table() -> None:
         f"peer:  SynthOrg A2A federation gateway {OURS} (http://peer/openapi.json)",
         f"ours:  SynthOrg A2A federation gateway {OURS}",
         "",
-        "method            offered        request  result",
-        "message/send      yes            ok       warning",
-        "tasks/get         yes            ok       warning",
-        "tasks/cancel      yes            ok       warning",
-        "skills/query      yes            ok       ok",
-        "skills/negotiate  no (optional)  -        -",
+        "method             offered        request  result",
+        "message/send       yes            ok       warning",
+        "tasks/get          yes            ok       warning",
+        "tasks/cancel       yes            ok       warning",
+        "message/stream     yes            ok       warning",
+        "tasks/resubscribe  yes            ok       warning",
+        "skills/query       yes            ok       ok",
+        "skills/negotiate   no (optional)  -        -",
     ]
-    assert [squeeze(line) for line in text.splitlines()[:9]] == [squeeze(x) for x in expected]
+    assert [squeeze(line) for line in text.splitlines()[:11]] == [squeeze(x) for x in expected]
     assert (
         "  warning: tasks/get result.contextId: we require it; the peer's schema makes it "
         "optional" in text
@@ -466,7 +474,7 @@ def test_the_table() -> None:
     assert text.endswith("verdict: compatible, with warnings")
     as_json = report.as_dict()
     assert as_json["compatible"] is True
-    assert as_json["methods"][4]["offered"] is False
+    assert as_json["methods"][6]["offered"] is False
 
 
 # -- the CLI: synthorg-a2a spec [check] -------------------------------------------------------

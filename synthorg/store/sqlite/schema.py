@@ -98,7 +98,19 @@ _V3 = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# v4: every task's durable, ordered event log (what streams replay and follow); a task's
+# events are written in the transaction of the task write they describe.
+_V4 = (
+    """CREATE TABLE task_events (
+        task_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        peer TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    ) WITHOUT ROWID""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
