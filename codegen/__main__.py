@@ -45,7 +45,9 @@ def _missing_handlers() -> list[str]:
     adapters = importlib.import_module(ADAPTERS_V1)
     for method, _ in methods(UNION_V1):
         adapter = getattr(adapters, adapter_function(method), None)
-        if adapter is None or not inspect.iscoroutinefunction(adapter):
+        if adapter is None or not (
+            inspect.iscoroutinefunction(adapter) or inspect.isasyncgenfunction(adapter)
+        ):
             name = adapter_function(method)
             problems.append(f"{method}: {ADAPTERS_V1} has no `async def {name}`")
     return problems

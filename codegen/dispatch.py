@@ -88,8 +88,8 @@ def render_dispatch() -> str:
     lines += ["# The 1.0 dialect (A2A-Version: 1.0)", ""]
     lines += ["DISPATCH_V1: Final[Mapping[str, Route]] = MappingProxyType({"]
     for method, model in entries_v1:
-        lines.append(
-            f"    {method_constant(model)}: Route({model}, _{adapter_function(method)}),"
-        )
+        adapter = f"_{adapter_function(method)}"
+        route = f"None, {adapter}" if streams(model) else adapter
+        lines.append(f"    {method_constant(model)}: Route({model}, {route}),")
     lines += ["})", "", f"PARAMS_ADAPTER_V1: Final = TypeAdapter({UNION_V1})", ""]
     return "\n".join(lines)

@@ -3,7 +3,7 @@ JSON mapping: SCREAMING_SNAKE enums, parts without `kind`, results wrapped) to t
 handler of the operation and the answer back. The node keeps a single task model (A2A 0.3's
 objects, `a2a.json`), so a task created in one dialect reads the same in the other.
 
-Adding a 1.0 method (streaming, resubscribe, push configs once the 0.3 contract has them):
+Adding a 1.0 method (the push config family, once the 0.3 contract has it):
 add its params and result to `spec/schemas/methods_v1.json`, an adapter here named after the
 method in snake case (`SubscribeToTask` -> `subscribe_to_task`), and run `python -m codegen`;
 the dispatch table and each adapter's signature are generated from the spec.
@@ -11,28 +11,37 @@ the dispatch table and each adapter's signature are generated from the spec.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
+
+from pydantic import TypeAdapter
 
 import handlers.agent_getAuthenticatedExtendedCard
 import handlers.message_send
+import handlers.message_stream
 import handlers.tasks_cancel
 import handlers.tasks_get
 import handlers.tasks_list
-from handlers.context import RpcContext, TaskQuery
+import handlers.tasks_resubscribe
+from handlers.context import RpcContext, Sequenced, TaskQuery
 from synthorg.generated.constants import (
     AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
     MESSAGE_SEND,
+    MESSAGE_STREAM,
     TASKS_CANCEL,
     TASKS_GET,
+    TASKS_RESUBSCRIBE,
 )
 from synthorg.generated.models import (
     AgentGetAuthenticatedExtendedCardParams,
     Message,
     MessageSendParams,
+    MessageStreamParams,
+    StreamEvent,
     Task,
     TasksCancelParams,
     TasksGetParams,
+    TasksResubscribeParams,
     V1AgentCard,
     V1CancelTaskParams,
     V1CancelTaskResult,
@@ -45,11 +54,17 @@ from synthorg.generated.models import (
     V1Message,
     V1SendMessageParams,
     V1SendMessageResult,
+    V1SendStreamingMessageParams,
+    V1SendStreamingMessageResult,
+    V1StreamResponse,
+    V1SubscribeToTaskParams,
+    V1SubscribeToTaskResult,
     V1Task,
     V1TaskPayload,
 )
 
 Json = dict[str, Any]
+V1STREAM_ADAPTER: TypeAdapter[V1StreamResponse] = TypeAdapter(V1StreamResponse)
 
 # -- enums --------------------------------------------------------------------------------
 
@@ -198,8 +213,8 @@ def _present(**fields: Any) -> Json:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-async def send_message(params: V1SendMessageParams, ctx: RpcContext) -> V1SendMessageResult:
-    body: Json = {"method": MESSAGE_SEND, "message": message_v03(_json(params.message))}
+def _send_body(method: str, params: V1SendMessageParams | V1SendStreamingMessageParams) -> Json:
+    body: Json = {"method": method, "message": message_v03(_json(params.message))}
     config = params.configuration
     if config is not None:
         body["configuration"] = _copy(
@@ -209,8 +224,59 @@ async def send_message(params: V1SendMessageParams, ctx: RpcContext) -> V1SendMe
             body["configuration"]["blocking"] = not config.returnImmediately
     if params.metadata is not None:
         body["metadata"] = params.metadata
-    task = await handlers.message_send.handle(MessageSendParams.model_validate(body), ctx)
+    return body
+
+
+async def send_message(params: V1SendMessageParams, ctx: RpcContext) -> V1SendMessageResult:
+    ours = MessageSendParams.model_validate(_send_body(MESSAGE_SEND, params))
+    task = await handlers.message_send.handle(ours, ctx)
     return V1TaskPayload(task=task_v1(task))
+
+
+_EVENT_WRAPPERS = {"task": "task", "message": "message", "status-update": "statusUpdate",
+                   "artifact-update": "artifactUpdate"}
+
+
+def event_v1_json(event: Mapping[str, Any]) -> Json:
+    """A 0.3 stream event as a 1.0 StreamResponse: wrapped by its kind, in 1.0's shape."""
+    kind = event["kind"]
+    if kind == "task":
+        inner = task_v1_json(event)
+    elif kind == "message":
+        inner = message_v1(event)
+    elif kind == "status-update":
+        inner = _copy(event, {
+            "taskId": event["taskId"], "contextId": event["contextId"],
+            "status": _status(event["status"], state_v1, message_v1),
+        }, "metadata")
+    else:
+        inner = _copy(event, {
+            "taskId": event["taskId"], "contextId": event["contextId"],
+            "artifact": _artifact(event["artifact"], part_v1),
+        }, "append", "lastChunk", "metadata")
+    return {_EVENT_WRAPPERS[kind]: inner}
+
+
+def _event_v1(item: Sequenced[StreamEvent]) -> Sequenced[V1StreamResponse]:
+    document = item.event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    response: V1StreamResponse = V1STREAM_ADAPTER.validate_python(event_v1_json(document))
+    return Sequenced(item.seq, response)
+
+
+async def send_streaming_message(
+    params: V1SendStreamingMessageParams, ctx: RpcContext
+) -> AsyncIterator[Sequenced[V1SendStreamingMessageResult]]:
+    ours = MessageStreamParams.model_validate(_send_body(MESSAGE_STREAM, params))
+    async for item in handlers.message_stream.handle(ours, ctx):
+        yield _event_v1(item)
+
+
+async def subscribe_to_task(
+    params: V1SubscribeToTaskParams, ctx: RpcContext
+) -> AsyncIterator[Sequenced[V1SubscribeToTaskResult]]:
+    ours = TasksResubscribeParams(method=TASKS_RESUBSCRIBE, id=params.id)
+    async for item in handlers.tasks_resubscribe.handle(ours, ctx):
+        yield _event_v1(item)
 
 
 async def get_task(params: V1GetTaskParams, ctx: RpcContext) -> V1GetTaskResult:

@@ -52,13 +52,17 @@ V1_GET_TASK: Final = 'GetTask'
 V1_CANCEL_TASK: Final = 'CancelTask'
 V1_LIST_TASKS: Final = 'ListTasks'
 V1_GET_EXTENDED_AGENT_CARD: Final = 'GetExtendedAgentCard'
-METHODS_V1: Final = frozenset({V1_SEND_MESSAGE, V1_GET_TASK, V1_CANCEL_TASK, V1_LIST_TASKS, V1_GET_EXTENDED_AGENT_CARD})
+V1_SEND_STREAMING_MESSAGE: Final = 'SendStreamingMessage'
+V1_SUBSCRIBE_TO_TASK: Final = 'SubscribeToTask'
+METHODS_V1: Final = frozenset({V1_SEND_MESSAGE, V1_GET_TASK, V1_CANCEL_TASK, V1_LIST_TASKS, V1_GET_EXTENDED_AGENT_CARD, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK})
 RESULT_DEFINITIONS_V1: Final = MappingProxyType({
-    V1_SEND_MESSAGE: 'V1SendMessageResult',
+    V1_SEND_MESSAGE: 'V1StreamResponse',
     V1_GET_TASK: 'V1Task',
     V1_CANCEL_TASK: 'V1Task',
     V1_LIST_TASKS: 'V1ListTasksResult',
     V1_GET_EXTENDED_AGENT_CARD: 'V1AgentCard',
+    V1_SEND_STREAMING_MESSAGE: 'V1StreamResponse',
+    V1_SUBSCRIBE_TO_TASK: 'V1StreamResponse',
 })
 
 # JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)

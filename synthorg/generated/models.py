@@ -465,7 +465,25 @@ class V1GetExtendedAgentCardParams(SpecModel):
     tenant: Annotated[V1Tenant | None, NoNull] = None
 
 
-V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams | V1GetExtendedAgentCardParams, Field(discriminator='method')]
+class V1SendStreamingMessageParams(SpecModel):
+    """As SendMessage, answered as a stream of StreamResponse events (text/event-stream) that ends after the final one (message/stream in 0.3)."""
+
+    method: Literal['SendStreamingMessage']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    message: V1Message
+    configuration: Annotated[V1SendMessageConfiguration | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1SubscribeToTaskParams(SpecModel):
+    """Follow the caller's task as a stream of StreamResponse events (tasks/resubscribe in 0.3, Last-Event-ID included)."""
+
+    method: Literal['SubscribeToTask']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Identifier
+
+
+V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams | V1GetExtendedAgentCardParams | V1SendStreamingMessageParams | V1SubscribeToTaskParams, Field(discriminator='method')]
 
 
 class V1TaskPayload(SpecModel):
@@ -476,7 +494,42 @@ class V1MessagePayload(SpecModel):
     message: V1Message
 
 
-V1SendMessageResult = V1TaskPayload | V1MessagePayload
+class V1StatusUpdatePayload(SpecModel):
+    statusUpdate: V1TaskStatusUpdateEvent
+
+
+class V1ArtifactUpdatePayload(SpecModel):
+    artifactUpdate: V1TaskArtifactUpdateEvent
+
+
+V1StreamResponse = V1TaskPayload | V1MessagePayload | V1StatusUpdatePayload | V1ArtifactUpdatePayload
+
+
+V1SendMessageResult = V1StreamResponse
+
+
+class V1TaskStatusUpdateEvent(SpecModel):
+    """A streamed event: the task's status changed (1.0 has no final flag: the stream ends after the last event)."""
+
+    taskId: Identifier
+    contextId: Identifier
+    status: V1TaskStatus
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1TaskArtifactUpdateEvent(SpecModel):
+    taskId: Identifier
+    contextId: Identifier
+    artifact: V1Artifact
+    append: Annotated[bool | None, NoNull] = None
+    lastChunk: Annotated[bool | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+V1SendStreamingMessageResult = V1StreamResponse
+
+
+V1SubscribeToTaskResult = V1StreamResponse
 
 
 V1GetTaskResult = V1Task
@@ -513,7 +566,7 @@ class V1AgentCard(SpecModel):
 V1GetExtendedAgentCardResult = V1AgentCard
 
 
-V1RpcResult = V1SendMessageResult | V1Task | V1ListTasksResult | V1AgentCard
+V1RpcResult = V1StreamResponse | V1Task | V1ListTasksResult | V1AgentCard
 
 
 RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-9007199254740991, le=9007199254740991)]
@@ -616,7 +669,21 @@ class V1GetExtendedAgentCardRequest(SpecModel):
     params: Annotated[V1GetExtendedAgentCardParams | None, NoNull] = None
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest, Field(discriminator='method')]
+class V1SendStreamingMessageRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['SendStreamingMessage']
+    params: V1SendStreamingMessageParams
+
+
+class V1SubscribeToTaskRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['SubscribeToTask']
+    params: V1SubscribeToTaskParams
+
+
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest | V1SendStreamingMessageRequest | V1SubscribeToTaskRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
@@ -1053,8 +1120,14 @@ V1GetTaskParams.model_rebuild()
 V1CancelTaskParams.model_rebuild()
 V1ListTasksParams.model_rebuild()
 V1GetExtendedAgentCardParams.model_rebuild()
+V1SendStreamingMessageParams.model_rebuild()
+V1SubscribeToTaskParams.model_rebuild()
 V1TaskPayload.model_rebuild()
 V1MessagePayload.model_rebuild()
+V1TaskStatusUpdateEvent.model_rebuild()
+V1TaskArtifactUpdateEvent.model_rebuild()
+V1StatusUpdatePayload.model_rebuild()
+V1ArtifactUpdatePayload.model_rebuild()
 V1ListTasksResult.model_rebuild()
 MessageSendRequest.model_rebuild()
 TasksGetRequest.model_rebuild()
@@ -1069,6 +1142,8 @@ V1CancelTaskRequest.model_rebuild()
 V1ListTasksRequest.model_rebuild()
 AgentGetAuthenticatedExtendedCardRequest.model_rebuild()
 V1GetExtendedAgentCardRequest.model_rebuild()
+V1SendStreamingMessageRequest.model_rebuild()
+V1SubscribeToTaskRequest.model_rebuild()
 JsonRpcSuccessResponse.model_rebuild()
 ValidationIssue.model_rebuild()
 ErrorData.model_rebuild()
@@ -1218,6 +1293,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'SecurityRequirement',
     'SecurityScheme',
     'SendMessage',
+    'SendStreamingMessage',
     'ServerConfig',
     'SettingList',
     'SettingName',
@@ -1232,6 +1308,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'SkillsQueryRequest',
     'SkillsQueryResult',
     'StreamEvent',
+    'SubscribeToTask',
     'SupportedInterface',
     'TASK_STATE_AUTH_REQUIRED',
     'TASK_STATE_CANCELED',
@@ -1263,6 +1340,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1AgentCapabilities',
     'V1AgentCard',
     'V1Artifact',
+    'V1ArtifactUpdatePayload',
     'V1CancelTaskParams',
     'V1CancelTaskRequest',
     'V1CancelTaskResult',
@@ -1295,10 +1373,20 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1SendMessageParams',
     'V1SendMessageRequest',
     'V1SendMessageResult',
+    'V1SendStreamingMessageParams',
+    'V1SendStreamingMessageRequest',
+    'V1SendStreamingMessageResult',
+    'V1StatusUpdatePayload',
+    'V1StreamResponse',
+    'V1SubscribeToTaskParams',
+    'V1SubscribeToTaskRequest',
+    'V1SubscribeToTaskResult',
     'V1Task',
+    'V1TaskArtifactUpdateEvent',
     'V1TaskPayload',
     'V1TaskState',
     'V1TaskStatus',
+    'V1TaskStatusUpdateEvent',
     'V1Tenant',
     'V1TextPart',
     'V1UrlPart',
@@ -1325,6 +1413,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'artifact',
     'artifact-update',
     'artifactId',
+    'artifactUpdate',
     'artifacts',
     'auth-required',
     'authentication',
@@ -1492,6 +1581,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'status',
     'status-update',
     'statusTimestampAfter',
+    'statusUpdate',
     'streaming',
     'string',
     'submitted',

@@ -5,6 +5,7 @@ dialects, ListTasks paging and ownership, and the same refusals as 0.3."""
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import httpx
@@ -186,3 +187,35 @@ def test_list_tasks_filters_by_status(client_b: httpx.Client) -> None:
 )
 def test_bad_list_params_are_invalid_params(client_a: httpx.Client, params: Json) -> None:
     expect_error(v1_call(client_a, "ListTasks", params), code=INVALID_PARAMS, request_id=1)
+
+
+# -- streams in 1.0 ---------------------------------------------------------------------------
+
+
+def v1_stream(client: httpx.Client, method: str, params: Json) -> list[Json]:
+    """The results of a 1.0 stream's events, in order."""
+    body = envelope(method, params)
+    with client.stream("POST", RPC, json=body, headers=V1) as answer:
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in answer.iter_lines() if line.startswith("data:")]
+    return [json.loads(line[len("data:"):])["result"] for line in lines]
+
+
+def test_send_streaming_message_streams_1_0_events(client_a: httpx.Client) -> None:
+    events = v1_stream(client_a, "SendStreamingMessage", {"message": v1_message("stream me")})
+    assert events and all(len(event) == 1 for event in events)
+    kinds = [next(iter(event)) for event in events]
+    assert set(kinds) <= {"task", "message", "statusUpdate", "artifactUpdate"}
+    last = events[-1]
+    state = (last.get("statusUpdate") or last.get("task"))["status"]["state"]
+    assert state == "TASK_STATE_COMPLETED"
+    for event in events:
+        assert "kind" not in json.dumps(event)
+
+
+def test_subscribe_to_task_follows_a_task_in_1_0(client_a: httpx.Client) -> None:
+    task = v1_send(client_a, v1_message("park", agent_id="parker"))
+    events = v1_stream(client_a, "SubscribeToTask", {"id": task["id"]})
+    assert events[0]["task"]["id"] == task["id"]
+    assert events[0]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"

@@ -168,12 +168,12 @@ def test_dispatch_table_covers_exactly_the_params_union() -> None:
 def test_the_1_0_dispatch_table_covers_its_union_through_the_adapters() -> None:
     union = all_definitions()[UNION_V1][1]["oneOf"]
     assert [method for method, _ in methods(UNION_V1)] == list(DISPATCH_V1)
-    assert len(DISPATCH_V1) == len(union) == 5
+    assert len(DISPATCH_V1) == len(union) == 7
     for method, model_name in methods(UNION_V1):
         route = DISPATCH_V1[method]
         assert route.params is getattr(models, model_name)
-        assert inspect.iscoroutinefunction(route.handler)
-        assert route.handler.__module__ == "synthorg.dialects.v1"
+        adapter = route.stream if streams(model_name) else route.handler
+        assert adapter is not None and adapter.__module__ == "synthorg.dialects.v1"
 
 
 def test_generator_refuses_unsupported_keywords() -> None:
