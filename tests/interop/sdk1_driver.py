@@ -45,6 +45,7 @@ async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
         ListTasksRequest,
         Message,
         SendMessageRequest,
+        SubscribeToTaskRequest,
     )
 
     class PeerHeaders(ClientCallInterceptor):
@@ -83,6 +84,24 @@ async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
 
         out["echo"] = await send("hello from sdk 1.x", "echo")
         parked = (await send("park me", "parker"))["task"]
+        streaming = await ClientFactory(
+            ClientConfig(streaming=True, httpx_client=http)
+        ).create_from_url(url, interceptors=[PeerHeaders()])
+        message = ParseDict(
+            {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
+             "parts": [{"text": "stream me"}], "metadata": {"agentId": "echo"}},
+            Message(),
+        )
+        out["streamed"] = [
+            _dict(event) async for event in streaming.send_message(
+                SendMessageRequest(message=message)
+            )
+        ]
+        out["subscribed"] = [
+            _dict(event) async for event in streaming.subscribe(
+                SubscribeToTaskRequest(id=parked["id"])
+            )
+        ]
         out["parked"] = parked
         out["got"] = _dict(await client.get_task(GetTaskRequest(id=parked["id"])))
         out["listed"] = _dict(await client.list_tasks(ListTasksRequest(page_size=10)))

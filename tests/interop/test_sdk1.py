@@ -88,9 +88,16 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
     assert out["got"]["id"] == parked["id"]
     assert out["got"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     listed = [task["id"] for task in out["listed"]["tasks"]]
-    assert listed[:2] == [parked["id"], echo["id"]]  # newest first, the caller's own
+    # Newest first, the caller's own (the streamed task came after these two).
+    assert listed.index(parked["id"]) == listed.index(echo["id"]) - 1
     assert out["canceled"]["status"]["state"] == "TASK_STATE_CANCELED"
     assert out["missing"] != "found"
+    # Streams, as its streaming client reads them.
+    assert out["streamed"], out
+    last = out["streamed"][-1]
+    final = (last.get("statusUpdate") or last.get("task"))["status"]["state"]
+    assert final == "TASK_STATE_COMPLETED"
+    assert out["subscribed"][0]["task"]["id"] == parked["id"]
     # The extended card parses with the SDK's card type and carries the peers-only skill.
     assert {s["id"] for s in out["extended"]["skills"]} == {"public-skill", "peers-skill"}
     assert out["extended"]["capabilities"]["extendedAgentCard"] is True
@@ -98,7 +105,10 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
     assert (api_key["location"], api_key["name"]) == ("header", "X-API-Key")
     # It spoke 1.0 (its card choice), not 0.3 through the SDK's compatibility layer.
     methods = {event["method"] for event in node.events("a2a.inbound.received")}
-    assert {"SendMessage", "GetTask", "ListTasks", "CancelTask", "GetExtendedAgentCard"} <= methods
+    assert {
+        "SendMessage", "GetTask", "ListTasks", "CancelTask", "GetExtendedAgentCard",
+        "SendStreamingMessage", "SubscribeToTask",
+    } <= methods
     assert not methods & {"message/send", "tasks/get", "tasks/cancel"}
     # The same tasks through the 0.3 dialect.
     headers = {"X-A2A-Peer-Name": PEER, "X-API-Key": KEY}
