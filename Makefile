@@ -5,9 +5,23 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test fuzz codegen lint bench tck clean
+.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen lint bench tck clean
 
 venv: $(STAMP)
+
+# The official a2a-sdk 1.x for the interop tests (tests/interop/test_sdk1.py): it shares the
+# `a2a` import name with the 0.3 SDK of .venv, so it gets a virtualenv of its own, driven as
+# a subprocess. Small: the SDK with its HTTP server extra, and uvicorn.
+SDK1_VENV := .venv-sdk1
+SDK1_STAMP := $(SDK1_VENV)/.installed
+SDK1_PACKAGES := 'a2a-sdk[http-server]==1.3.0' 'uvicorn==0.54.0'
+
+sdk1-venv: $(SDK1_STAMP)
+
+$(SDK1_STAMP): Makefile
+	$(PYTHON) -m venv $(SDK1_VENV)
+	$(SDK1_VENV)/bin/pip install -q $(SDK1_PACKAGES)
+	touch $@
 
 # The stamp makes repeat runs a no-op until pyproject.toml (the dependency list) changes.
 $(STAMP): pyproject.toml
@@ -18,7 +32,7 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/python -m synthorg.demo
 
-test: venv
+test: venv sdk1-venv
 	$(BIN)/python -m codegen --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -33,6 +47,23 @@ fuzz: venv
 	echo "fuzz: seed $$seed, $(FUZZ_EXAMPLES) examples per operation"; \
 	SYNTHORG_FUZZ_SEED=$$seed SYNTHORG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 		$(BIN)/pytest tests/contract -p no:cacheprovider -x -q
+
+# The A2A 1.0 conformance kit (../shared/a2a-tck/1.0-dev, run where it lies) against a live
+# node through a proxy adding the peer headers: JSON-RPC, MUST level (tests/tck/run_v1.py).
+# Reports: build/tck-v1/reports. TCK_V1_DIR=<kit> picks another checkout of the kit.
+TCK_V1_DIR ?= $(firstword $(wildcard ../shared/a2a-tck/1.0-dev ../../shared/a2a-tck/1.0-dev))
+TCK1_VENV := .venv-tck1
+TCK1_STAMP := $(TCK1_VENV)/.installed
+
+tck1-venv: $(TCK1_STAMP)
+
+$(TCK1_STAMP): Makefile
+	$(PYTHON) -m venv $(TCK1_VENV)
+	$(TCK1_VENV)/bin/pip install -q $(TCK_V1_DIR)
+	touch $@
+
+tck-v1: venv tck1-venv
+	TCK_V1_DIR=$(abspath $(TCK_V1_DIR)) $(BIN)/python -m tests.tck.run_v1 $(TCK_ARGS)
 
 bench: venv
 	$(BIN)/python -m bench.live $(BENCH_ARGS)
@@ -63,6 +94,6 @@ lint: venv
 
 # Removes what the targets above create; never a data directory (it holds peer secrets).
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache \
+	rm -rf $(VENV) $(SDK1_VENV) $(TCK1_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache \
 		.hypothesis .schemathesis schemathesis-report
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

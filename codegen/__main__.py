@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from codegen import fingerprint
-from codegen.constants import methods, render_constants
-from codegen.dispatch import render_dispatch
+from codegen.constants import UNION_V1, methods, render_constants
+from codegen.dispatch import ADAPTERS_V1, render_dispatch
 from codegen.models import render_models
-from codegen.naming import handler_module
+from codegen.naming import adapter_function, handler_module
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUTS = {
@@ -42,6 +42,14 @@ def _missing_handlers() -> list[str]:
         is_async = inspect.iscoroutinefunction(handle) or inspect.isasyncgenfunction(handle)
         if handle is None or not is_async:
             problems.append(f"{method}: {path.relative_to(ROOT)} has no `async def handle`")
+    adapters = importlib.import_module(ADAPTERS_V1)
+    for method, _ in methods(UNION_V1):
+        adapter = getattr(adapters, adapter_function(method), None)
+        if adapter is None or not (
+            inspect.iscoroutinefunction(adapter) or inspect.isasyncgenfunction(adapter)
+        ):
+            name = adapter_function(method)
+            problems.append(f"{method}: {ADAPTERS_V1} has no `async def {name}`")
     return problems
 
 

@@ -15,3 +15,9 @@ def upper_snake(name: str) -> str:
 def handler_module(method: str) -> str:
     """The handler module of a JSON-RPC method: `tasks/get` -> `tasks_get`."""
     return method.replace("/", "_")
+
+
+def adapter_function(method: str) -> str:
+    """The 1.0 dialect's adapter of a method (synthorg/dialects/v1.py): `SendMessage` ->
+    `send_message`."""
+    return _BOUNDARY.sub("_", method).lower()

@@ -7,9 +7,10 @@ it, so the arrows run one way: the gateway calls handlers, handlers call service
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from synthorg.generated.models import (
+    AgentCard,
     MessageSendParams,
     MessageStreamParams,
     SkillsNegotiateResult,
@@ -22,6 +23,27 @@ from synthorg.sequenced import Sequenced as Sequenced  # what streaming handlers
 RequestId = str | int | None
 
 
+class TaskQuery(NamedTuple):
+    """Which of the caller's tasks to list, one page at a time (every filter optional)."""
+
+    context_id: str | None = None
+    state: str | None = None  # a TaskState
+    status_since: str | None = None  # ISO 8601: the status changed at or after it
+    page_size: int = 50
+    page_token: str = ""  # a previous page's next_page_token; empty for the first
+    history_length: int | None = None
+    include_artifacts: bool = False
+
+
+class TaskPage(NamedTuple):
+    """One page of the caller's tasks, newest first."""
+
+    tasks: list[Task]
+    next_page_token: str  # empty on the last page
+    page_size: int
+    total_size: int
+
+
 class TaskOperations(Protocol):
     """The caller's tasks; another peer's task is indistinguishable from a missing one."""
 
@@ -32,6 +54,10 @@ class TaskOperations(Protocol):
     async def get(self, peer: str, task_id: str, history_length: int | None) -> Task: ...
 
     async def cancel(self, peer: str, task_id: str) -> Task: ...
+
+    async def list(self, peer: str, query: TaskQuery) -> TaskPage:
+        """The caller's own tasks; InvalidParams for a page token this node did not issue."""
+        ...
 
     def stream(
         self, peer: str, params: MessageSendParams | MessageStreamParams, agent_id: str | None
@@ -81,6 +107,11 @@ class RpcContext(Protocol):
 
     @property
     def skills(self) -> SkillOperations: ...
+
+    def extended_card(self) -> AgentCard:
+        """This node's extended card (the agent's, on an agent's endpoint): the public card
+        and the skills only admitted peers see."""
+        ...
 
 
 # -- the HTTP operations (cards, admin) ------------------------------------------------------

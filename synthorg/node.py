@@ -45,7 +45,12 @@ from synthorg.store.backend import Stores
 from synthorg.store.catalog import Catalog
 from synthorg.store.select import open_stores, runner_from_env
 from synthorg.store.tasks import TaskStore
-from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
+from synthorg.tasks.executors import (
+    ConformanceExecutor,
+    EchoExecutor,
+    Executor,
+    ParkExecutor,
+)
 from synthorg.tasks.plugins import PluginError, load_executor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 from synthorg.web.app import NodeApp
@@ -67,6 +72,8 @@ def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -
         return EchoExecutor()
     if executor.kind == "park":
         return ParkExecutor()
+    if executor.kind == "conformance":
+        return ConformanceExecutor()
     if executor.kind == "python":
         assert executor.entrypoint is not None  # the config loader requires it for kind python
         try:
@@ -215,7 +222,7 @@ class Node:
                 max_request_body_bytes=self.config.a2a.max_request_body_bytes,
                 gate=self.gate,
                 agent_ids=frozenset(agent.id for agent in self.config.agents),
-                services=Services(self.tasks, self.skills),
+                services=Services(self.tasks, self.skills, self.cards),
                 request_started=self.stores.request_started,
                 limiter=self._rate_limiter(),
             )

@@ -14,10 +14,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from synthorg.generated.models import PeerCard
+from synthorg.generated.models import PeerCard, PeerInterface
 
-PEER_CARD_MEMBERS = ("name", "url", "version", "protocolVersion", "skills")
+PEER_CARD_MEMBERS = ("name", "url", "version", "protocolVersion", "skills", "supportedInterfaces")
 PEER_SKILL_MEMBERS = ("id", "name", "tags")
+PEER_INTERFACE_MEMBERS = ("url", "protocolBinding", "protocolVersion")
+
+
+MAX_INTERFACES = 16  # PeerCard.supportedInterfaces maxItems
+
+
+def _valid_interface(entry: dict[str, Any]) -> bool:
+    try:
+        PeerInterface.model_validate(entry)
+    except ValidationError:
+        return False
+    return True
 
 
 class InvalidCard(ValueError):
@@ -39,6 +51,22 @@ def read_peer_card(document: Any) -> PeerCard:
             _pick(skill, PEER_SKILL_MEMBERS) if isinstance(skill, dict) else skill
             for skill in skills
         ]
+    interfaces = picked.get("supportedInterfaces")
+    if isinstance(interfaces, list):
+        # Optional to us: an entry we cannot read is left out, never a reason to refuse the
+        # card (a 0.3 peer, or one with a binding we do not speak, is still a peer).
+        readable = [_pick(entry, PEER_INTERFACE_MEMBERS) for entry in interfaces
+                    if isinstance(entry, dict)][:MAX_INTERFACES]
+        picked["supportedInterfaces"] = [entry for entry in readable if _valid_interface(entry)]
+        if "url" not in picked:  # an A2A 1.0 card: its endpoint is in its interfaces
+            jsonrpc = [
+                entry["url"] for entry in picked["supportedInterfaces"]
+                if entry["protocolBinding"] == "JSONRPC"
+            ]
+            if jsonrpc:
+                picked["url"] = jsonrpc[0]
+    elif interfaces is not None:
+        del picked["supportedInterfaces"]
     try:
         return PeerCard.model_validate(picked)
     except ValidationError as exc:

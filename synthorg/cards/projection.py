@@ -14,6 +14,8 @@ from typing import Any
 
 from synthorg.config.company import NodeConfig
 from synthorg.generated.constants import (
+    A2A_VERSION_0_3,
+    A2A_VERSION_1_0,
     API_KEY_HEADER,
     PEER_NAME_HEADER,
     RPC_POST,
@@ -24,6 +26,8 @@ from synthorg.generated.constants import (
 from synthorg.generated.models import AgentCard, AgentConfig, CompanyConfig, SkillConfig
 
 PROTOCOL_VERSION = "0.3.0"
+# supportedInterfaces: both dialects on the one JSON-RPC endpoint, the newer first.
+DIALECT_VERSIONS = (A2A_VERSION_1_0, A2A_VERSION_0_3)
 RPC_PATH = RPC_POST.path
 AGENT_RPC_PATH = RPC_POST_AGENT.path
 SKILLS_EXTENSION_URI = "https://synthorg.example/a2a/extensions/skills/v1"
@@ -31,6 +35,7 @@ SKILLS_EXTENSION_METHODS = (SKILLS_QUERY, SKILLS_NEGOTIATE)
 # What message/send accepts and what the built-in executors answer with.
 DEFAULT_MODES = ("text/plain", "application/json")
 MAX_TAGS = 256  # AgentSkill.tags maxItems in spec/schemas/card.json
+PEERS_ONLY = "peers"  # SkillConfig.visibility: only on the extended card
 
 SECURITY_SCHEMES: dict[str, dict[str, str]] = {
     "PeerName": {
@@ -60,23 +65,34 @@ def card_version() -> str:
         return "0.0.0"
 
 
-def company_card(config: NodeConfig, base_url: str, version: str) -> AgentCard:
+def _shown(skills: Iterable[SkillConfig], extended: bool) -> list[SkillConfig]:
+    """The skills a card lists: `visibility: peers` ones only on the extended card."""
+    return [skill for skill in skills if extended or skill.visibility != PEERS_ONLY]
+
+
+def company_card(
+    config: NodeConfig, base_url: str, version: str, extended: bool = False
+) -> AgentCard:
     """The company card: every agent's skills, de-duplicated by id."""
     company = config.company
-    skills = _merged_skills(skill for agent in config.agents for skill in agent.skills or [])
+    skills = _merged_skills(
+        _shown((skill for agent in config.agents for skill in agent.skills or []), extended)
+    )
     return _card(
         company, name=company.name, description=company.description,
         url=base_url + RPC_PATH, version=version, skills=skills,
     )
 
 
-def agent_card(config: NodeConfig, agent: AgentConfig, base_url: str, version: str) -> AgentCard:
+def agent_card(
+    config: NodeConfig, agent: AgentConfig, base_url: str, version: str, extended: bool = False
+) -> AgentCard:
     """One agent's card; its url is that agent's own JSON-RPC endpoint."""
     company = config.company
     return _card(
         company, name=agent.name, description=_agent_description(agent, company),
         url=base_url + AGENT_RPC_PATH.format(agent_id=agent.id), version=version,
-        skills=[_skill(skill) for skill in agent.skills or []],
+        skills=[_skill(skill) for skill in _shown(agent.skills or [], extended)],
     )
 
 
@@ -91,10 +107,16 @@ def _card(
         "version": version,
         "protocolVersion": PROTOCOL_VERSION,
         "preferredTransport": "JSONRPC",
+        "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": version}
+            for version in DIALECT_VERSIONS
+        ],
+        "supportsAuthenticatedExtendedCard": True,
         "capabilities": {
             "streaming": True,  # message/stream and tasks/resubscribe
             "pushNotifications": False,
             "stateTransitionHistory": True,
+            "extendedAgentCard": True,
             "extensions": [{
                 "uri": SKILLS_EXTENSION_URI,
                 "description": "SynthOrg skill discovery: the JSON-RPC methods skills/query "

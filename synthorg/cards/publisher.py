@@ -89,6 +89,16 @@ class CardPublisher:
         """None when no agent has this id."""
         return self.agent_at(agent_id, self._public_url or request.local_base_url)
 
+    def extended(self, agent_id: str | None, scope: Mapping[str, Any]) -> AgentCard:
+        """The extended card (`gateway.context.ExtendedCards`): built per call, for admitted
+        peers only, so it is never cached where an unauthenticated reader could reach it."""
+        base_url = self.base_url(scope)
+        if agent_id is None or agent_id not in self._agents:
+            return company_card(self._config, base_url, self._version, extended=True)
+        return agent_card(
+            self._config, self._agents[agent_id], base_url, self._version, extended=True
+        )
+
     def company_at(self, base_url: str) -> RenderedCard:
         return self._cached(base_url, None)
 

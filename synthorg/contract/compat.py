@@ -26,8 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from synthorg.generated.constants import (
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
     MESSAGE_STREAM,
+    METHODS_V1,
     RESULT_DEFINITIONS,
+    RESULT_DEFINITIONS_V1,
     RPC_POST,
     SKILLS_NEGOTIATE,
     SKILLS_QUERY,
@@ -39,11 +42,16 @@ Status = Literal["ok", "warning", "incompatible", "-"]
 
 RPC_PATH = RPC_POST.path
 # Which of our result definitions each of our methods returns (the spec's <Name>Result).
-RESULTS: Mapping[str, str] = RESULT_DEFINITIONS
+RESULTS: Mapping[str, str] = {**RESULT_DEFINITIONS, **RESULT_DEFINITIONS_V1}
 # A peer may lack these and still take delegated tasks: they are an optional extension.
 # The SynthOrg skills extension, and streaming (a task is then followed by polling): a peer
-# without them is still compatible, with a warning.
-OPTIONAL_METHODS = frozenset({SKILLS_QUERY, SKILLS_NEGOTIATE, MESSAGE_STREAM, TASKS_RESUBSCRIBE})
+# without them is still compatible, with a warning; so is a peer without the extended card or
+# the 1.0 dialect (it is called in 0.3).
+OPTIONAL_METHODS = frozenset({
+    SKILLS_QUERY, SKILLS_NEGOTIATE, MESSAGE_STREAM, TASKS_RESUBSCRIBE,
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD, *METHODS_V1,
+})
+_UNION_RESULTS = frozenset(RESULTS.values())
 
 _RANGES = (
     ("minLength", "maxLength", "characters"),
@@ -668,7 +676,8 @@ def _flatten(document: _Document, schema: Any) -> Iterator[tuple[str | None, Any
     if not isinstance(resolved, Mapping):
         return
     variants = _variants(resolved)
-    if variants is None:
+    # A union that is itself a method's result (V1SendMessageResult) stays whole.
+    if variants is None or _ref_name(ref) in _UNION_RESULTS:
         yield _ref_name(ref), schema
         return
     for variant in variants:

@@ -18,6 +18,8 @@ import yaml
 SCHEMA_FILES = (
     "a2a.json",
     "methods.json",
+    "a2a_v1.json",
+    "methods_v1.json",
     "jsonrpc.json",
     "config.json",
     "card.json",

@@ -22,7 +22,10 @@ import httpx
 from pydantic import ValidationError
 
 from synthorg.clock import utc_now
+from synthorg.dialects import v1
+from synthorg.dialects.outbound import PeerDialect
 from synthorg.generated.constants import (
+    A2A_VERSION_1_0,
     API_KEY_HEADER,
     MESSAGE_SEND,
     PEER_NAME_HEADER,
@@ -30,6 +33,9 @@ from synthorg.generated.constants import (
     STATE_COMPLETED,
     TASKS_CANCEL,
     TASKS_GET,
+    V1_CANCEL_TASK,
+    V1_GET_TASK,
+    V1_SEND_MESSAGE,
 )
 from synthorg.generated.models import Message, Task, TaskStatus
 from synthorg.observability.outbound import outbound_call, trace_headers
@@ -39,6 +45,9 @@ RequestId = str | int | None
 RPC_PATH = RPC_POST.path
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+VERSION_HEADER = "A2A-Version"
+# The 1.0 method that stands for each 0.3 method this client calls.
+V1_METHODS = {MESSAGE_SEND: V1_SEND_MESSAGE, TASKS_GET: V1_GET_TASK, TASKS_CANCEL: V1_CANCEL_TASK}
 _ANSWERED = uuid.UUID("0b6f2d8e-4c1a-4e3b-9f57-a2d4c6e8b013")  # ids of tasks a Message stands for
 MAX_RETRY_AFTER = 30.0
 
@@ -98,6 +107,11 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+def default_rpc_url(endpoint: str) -> str:
+    """A peer's 0.3 JSON-RPC endpoint: the catalog endpoint's /api/v1/a2a/."""
+    return endpoint.rstrip("/") + RPC_PATH
+
+
 class A2AClient:
     def __init__(
         self,
@@ -109,9 +123,15 @@ class A2AClient:
         max_response_bytes: int = MAX_RESPONSE_BYTES,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        dialect: PeerDialect | None = None,
     ) -> None:
         self.record = record
+        # None: A2A 0.3 at the catalog endpoint. In 1.0 the same calls are made with the 1.0
+        # methods and objects (synthorg/dialects/v1.py), and answers read back as 0.3 tasks.
+        self.dialect = dialect
         self._headers = credential_headers(record, local_name)
+        if dialect is not None and dialect.version == A2A_VERSION_1_0:
+            self._headers[VERSION_HEADER] = A2A_VERSION_1_0
         self._timeout = timeout
         self._retry = retry
         self._max_bytes = max_response_bytes
@@ -120,7 +140,13 @@ class A2AClient:
 
     @property
     def rpc_url(self) -> str:
-        return self.record.endpoint.rstrip("/") + RPC_PATH
+        if self.dialect is not None:
+            return self.dialect.url
+        return default_rpc_url(self.record.endpoint)
+
+    @property
+    def speaks_v1(self) -> bool:
+        return self.dialect is not None and self.dialect.version == A2A_VERSION_1_0
 
     async def send_message(
         self,
@@ -150,6 +176,8 @@ class A2AClient:
         if meta:
             message["metadata"] = meta
         params: dict[str, Any] = {"message": message}
+        if self.speaks_v1:
+            return await self._send_message_v1(message, blocking)
         if not blocking:
             params["configuration"] = {"blocking": False}
         result = await self.call(MESSAGE_SEND, params)
@@ -187,6 +215,8 @@ class A2AClient:
         return await self._task_call(TASKS_CANCEL, {"id": task_id})
 
     async def _task_call(self, method: str, params: dict[str, Any]) -> Task:
+        if self.speaks_v1:
+            return await self._task_call_v1(method, params)
         return self._as_task(method, await self.call(method, params))
 
     def _as_task(self, method: str, result: Any) -> Task:
@@ -196,6 +226,41 @@ class A2AClient:
             raise PeerProtocolError(
                 f"{self.record.name}: {method} result is not a valid Task "
                 f"({exc.error_count()} problems)"
+            ) from None
+
+    async def _send_message_v1(self, message: dict[str, Any], blocking: bool) -> Task:
+        """message/send made in 1.0: SendMessage answers {task} or {message}."""
+        params: dict[str, Any] = {"message": v1.message_v1(message)}
+        if not blocking:
+            params["configuration"] = {"returnImmediately": True}
+        result = await self.call(V1_SEND_MESSAGE, params)
+        try:
+            if isinstance(result, dict) and set(result) == {"message"}:
+                answer = v1.message_v03(result["message"])
+            elif isinstance(result, dict) and set(result) == {"task"}:
+                return Task.model_validate(v1.task_v03_json(result["task"]))
+            else:
+                raise ValueError("SendMessage answered neither a task nor a message")
+        except (ValidationError, ValueError, KeyError, TypeError, AttributeError):
+            raise PeerProtocolError(
+                f"{self.record.name}: {V1_SEND_MESSAGE} result is not a valid task or message"
+            ) from None
+        return self._message_as_task(answer)
+
+    async def _task_call_v1(self, method: str, params: dict[str, Any]) -> Task:
+        """The 0.3 call `method`, made in 1.0: params and the answer mapped at the edge."""
+        if "message" in params:
+            params = {**params, "message": v1.message_v1(params["message"])}
+        result = await self.call(V1_METHODS[method], params)
+        try:
+            if method == MESSAGE_SEND:
+                if not isinstance(result, dict) or "task" not in result:
+                    raise ValueError("SendMessage did not answer a task")
+                result = result["task"]
+            return Task.model_validate(v1.task_v03_json(result))
+        except (ValidationError, ValueError, KeyError, TypeError, AttributeError):
+            raise PeerProtocolError(
+                f"{self.record.name}: {V1_METHODS[method]} result is not a valid Task"
             ) from None
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:

@@ -15,13 +15,17 @@ from typing import Any
 
 import httpx
 
+from synthorg.cards.fetch import card_url, fetch_card_document
+from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.clock import utc_now
-from synthorg.delegation.client import A2AClient, PeerError
+from synthorg.delegation.client import A2AClient, PeerError, default_rpc_url
+from synthorg.dialects.outbound import PeerDialect, choose
 from synthorg.generated.constants import STATE_AUTH_REQUIRED, STATE_INPUT_REQUIRED, TERMINAL_STATES
 from synthorg.generated.models import Task
 from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
 
+DIALECT_TTL_SECONDS = 300.0  # how long a peer's card decides its dialect before a re-read
 SETTLED = TERMINAL_STATES | {STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED}
 
 
@@ -47,8 +51,11 @@ class Delegator:
         self._local_name = local_name
         self._timeout = timeout
         self._transport = transport
+        # (peer, endpoint) -> (expires at, the dialect its card offered)
+        self._dialects: dict[tuple[str, str], tuple[float, PeerDialect]] = {}
 
-    def client(self, peer: str) -> A2AClient:
+    def client(self, peer: str, dialect: PeerDialect | None = None) -> A2AClient:
+        """A client for `peer`; in 0.3 unless `dialect` says otherwise."""
         if not self._local_name:
             raise DelegationError(
                 "a2a.node_name is not set: add the name peers know this node by to config.yaml"
@@ -56,7 +63,32 @@ class Delegator:
         record = self._catalog.get(peer)
         if record is None:
             raise DelegationError(f"no catalog record for peer {peer!r}")
-        return A2AClient(record, self._local_name, self._timeout, transport=self._transport)
+        return A2AClient(
+            record, self._local_name, self._timeout, transport=self._transport, dialect=dialect
+        )
+
+    async def peer_client(self, peer: str) -> A2AClient:
+        """A client that calls `peer` in the dialect its card offers (1.0, else 0.3)."""
+        client = self.client(peer)
+        return self.client(peer, await self._dialect(client.record.name, client.record.endpoint))
+
+    async def _dialect(self, peer: str, endpoint: str) -> PeerDialect:
+        now = time.monotonic()
+        cached = self._dialects.get((peer, endpoint))
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        fetched = await fetch_card_document(
+            card_url(endpoint), timeout=self._timeout(), transport=self._transport
+        )
+        card = None
+        if fetched.document is not None:
+            try:
+                card = read_peer_card(fetched.document)
+            except InvalidCard:
+                card = None
+        chosen = choose(card, endpoint, default_rpc_url(endpoint))
+        self._dialects[(peer, endpoint)] = (now + DIALECT_TTL_SECONDS, chosen)
+        return chosen
 
     async def delegate(
         self,
@@ -71,7 +103,7 @@ class Delegator:
     ) -> Delegation:
         """Send a new task to `peer` and record it. A fixed `message_id` makes a repeat of
         the same delegation land on the peer's existing task (its idempotency key)."""
-        client = self.client(peer)
+        client = await self.peer_client(peer)
         message_id = message_id or str(uuid.uuid4())
         task = await client.send_message(
             parts, agent_id=agent_id, message_id=message_id, metadata=metadata,
@@ -107,7 +139,7 @@ class Delegator:
         message_id: str | None = None,
         blocking: bool = True,
     ) -> Delegation:
-        task = await self.client(record.peer).send_message(
+        task = await (await self.peer_client(record.peer)).send_message(
             parts,
             task_id=record.remote_task_id,
             context_id=record.context_id,
@@ -119,12 +151,12 @@ class Delegator:
 
     async def refresh(self, local_id: str) -> Delegation:
         record = await self.get(local_id)
-        task = await self.client(record.peer).get_task(record.remote_task_id)
+        task = await (await self.peer_client(record.peer)).get_task(record.remote_task_id)
         return await self.store.update(record.id, _task_json(task))
 
     async def cancel(self, local_id: str) -> Delegation:
         record = await self.get(local_id)
-        task = await self.client(record.peer).cancel_task(record.remote_task_id)
+        task = await (await self.peer_client(record.peer)).cancel_task(record.remote_task_id)
         return await self.store.update(record.id, _task_json(task))
 
     async def follow(

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from handlers.context import RequestId, SkillOperations, TaskOperations
+from synthorg.errors import InvalidParams
+from synthorg.generated.models import AgentCard
+
+
+class ExtendedCards(Protocol):
+    """The extended cards (`synthorg/cards/publisher.py`), for the request's local address."""
+
+    def extended(self, agent_id: str | None, scope: Mapping[str, Any]) -> AgentCard: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,6 +23,7 @@ class Services:
 
     tasks: TaskOperations
     skills: SkillOperations
+    cards: ExtendedCards | None = None
 
 
 class CallContext(NamedTuple):
@@ -25,3 +35,10 @@ class CallContext(NamedTuple):
     tasks: TaskOperations
     skills: SkillOperations
     last_event_id: str | None = None  # the header, for a call that resumes a stream
+    cards: ExtendedCards | None = None
+    scope: Mapping[str, Any] | None = None  # the ASGI scope: which local address took it
+
+    def extended_card(self) -> AgentCard:
+        if self.cards is None or self.scope is None:
+            raise InvalidParams("Invalid params: this endpoint serves no extended card")
+        return self.cards.extended(self.agent_id, self.scope)

@@ -10,6 +10,7 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter
 
+import handlers.agent_getAuthenticatedExtendedCard
 import handlers.message_send
 import handlers.message_stream
 import handlers.skills_negotiate
@@ -17,9 +18,10 @@ import handlers.skills_query
 import handlers.tasks_cancel
 import handlers.tasks_get
 import handlers.tasks_resubscribe
+import synthorg.dialects.v1
 from handlers.context import RpcContext, Sequenced
-from synthorg.generated.constants import MESSAGE_SEND, MESSAGE_STREAM, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, TASKS_RESUBSCRIBE
-from synthorg.generated.models import MessageSendParams, MessageSendResult, MessageStreamParams, MessageStreamResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, TasksResubscribeParams, TasksResubscribeResult, RpcParams
+from synthorg.generated.constants import AGENT_GET_AUTHENTICATED_EXTENDED_CARD, MESSAGE_SEND, MESSAGE_STREAM, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, TASKS_RESUBSCRIBE, V1_CANCEL_TASK, V1_GET_EXTENDED_AGENT_CARD, V1_GET_TASK, V1_LIST_TASKS, V1_SEND_MESSAGE, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK
+from synthorg.generated.models import AgentGetAuthenticatedExtendedCardParams, AgentGetAuthenticatedExtendedCardResult, MessageSendParams, MessageSendResult, MessageStreamParams, MessageStreamResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, TasksResubscribeParams, TasksResubscribeResult, V1CancelTaskParams, V1CancelTaskResult, V1GetExtendedAgentCardParams, V1GetExtendedAgentCardResult, V1GetTaskParams, V1GetTaskResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, V1SendStreamingMessageParams, V1SendStreamingMessageResult, V1SubscribeToTaskParams, V1SubscribeToTaskResult, RpcParams, V1RpcParams
 
 MessageSendHandler = Callable[[MessageSendParams, RpcContext], Awaitable[MessageSendResult]]
 TasksGetHandler = Callable[[TasksGetParams, RpcContext], Awaitable[TasksGetResult]]
@@ -28,6 +30,14 @@ MessageStreamHandler = Callable[[MessageStreamParams, RpcContext], AsyncIterator
 TasksResubscribeHandler = Callable[[TasksResubscribeParams, RpcContext], AsyncIterator[Sequenced[TasksResubscribeResult]]]
 SkillsQueryHandler = Callable[[SkillsQueryParams, RpcContext], Awaitable[SkillsQueryResult]]
 SkillsNegotiateHandler = Callable[[SkillsNegotiateParams, RpcContext], Awaitable[SkillsNegotiateResult]]
+AgentGetAuthenticatedExtendedCardHandler = Callable[[AgentGetAuthenticatedExtendedCardParams, RpcContext], Awaitable[AgentGetAuthenticatedExtendedCardResult]]
+V1SendMessageHandler = Callable[[V1SendMessageParams, RpcContext], Awaitable[V1SendMessageResult]]
+V1GetTaskHandler = Callable[[V1GetTaskParams, RpcContext], Awaitable[V1GetTaskResult]]
+V1CancelTaskHandler = Callable[[V1CancelTaskParams, RpcContext], Awaitable[V1CancelTaskResult]]
+V1ListTasksHandler = Callable[[V1ListTasksParams, RpcContext], Awaitable[V1ListTasksResult]]
+V1GetExtendedAgentCardHandler = Callable[[V1GetExtendedAgentCardParams, RpcContext], Awaitable[V1GetExtendedAgentCardResult]]
+V1SendStreamingMessageHandler = Callable[[V1SendStreamingMessageParams, RpcContext], AsyncIterator[Sequenced[V1SendStreamingMessageResult]]]
+V1SubscribeToTaskHandler = Callable[[V1SubscribeToTaskParams, RpcContext], AsyncIterator[Sequenced[V1SubscribeToTaskResult]]]
 
 
 class Route(NamedTuple):
@@ -45,6 +55,14 @@ _message_stream: MessageStreamHandler = handlers.message_stream.handle
 _tasks_resubscribe: TasksResubscribeHandler = handlers.tasks_resubscribe.handle
 _skills_query: SkillsQueryHandler = handlers.skills_query.handle
 _skills_negotiate: SkillsNegotiateHandler = handlers.skills_negotiate.handle
+_agent_getAuthenticatedExtendedCard: AgentGetAuthenticatedExtendedCardHandler = handlers.agent_getAuthenticatedExtendedCard.handle
+_send_message: V1SendMessageHandler = synthorg.dialects.v1.send_message
+_get_task: V1GetTaskHandler = synthorg.dialects.v1.get_task
+_cancel_task: V1CancelTaskHandler = synthorg.dialects.v1.cancel_task
+_list_tasks: V1ListTasksHandler = synthorg.dialects.v1.list_tasks
+_get_extended_agent_card: V1GetExtendedAgentCardHandler = synthorg.dialects.v1.get_extended_agent_card
+_send_streaming_message: V1SendStreamingMessageHandler = synthorg.dialects.v1.send_streaming_message
+_subscribe_to_task: V1SubscribeToTaskHandler = synthorg.dialects.v1.subscribe_to_task
 
 DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     MESSAGE_SEND: Route(MessageSendParams, _message_send),
@@ -54,6 +72,21 @@ DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     TASKS_RESUBSCRIBE: Route(TasksResubscribeParams, None, _tasks_resubscribe),
     SKILLS_QUERY: Route(SkillsQueryParams, _skills_query),
     SKILLS_NEGOTIATE: Route(SkillsNegotiateParams, _skills_negotiate),
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD: Route(AgentGetAuthenticatedExtendedCardParams, _agent_getAuthenticatedExtendedCard),
 })
 
 PARAMS_ADAPTER: Final = TypeAdapter(RpcParams)
+
+# The 1.0 dialect (A2A-Version: 1.0)
+
+DISPATCH_V1: Final[Mapping[str, Route]] = MappingProxyType({
+    V1_SEND_MESSAGE: Route(V1SendMessageParams, _send_message),
+    V1_GET_TASK: Route(V1GetTaskParams, _get_task),
+    V1_CANCEL_TASK: Route(V1CancelTaskParams, _cancel_task),
+    V1_LIST_TASKS: Route(V1ListTasksParams, _list_tasks),
+    V1_GET_EXTENDED_AGENT_CARD: Route(V1GetExtendedAgentCardParams, _get_extended_agent_card),
+    V1_SEND_STREAMING_MESSAGE: Route(V1SendStreamingMessageParams, None, _send_streaming_message),
+    V1_SUBSCRIBE_TO_TASK: Route(V1SubscribeToTaskParams, None, _subscribe_to_task),
+})
+
+PARAMS_ADAPTER_V1: Final = TypeAdapter(V1RpcParams)

@@ -168,8 +168,9 @@ class Gateway:
         if agent is not None and agent not in config.agent_ids:
             await _unknown_agent(send, path, peer)
             return
-        reply = await pipeline.answer(  # 8-12
-            body, peer, agent, config.services, headers.get("last-event-id")
+        reply = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
+            body, peer, agent, config.services, headers.get("last-event-id"),
+            version=headers.get("a2a-version"), scope=scope,
         )
         if isinstance(reply, EventStream):  # message/stream, tasks/resubscribe
             await reply.respond(send, receive)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from synthorg.errors import SynthorgError
+from synthorg.gateway import dialect
 from synthorg.gateway.context import CallContext, Services
-from synthorg.gateway.dispatch import DISPATCH, PARAMS_ADAPTER
 from synthorg.gateway.replies import RPC_ERRORS, RequestId, error_body, result_body, rpc_error
 from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
@@ -25,6 +26,7 @@ from synthorg.generated.constants import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    VERSION_NOT_SUPPORTED,
     RpcErrorSpec,
 )
 from synthorg.generated.models import SPEC_NAMES
@@ -113,13 +115,15 @@ def _envelope(parsed: Any) -> tuple[RequestId, str, dict[str, Any]]:
         raise _Reject(INVALID_REQUEST, "Invalid request: batches are not supported")
     if not isinstance(parsed, dict):
         raise _Reject(INVALID_REQUEST, "Invalid request: the body must be a JSON object")
-    if "id" not in parsed or not _valid_id(parsed["id"]):
+    # A request without an id is answered like any other, with id null, after the method
+    # and params checks; an id that is present must be well formed.
+    if "id" in parsed and not _valid_id(parsed["id"]):
         raise _Reject(
             INVALID_REQUEST,
             f"Invalid request: id must be a string of at most {MAX_ID_LENGTH} characters "
             "or a safe integer",
         )
-    request_id: RequestId = parsed["id"]
+    request_id: RequestId = parsed.get("id")
     if parsed.get("jsonrpc") != "2.0":
         raise _Reject(INVALID_REQUEST, 'Invalid request: jsonrpc must be "2.0"', request_id)
     if not parsed.keys() <= _ENVELOPE_KEYS:
@@ -183,17 +187,24 @@ def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
 async def answer(
     body: bytes, peer: str, agent_id: str | None, services: Services,
     last_event_id: str | None = None,
+    *,
+    version: str | None = None,
+    scope: Mapping[str, Any] | None = None,
 ) -> tuple[int, bytes] | EventStream:
     """Run steps 8-12 for one admitted request: (HTTP status, response body), or the stream
-    a streaming method answers once its first event is known."""
+    a streaming method answers once its first event is known. `version` is the A2A-Version
+    header (`gateway/dialect.py`: which methods it selects)."""
     request_id: RequestId = None
     method = ""
     try:
         request_id, method, raw_params = _envelope(_parse(body))
         note_method(method)
         emit(events.INBOUND_RECEIVED, method=method[:64], request_id=request_id, peer_name=peer)
-        route = DISPATCH.get(method)
-        if route is None:
+        allowed = dialect.dialects(version)
+        if allowed is None:
+            return 200, error_body(VERSION_NOT_SUPPORTED, None, request_id)
+        found = dialect.route(allowed, method)
+        if found is None:
             emit(
                 events.JSONRPC_METHOD_NOT_FOUND,
                 method=method[:64],
@@ -201,12 +212,13 @@ async def answer(
                 peer_name=peer,
             )
             return 200, error_body(METHOD_NOT_FOUND, None, request_id)
+        route, spoken = found
         # Envelope precedence: the envelope's method is copied over params.method, so the
         # params are validated as the envelope's method. A different params.method is also
         # reported, as the spec's const says, instead of passing silently.
         issues = _smuggled_method(raw_params, method)
         try:
-            params = PARAMS_ADAPTER.validate_python({**raw_params, "method": method})
+            params = spoken.params.validate_python({**raw_params, "method": method})
         except ValidationError as exc:
             issues = _validation_issues(exc) + issues
         if issues:
@@ -219,7 +231,8 @@ async def answer(
             )
             return 200, error_body(INVALID_PARAMS, None, request_id, {"errors": issues})
         context = CallContext(
-            peer, request_id, agent_id, services.tasks, services.skills, last_event_id
+            peer, request_id, agent_id, services.tasks, services.skills, last_event_id,
+            services.cards, scope,
         )
         if route.stream is not None:
             stream = route.stream(params, context)

@@ -31,7 +31,8 @@ MESSAGE_STREAM: Final = 'message/stream'
 TASKS_RESUBSCRIBE: Final = 'tasks/resubscribe'
 SKILLS_QUERY: Final = 'skills/query'
 SKILLS_NEGOTIATE: Final = 'skills/negotiate'
-METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREAM, TASKS_RESUBSCRIBE, SKILLS_QUERY, SKILLS_NEGOTIATE})
+AGENT_GET_AUTHENTICATED_EXTENDED_CARD: Final = 'agent/getAuthenticatedExtendedCard'
+METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREAM, TASKS_RESUBSCRIBE, SKILLS_QUERY, SKILLS_NEGOTIATE, AGENT_GET_AUTHENTICATED_EXTENDED_CARD})
 
 # Which definition each method answers (<Name>Params -> <Name>Result, aliases followed)
 RESULT_DEFINITIONS: Final = MappingProxyType({
@@ -42,6 +43,26 @@ RESULT_DEFINITIONS: Final = MappingProxyType({
     TASKS_RESUBSCRIBE: 'StreamEvent',
     SKILLS_QUERY: 'SkillsQueryResult',
     SKILLS_NEGOTIATE: 'SkillsNegotiateResult',
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD: 'AgentCard',
+})
+
+# The 1.0 dialect's JSON-RPC methods (spec/schemas/methods_v1.json, V1RpcParams)
+V1_SEND_MESSAGE: Final = 'SendMessage'
+V1_GET_TASK: Final = 'GetTask'
+V1_CANCEL_TASK: Final = 'CancelTask'
+V1_LIST_TASKS: Final = 'ListTasks'
+V1_GET_EXTENDED_AGENT_CARD: Final = 'GetExtendedAgentCard'
+V1_SEND_STREAMING_MESSAGE: Final = 'SendStreamingMessage'
+V1_SUBSCRIBE_TO_TASK: Final = 'SubscribeToTask'
+METHODS_V1: Final = frozenset({V1_SEND_MESSAGE, V1_GET_TASK, V1_CANCEL_TASK, V1_LIST_TASKS, V1_GET_EXTENDED_AGENT_CARD, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK})
+RESULT_DEFINITIONS_V1: Final = MappingProxyType({
+    V1_SEND_MESSAGE: 'V1StreamResponse',
+    V1_GET_TASK: 'V1Task',
+    V1_CANCEL_TASK: 'V1Task',
+    V1_LIST_TASKS: 'V1ListTasksResult',
+    V1_GET_EXTENDED_AGENT_CARD: 'V1AgentCard',
+    V1_SEND_STREAMING_MESSAGE: 'V1StreamResponse',
+    V1_SUBSCRIBE_TO_TASK: 'V1StreamResponse',
 })
 
 # JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)
@@ -61,6 +82,7 @@ UNKNOWN_AGENT: Final = RpcErrorSpec(-32012, 'Unknown agent')
 UNKNOWN_PEER: Final = RpcErrorSpec(-32020, 'Unknown peer: no catalog record by that name')
 PEER_UNAVAILABLE: Final = RpcErrorSpec(-32021, "The peer's card is not available")
 DELEGATION_LOOP: Final = RpcErrorSpec(-32030, 'Delegation loop or hop limit reached')
+VERSION_NOT_SUPPORTED: Final = RpcErrorSpec(-32009, 'A2A-Version not supported: use 0.3 or 1.0')
 
 # Task states (spec/schemas/a2a.json)
 STATE_SUBMITTED: Final = 'submitted'
@@ -73,6 +95,11 @@ STATE_FAILED: Final = 'failed'
 STATE_REJECTED: Final = 'rejected'
 STATE_UNKNOWN: Final = 'unknown'
 TERMINAL_STATES: Final = frozenset({STATE_COMPLETED, STATE_CANCELED, STATE_FAILED, STATE_REJECTED})
+
+# A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)
+A2A_VERSION_0_3: Final = '0.3'
+A2A_VERSION_1_0: Final = '1.0'
+A2A_VERSIONS: Final = frozenset({'0.3', '1.0'})
 
 # Names
 PEER_NAME_PATTERN: Final = '^[a-z0-9][a-z0-9._-]{0,62}$'

@@ -173,7 +173,7 @@ class PushNotificationConfig(SpecModel):
 class MessageSendConfiguration(SpecModel):
     acceptedOutputModes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=32)] | None, NoNull] = None
     blocking: Annotated[bool | None, NoNull] = None
-    historyLength: Annotated[Annotated[int, Field(ge=0, le=1000)] | None, NoNull] = None
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
     pushNotificationConfig: Annotated[PushNotificationConfig | None, NoNull] = None
 
 
@@ -216,7 +216,7 @@ class MessageSendParams(SpecModel):
 class TasksGetParams(SpecModel):
     method: Literal['tasks/get']
     id: Identifier
-    historyLength: Annotated[Annotated[int, Field(ge=0, le=1000)] | None, NoNull] = None
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
@@ -254,7 +254,13 @@ class SkillsNegotiateParams(SpecModel):
     peerName: PeerName
 
 
-RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | MessageStreamParams | TasksResubscribeParams | SkillsQueryParams | SkillsNegotiateParams, Field(discriminator='method')]
+class AgentGetAuthenticatedExtendedCardParams(SpecModel):
+    """The extended card, for admitted peers: the company's (or, on an agent's endpoint, that agent's) card with the skills marked visibility: peers."""
+
+    method: Literal['agent/getAuthenticatedExtendedCard']
+
+
+RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | MessageStreamParams | TasksResubscribeParams | SkillsQueryParams | SkillsNegotiateParams | AgentGetAuthenticatedExtendedCardParams, Field(discriminator='method')]
 
 
 class SkillsQueryResult(SpecModel):
@@ -280,13 +286,287 @@ TasksGetResult = Task
 TasksCancelResult = Task
 
 
+class AgentCard(SpecModel):
+    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear. It also carries A2A 1.0's supportedInterfaces, so one document serves readers of either version."""
+
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: CardText
+    url: CardUrl
+    version: Annotated[str, Field(min_length=1, max_length=64)]
+    protocolVersion: Literal['0.3.0']
+    preferredTransport: Annotated[Literal['JSONRPC', 'GRPC', 'HTTP+JSON'] | None, NoNull] = None
+    additionalInterfaces: Annotated[Annotated[list[AgentInterface], Field(max_length=16)] | None, NoNull] = None
+    supportedInterfaces: Annotated[Annotated[list[SupportedInterface], Field(min_length=1, max_length=16)] | None, NoNull] = None
+    capabilities: AgentCapabilities
+    defaultInputModes: MediaTypes
+    defaultOutputModes: MediaTypes
+    skills: Annotated[list[AgentSkill], Field(max_length=16384)]
+    securitySchemes: Annotated[Annotated[dict[str, SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
+    security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
+    provider: Annotated[AgentProvider | None, NoNull] = None
+    documentationUrl: Annotated[CardUrl | None, NoNull] = None
+    iconUrl: Annotated[CardUrl | None, NoNull] = None
+    supportsAuthenticatedExtendedCard: Annotated[bool | None, NoNull] = None
+    signatures: Annotated[Annotated[list[AgentCardSignature], Field(max_length=16)] | None, NoNull] = None
+
+
+AgentGetAuthenticatedExtendedCardResult = AgentCard
+
+
 MessageStreamResult = StreamEvent
 
 
 TasksResubscribeResult = StreamEvent
 
 
-RpcResult = StreamEvent | SkillsQueryResult | SkillsNegotiateResult
+RpcResult = StreamEvent | SkillsQueryResult | SkillsNegotiateResult | AgentCard
+
+
+V1TaskState = Literal['TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_REJECTED', 'TASK_STATE_AUTH_REQUIRED']
+
+
+V1Role = Literal['ROLE_USER', 'ROLE_AGENT']
+
+
+V1MediaType = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+V1Filename = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+class V1TextPart(SpecModel):
+    """A text part. A mediaType or filename on a text part is not kept (the 0.3 text part has neither)."""
+
+    text: Annotated[str, Field(max_length=1048576)]
+    metadata: Annotated[Metadata | None, NoNull] = None
+    filename: Annotated[V1Filename | None, NoNull] = None
+    mediaType: Annotated[V1MediaType | None, NoNull] = None
+
+
+class V1RawPart(SpecModel):
+    """Inline file content (a 0.3 file part with bytes)."""
+
+    raw: Annotated[str, Field(max_length=1048576, pattern='^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|)$')]
+    metadata: Annotated[Metadata | None, NoNull] = None
+    filename: Annotated[V1Filename | None, NoNull] = None
+    mediaType: Annotated[V1MediaType | None, NoNull] = None
+
+
+class V1UrlPart(SpecModel):
+    """File content by reference (a 0.3 file part with uri)."""
+
+    url: Annotated[str, Field(min_length=1, max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\x00-\\x20\\x7f/?#][^\\x00-\\x20\\x7f]*$')]
+    metadata: Annotated[Metadata | None, NoNull] = None
+    filename: Annotated[V1Filename | None, NoNull] = None
+    mediaType: Annotated[V1MediaType | None, NoNull] = None
+
+
+class V1DataPart(SpecModel):
+    """Structured content. The node accepts a JSON object here (the 0.3 data part's shape); another JSON value is refused."""
+
+    data: Data
+    metadata: Annotated[Metadata | None, NoNull] = None
+    filename: Annotated[V1Filename | None, NoNull] = None
+    mediaType: Annotated[V1MediaType | None, NoNull] = None
+
+
+V1Part = V1TextPart | V1RawPart | V1UrlPart | V1DataPart
+
+
+V1Parts = Annotated[list[V1Part], Field(min_length=1, max_length=1000)]
+
+
+class V1Message(SpecModel):
+    messageId: Identifier
+    contextId: Annotated[Identifier | None, NoNull] = None
+    taskId: Annotated[Identifier | None, NoNull] = None
+    role: V1Role
+    parts: V1Parts
+    metadata: Annotated[Metadata | None, NoNull] = None
+    extensions: Annotated[ExtensionUris | None, NoNull] = None
+    referenceTaskIds: Annotated[Annotated[list[Identifier], Field(max_length=32)] | None, NoNull] = None
+
+
+class V1TaskStatus(SpecModel):
+    state: V1TaskState
+    message: Annotated[V1Message | None, NoNull] = None
+    timestamp: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
+
+
+class V1Artifact(SpecModel):
+    artifactId: Identifier
+    name: Annotated[Annotated[str, Field(max_length=255)] | None, NoNull] = None
+    description: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    parts: V1Parts
+    metadata: Annotated[Metadata | None, NoNull] = None
+    extensions: Annotated[ExtensionUris | None, NoNull] = None
+
+
+class V1Task(SpecModel):
+    id: Identifier
+    contextId: Identifier
+    status: V1TaskStatus
+    artifacts: Annotated[list[V1Artifact] | None, NoNull] = None
+    history: Annotated[list[V1Message] | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1SendMessageConfiguration(SpecModel):
+    """returnImmediately is the inverse of the 0.3 blocking flag."""
+
+    acceptedOutputModes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=32)] | None, NoNull] = None
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
+    returnImmediately: Annotated[bool | None, NoNull] = None
+
+
+V1Tenant = Annotated[str, Field(max_length=256)]
+
+
+class V1SendMessageParams(SpecModel):
+    method: Literal['SendMessage']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    message: V1Message
+    configuration: Annotated[V1SendMessageConfiguration | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1GetTaskParams(SpecModel):
+    method: Literal['GetTask']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Identifier
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
+
+
+class V1CancelTaskParams(SpecModel):
+    method: Literal['CancelTask']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Identifier
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1ListTasksParams(SpecModel):
+    """The caller's own tasks, newest first, one page at a time."""
+
+    method: Literal['ListTasks']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    contextId: Annotated[Identifier | None, NoNull] = None
+    status: Annotated[V1TaskState | None, NoNull] = None
+    pageSize: Annotated[Annotated[int, Field(ge=1, le=100)] | None, NoNull] = None
+    pageToken: Annotated[Annotated[str, Field(max_length=256)] | None, NoNull] = None
+    historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
+    statusTimestampAfter: Annotated[Annotated[str, Field(min_length=1, max_length=64)] | None, NoNull] = None
+    includeArtifacts: Annotated[bool | None, NoNull] = None
+
+
+class V1GetExtendedAgentCardParams(SpecModel):
+    """The extended card, for admitted peers (the same document as agent/getAuthenticatedExtendedCard)."""
+
+    method: Literal['GetExtendedAgentCard']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+
+
+class V1SendStreamingMessageParams(SpecModel):
+    """As SendMessage, answered as a stream of StreamResponse events (text/event-stream) that ends after the final one (message/stream in 0.3)."""
+
+    method: Literal['SendStreamingMessage']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    message: V1Message
+    configuration: Annotated[V1SendMessageConfiguration | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1SubscribeToTaskParams(SpecModel):
+    """Follow the caller's task as a stream of StreamResponse events (tasks/resubscribe in 0.3, Last-Event-ID included)."""
+
+    method: Literal['SubscribeToTask']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Identifier
+
+
+V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams | V1GetExtendedAgentCardParams | V1SendStreamingMessageParams | V1SubscribeToTaskParams, Field(discriminator='method')]
+
+
+class V1TaskPayload(SpecModel):
+    task: V1Task
+
+
+class V1MessagePayload(SpecModel):
+    message: V1Message
+
+
+class V1StatusUpdatePayload(SpecModel):
+    statusUpdate: V1TaskStatusUpdateEvent
+
+
+class V1ArtifactUpdatePayload(SpecModel):
+    artifactUpdate: V1TaskArtifactUpdateEvent
+
+
+V1StreamResponse = V1TaskPayload | V1MessagePayload | V1StatusUpdatePayload | V1ArtifactUpdatePayload
+
+
+V1SendMessageResult = V1StreamResponse
+
+
+class V1TaskStatusUpdateEvent(SpecModel):
+    """A streamed event: the task's status changed (1.0 has no final flag: the stream ends after the last event)."""
+
+    taskId: Identifier
+    contextId: Identifier
+    status: V1TaskStatus
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1TaskArtifactUpdateEvent(SpecModel):
+    taskId: Identifier
+    contextId: Identifier
+    artifact: V1Artifact
+    append: Annotated[bool | None, NoNull] = None
+    lastChunk: Annotated[bool | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+V1SendStreamingMessageResult = V1StreamResponse
+
+
+V1SubscribeToTaskResult = V1StreamResponse
+
+
+V1GetTaskResult = V1Task
+
+
+V1CancelTaskResult = V1Task
+
+
+class V1ListTasksResult(SpecModel):
+    tasks: list[V1Task]
+    nextPageToken: str
+    pageSize: int
+    totalSize: int
+
+
+class V1AgentCard(SpecModel):
+    """An A2A 1.0 agent card in the protobuf JSON mapping: what GetExtendedAgentCard answers. The same projection of the company YAML as AgentCard (the public card, which carries both versions' members), written with 1.0's members only."""
+
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: CardText
+    supportedInterfaces: Annotated[list[SupportedInterface], Field(min_length=1, max_length=16)]
+    provider: Annotated[AgentProvider | None, NoNull] = None
+    version: Annotated[str, Field(min_length=1, max_length=64)]
+    documentationUrl: Annotated[CardUrl | None, NoNull] = None
+    capabilities: V1AgentCapabilities
+    securitySchemes: Annotated[Annotated[dict[Annotated[str, Field(max_length=64)], V1SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
+    securityRequirements: Annotated[Annotated[list[V1SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
+    defaultInputModes: MediaTypes
+    defaultOutputModes: MediaTypes
+    skills: Annotated[list[AgentSkill], Field(max_length=16384)]
+    iconUrl: Annotated[CardUrl | None, NoNull] = None
+
+
+V1GetExtendedAgentCardResult = V1AgentCard
+
+
+V1RpcResult = V1StreamResponse | V1Task | V1ListTasksResult | V1AgentCard
 
 
 RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-9007199254740991, le=9007199254740991)]
@@ -294,21 +574,21 @@ RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-900
 
 class MessageSendRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['message/send']
     params: MessageSendParams
 
 
 class TasksGetRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['tasks/get']
     params: TasksGetParams
 
 
 class TasksCancelRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['tasks/cancel']
     params: TasksCancelParams
 
@@ -329,28 +609,93 @@ class TasksResubscribeRequest(SpecModel):
 
 class SkillsQueryRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['skills/query']
     params: SkillsQueryParams
 
 
 class SkillsNegotiateRequest(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
+    id: Annotated[RequestId | None, NoNull] = None
     method: Literal['skills/negotiate']
     params: SkillsNegotiateParams
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | SkillsQueryRequest | SkillsNegotiateRequest, Field(discriminator='method')]
+class V1SendMessageRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['SendMessage']
+    params: V1SendMessageParams
+
+
+class V1GetTaskRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['GetTask']
+    params: V1GetTaskParams
+
+
+class V1CancelTaskRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['CancelTask']
+    params: V1CancelTaskParams
+
+
+class V1ListTasksRequest(SpecModel):
+    """params may be omitted: every ListTasks param is optional."""
+
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['ListTasks']
+    params: Annotated[V1ListTasksParams | None, NoNull] = None
+
+
+class AgentGetAuthenticatedExtendedCardRequest(SpecModel):
+    """params may be omitted."""
+
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['agent/getAuthenticatedExtendedCard']
+    params: Annotated[AgentGetAuthenticatedExtendedCardParams | None, NoNull] = None
+
+
+class V1GetExtendedAgentCardRequest(SpecModel):
+    """params may be omitted."""
+
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['GetExtendedAgentCard']
+    params: Annotated[V1GetExtendedAgentCardParams | None, NoNull] = None
+
+
+class V1SendStreamingMessageRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['SendStreamingMessage']
+    params: V1SendStreamingMessageParams
+
+
+class V1SubscribeToTaskRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['SubscribeToTask']
+    params: V1SubscribeToTaskParams
+
+
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest | V1SendStreamingMessageRequest | V1SubscribeToTaskRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
     jsonrpc: Literal['2.0']
-    id: RequestId
-    result: RpcResult
+    id: RequestId | None
+    result: RpcResult | V1RpcResult
 
 
-ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32010, -32011, -32012, -32020, -32021, -32030]
+A2AVersion = Literal['0.3', '1.0']
+
+
+ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32010, -32011, -32012, -32020, -32021, -32030, -32009]
 
 
 class ValidationIssue(SpecModel):
@@ -418,12 +763,13 @@ class SkillConfig(SpecModel):
     examples: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=1024)]], Field(max_length=16)] | None, NoNull] = None
     input_modes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=16)] | None, NoNull] = None
     output_modes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=16)] | None, NoNull] = None
+    visibility: Literal['public', 'peers'] = 'public'
 
 
 class ExecutorConfig(SpecModel):
-    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; python loads an operator's agent from entrypoint."""
+    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; python loads an operator's agent from entrypoint; conformance, for conformance kits, answers as the messageId's prefix says (the A2A TCK's scenarios: tck-input-required, tck-reject-task, tck-artifact-text|file|file-url|data) and otherwise completes with a fixed reply."""
 
-    kind: Literal['echo', 'park', 'peer', 'python']
+    kind: Literal['echo', 'park', 'peer', 'python', 'conformance']
     peer: Annotated[PeerName | None, NoNull] = None
     agent: Annotated[AgentId | None, NoNull] = None
     entrypoint: Annotated[Annotated[str, Field(max_length=255, pattern='^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$')] | None, NoNull] = None
@@ -509,6 +855,7 @@ class AgentCapabilities(SpecModel):
     streaming: Annotated[bool | None, NoNull] = None
     pushNotifications: Annotated[bool | None, NoNull] = None
     stateTransitionHistory: Annotated[bool | None, NoNull] = None
+    extendedAgentCard: Annotated[bool | None, NoNull] = None
     extensions: Annotated[Annotated[list[AgentExtension], Field(max_length=64)] | None, NoNull] = None
 
 
@@ -517,6 +864,23 @@ class AgentProvider(SpecModel):
 
     organization: Annotated[str, Field(min_length=1, max_length=255)]
     url: CardUrl
+
+
+class SupportedInterface(SpecModel):
+    """A2A 1.0: a protocol binding and version the agent answers at url. This node lists one per dialect on the same JSON-RPC endpoint, 1.0 first, then 0.3."""
+
+    url: CardUrl
+    protocolBinding: Literal['JSONRPC', 'GRPC', 'HTTP+JSON']
+    protocolVersion: Annotated[str, Field(min_length=1, max_length=16)]
+    tenant: Annotated[Annotated[str, Field(max_length=256)] | None, NoNull] = None
+
+
+class PeerInterface(SpecModel):
+    """The members of a peer card's supportedInterfaces entry that the client reads; others are ignored."""
+
+    url: Annotated[str, Field(max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$')]
+    protocolBinding: Annotated[str, Field(max_length=64)]
+    protocolVersion: Annotated[str, Field(max_length=64)]
 
 
 class AgentInterface(SpecModel):
@@ -569,29 +933,6 @@ class MutualTLSSecurityScheme(SpecModel):
 SecurityScheme = APIKeySecurityScheme | HTTPAuthSecurityScheme | OAuth2SecurityScheme | OpenIdConnectSecurityScheme | MutualTLSSecurityScheme
 
 
-class AgentCard(SpecModel):
-    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear."""
-
-    name: Annotated[str, Field(min_length=1, max_length=255)]
-    description: CardText
-    url: CardUrl
-    version: Annotated[str, Field(min_length=1, max_length=64)]
-    protocolVersion: Literal['0.3.0']
-    preferredTransport: Annotated[Literal['JSONRPC', 'GRPC', 'HTTP+JSON'] | None, NoNull] = None
-    additionalInterfaces: Annotated[Annotated[list[AgentInterface], Field(max_length=16)] | None, NoNull] = None
-    capabilities: AgentCapabilities
-    defaultInputModes: MediaTypes
-    defaultOutputModes: MediaTypes
-    skills: Annotated[list[AgentSkill], Field(max_length=16384)]
-    securitySchemes: Annotated[Annotated[dict[str, SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
-    security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
-    provider: Annotated[AgentProvider | None, NoNull] = None
-    documentationUrl: Annotated[CardUrl | None, NoNull] = None
-    iconUrl: Annotated[CardUrl | None, NoNull] = None
-    supportsAuthenticatedExtendedCard: Annotated[bool | None, NoNull] = None
-    signatures: Annotated[Annotated[list[AgentCardSignature], Field(max_length=16)] | None, NoNull] = None
-
-
 class PeerSkill(SpecModel):
     """The members of a peer's skill that discovery reads."""
 
@@ -607,7 +948,48 @@ class PeerCard(SpecModel):
     url: Annotated[str, Field(max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$')]
     version: Annotated[Annotated[str, Field(max_length=256)] | None, NoNull] = None
     protocolVersion: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
+    supportedInterfaces: Annotated[Annotated[list[PeerInterface], Field(max_length=16)] | None, NoNull] = None
     skills: Annotated[list[PeerSkill], Field(max_length=4096)]
+
+
+class V1APIKeySecurityScheme(SpecModel):
+    location: Literal['header', 'query', 'cookie']
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: Annotated[CardText | None, NoNull] = None
+
+
+class V1HTTPAuthSecurityScheme(SpecModel):
+    scheme: Annotated[str, Field(min_length=1, max_length=64)]
+    bearerFormat: Annotated[Annotated[str, Field(max_length=255)] | None, NoNull] = None
+    description: Annotated[CardText | None, NoNull] = None
+
+
+class V1APIKeySchemeEntry(SpecModel):
+    apiKeySecurityScheme: V1APIKeySecurityScheme
+
+
+class V1HTTPAuthSchemeEntry(SpecModel):
+    httpAuthSecurityScheme: V1HTTPAuthSecurityScheme
+
+
+V1SecurityScheme = V1APIKeySchemeEntry | V1HTTPAuthSchemeEntry
+
+
+class V1Scopes(SpecModel):
+    list_: Annotated[list[Annotated[str, Field(max_length=255)]], Field(max_length=64)] = Field(alias='list')
+
+
+class V1SecurityRequirement(SpecModel):
+    """A2A 1.0: scheme name -> scopes; every scheme named must be satisfied together."""
+
+    schemes: Annotated[dict[Annotated[str, Field(max_length=64)], V1Scopes], Field(max_length=16, fail_fast=True)]
+
+
+class V1AgentCapabilities(SpecModel):
+    streaming: Annotated[bool | None, NoNull] = None
+    pushNotifications: Annotated[bool | None, NoNull] = None
+    extendedAgentCard: Annotated[bool | None, NoNull] = None
+    extensions: Annotated[Annotated[list[AgentExtension], Field(max_length=64)] | None, NoNull] = None
 
 
 class CardError(SpecModel):
@@ -731,8 +1113,32 @@ MessageStreamParams.model_rebuild()
 TasksResubscribeParams.model_rebuild()
 SkillsQueryParams.model_rebuild()
 SkillsNegotiateParams.model_rebuild()
+AgentGetAuthenticatedExtendedCardParams.model_rebuild()
 SkillsQueryResult.model_rebuild()
 SkillsNegotiateResult.model_rebuild()
+V1TextPart.model_rebuild()
+V1RawPart.model_rebuild()
+V1UrlPart.model_rebuild()
+V1DataPart.model_rebuild()
+V1Message.model_rebuild()
+V1TaskStatus.model_rebuild()
+V1Artifact.model_rebuild()
+V1Task.model_rebuild()
+V1SendMessageConfiguration.model_rebuild()
+V1SendMessageParams.model_rebuild()
+V1GetTaskParams.model_rebuild()
+V1CancelTaskParams.model_rebuild()
+V1ListTasksParams.model_rebuild()
+V1GetExtendedAgentCardParams.model_rebuild()
+V1SendStreamingMessageParams.model_rebuild()
+V1SubscribeToTaskParams.model_rebuild()
+V1TaskPayload.model_rebuild()
+V1MessagePayload.model_rebuild()
+V1TaskStatusUpdateEvent.model_rebuild()
+V1TaskArtifactUpdateEvent.model_rebuild()
+V1StatusUpdatePayload.model_rebuild()
+V1ArtifactUpdatePayload.model_rebuild()
+V1ListTasksResult.model_rebuild()
 MessageSendRequest.model_rebuild()
 TasksGetRequest.model_rebuild()
 TasksCancelRequest.model_rebuild()
@@ -740,6 +1146,14 @@ MessageStreamRequest.model_rebuild()
 TasksResubscribeRequest.model_rebuild()
 SkillsQueryRequest.model_rebuild()
 SkillsNegotiateRequest.model_rebuild()
+V1SendMessageRequest.model_rebuild()
+V1GetTaskRequest.model_rebuild()
+V1CancelTaskRequest.model_rebuild()
+V1ListTasksRequest.model_rebuild()
+AgentGetAuthenticatedExtendedCardRequest.model_rebuild()
+V1GetExtendedAgentCardRequest.model_rebuild()
+V1SendStreamingMessageRequest.model_rebuild()
+V1SubscribeToTaskRequest.model_rebuild()
 JsonRpcSuccessResponse.model_rebuild()
 ValidationIssue.model_rebuild()
 ErrorData.model_rebuild()
@@ -757,6 +1171,8 @@ AgentSkill.model_rebuild()
 AgentExtension.model_rebuild()
 AgentCapabilities.model_rebuild()
 AgentProvider.model_rebuild()
+SupportedInterface.model_rebuild()
+PeerInterface.model_rebuild()
 AgentInterface.model_rebuild()
 AgentCardSignature.model_rebuild()
 APIKeySecurityScheme.model_rebuild()
@@ -767,6 +1183,14 @@ MutualTLSSecurityScheme.model_rebuild()
 AgentCard.model_rebuild()
 PeerSkill.model_rebuild()
 PeerCard.model_rebuild()
+V1APIKeySecurityScheme.model_rebuild()
+V1HTTPAuthSecurityScheme.model_rebuild()
+V1APIKeySchemeEntry.model_rebuild()
+V1HTTPAuthSchemeEntry.model_rebuild()
+V1Scopes.model_rebuild()
+V1SecurityRequirement.model_rebuild()
+V1AgentCapabilities.model_rebuild()
+V1AgentCard.model_rebuild()
 CardError.model_rebuild()
 SettingView.model_rebuild()
 SettingList.model_rebuild()
@@ -784,9 +1208,12 @@ AdminError.model_rebuild()
 # validation error's `loc` may show besides list indices. A free-form object's member
 # names are the caller's input and are not among them.
 SPEC_NAMES: frozenset[str] = frozenset({
+    '0.3',
     '0.3.0',
+    '1.0',
     '2.0',
     'A2AConfig',
+    'A2AVersion',
     'APIKeySecurityScheme',
     'AdminError',
     'AdminPeer',
@@ -796,11 +1223,15 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'AgentCardSignature',
     'AgentConfig',
     'AgentExtension',
+    'AgentGetAuthenticatedExtendedCardParams',
+    'AgentGetAuthenticatedExtendedCardRequest',
+    'AgentGetAuthenticatedExtendedCardResult',
     'AgentId',
     'AgentInterface',
     'AgentProvider',
     'AgentSkill',
     'Artifact',
+    'CancelTask',
     'CardError',
     'CardText',
     'CardUrl',
@@ -821,6 +1252,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'FileWithUri',
     'FreeFormKey',
     'GRPC',
+    'GetExtendedAgentCard',
+    'GetTask',
     'HTTP+JSON',
     'HTTPAuthSecurityScheme',
     'HealthStatus',
@@ -831,6 +1264,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'JsonRpcRequest',
     'JsonRpcResponse',
     'JsonRpcSuccessResponse',
+    'ListTasks',
     'MediaTypes',
     'Message',
     'MessageSendConfiguration',
@@ -853,6 +1287,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerCard',
     'PeerCreate',
     'PeerEndpoint',
+    'PeerInterface',
     'PeerList',
     'PeerName',
     'PeerReplace',
@@ -861,12 +1296,16 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerSkill',
     'PushNotificationAuthenticationInfo',
     'PushNotificationConfig',
+    'ROLE_AGENT',
+    'ROLE_USER',
     'RequestId',
     'Role',
     'RpcParams',
     'RpcResult',
     'SecurityRequirement',
     'SecurityScheme',
+    'SendMessage',
+    'SendStreamingMessage',
     'ServerConfig',
     'SettingList',
     'SettingName',
@@ -881,6 +1320,17 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'SkillsQueryRequest',
     'SkillsQueryResult',
     'StreamEvent',
+    'SubscribeToTask',
+    'SupportedInterface',
+    'TASK_STATE_AUTH_REQUIRED',
+    'TASK_STATE_CANCELED',
+    'TASK_STATE_COMPLETED',
+    'TASK_STATE_FAILED',
+    'TASK_STATE_INPUT_REQUIRED',
+    'TASK_STATE_REJECTED',
+    'TASK_STATE_SUBMITTED',
+    'TASK_STATE_UNSPECIFIED',
+    'TASK_STATE_WORKING',
     'Task',
     'TaskArtifactUpdateEvent',
     'TaskState',
@@ -897,6 +1347,61 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'TasksResubscribeResult',
     'TerminalTaskState',
     'TextPart',
+    'V1APIKeySchemeEntry',
+    'V1APIKeySecurityScheme',
+    'V1AgentCapabilities',
+    'V1AgentCard',
+    'V1Artifact',
+    'V1ArtifactUpdatePayload',
+    'V1CancelTaskParams',
+    'V1CancelTaskRequest',
+    'V1CancelTaskResult',
+    'V1DataPart',
+    'V1Filename',
+    'V1GetExtendedAgentCardParams',
+    'V1GetExtendedAgentCardRequest',
+    'V1GetExtendedAgentCardResult',
+    'V1GetTaskParams',
+    'V1GetTaskRequest',
+    'V1GetTaskResult',
+    'V1HTTPAuthSchemeEntry',
+    'V1HTTPAuthSecurityScheme',
+    'V1ListTasksParams',
+    'V1ListTasksRequest',
+    'V1ListTasksResult',
+    'V1MediaType',
+    'V1Message',
+    'V1MessagePayload',
+    'V1Part',
+    'V1Parts',
+    'V1RawPart',
+    'V1Role',
+    'V1RpcParams',
+    'V1RpcResult',
+    'V1Scopes',
+    'V1SecurityRequirement',
+    'V1SecurityScheme',
+    'V1SendMessageConfiguration',
+    'V1SendMessageParams',
+    'V1SendMessageRequest',
+    'V1SendMessageResult',
+    'V1SendStreamingMessageParams',
+    'V1SendStreamingMessageRequest',
+    'V1SendStreamingMessageResult',
+    'V1StatusUpdatePayload',
+    'V1StreamResponse',
+    'V1SubscribeToTaskParams',
+    'V1SubscribeToTaskRequest',
+    'V1SubscribeToTaskResult',
+    'V1Task',
+    'V1TaskArtifactUpdateEvent',
+    'V1TaskPayload',
+    'V1TaskState',
+    'V1TaskStatus',
+    'V1TaskStatusUpdateEvent',
+    'V1Tenant',
+    'V1TextPart',
+    'V1UrlPart',
     'ValidationIssue',
     'a2a',
     'a2a.card_cache_max_entries',
@@ -910,16 +1415,19 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'acceptedOutputModes',
     'additionalInterfaces',
     'agent',
+    'agent/getAuthenticatedExtendedCard',
     'agents',
     'allowed',
     'allowed_peers',
     'apiKey',
+    'apiKeySecurityScheme',
     'api_key',
     'append',
     'array',
     'artifact',
     'artifact-update',
     'artifactId',
+    'artifactUpdate',
     'artifacts',
     'auth-required',
     'authentication',
@@ -942,6 +1450,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'completed',
     'config',
     'configuration',
+    'conformance',
     'contextId',
     'cookie',
     'createdAt',
@@ -962,9 +1471,11 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'errors',
     'examples',
     'executor',
+    'extendedAgentCard',
     'extensions',
     'failed',
     'file',
+    'filename',
     'final',
     'flows',
     'gateway_disabled',
@@ -973,9 +1484,11 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'history',
     'historyLength',
     'http',
+    'httpAuthSecurityScheme',
     'iconUrl',
     'id',
     'in',
+    'includeArtifacts',
     'input-required',
     'inputModes',
     'input_modes',
@@ -990,7 +1503,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'kind',
     'lastChunk',
     'limit',
+    'list',
     'loc',
+    'location',
     'matchedSkills',
     'max_connections',
     'max_header_bytes',
@@ -998,6 +1513,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'max_message_parts',
     'max_request_body_bytes',
     'maximum',
+    'mediaType',
     'message',
     'message/send',
     'message/stream',
@@ -1013,6 +1529,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'msg',
     'mutualTLS',
     'name',
+    'nextPageToken',
     'node_name',
     'not_found',
     'null',
@@ -1028,6 +1545,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'organization',
     'outputModes',
     'output_modes',
+    'pageSize',
+    'pageToken',
     'params',
     'park',
     'parts',
@@ -1039,28 +1558,33 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'peers',
     'preferredTransport',
     'protected',
+    'protocolBinding',
     'protocolVersion',
     'provider',
     'provider_organization',
     'provider_url',
+    'public',
     'public_url',
     'pushNotificationConfig',
     'pushNotifications',
     'push_verification_clock_skew_seconds',
     'python',
     'query',
+    'raw',
     'ready',
     'reason',
     'referenceTaskIds',
     'rejected',
     'required',
     'result',
+    'returnImmediately',
     'role',
     'runtime',
     'scheme',
     'schemes',
     'secret',
     'security',
+    'securityRequirements',
     'securitySchemes',
     'server',
     'settings',
@@ -1075,20 +1599,26 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'stateTransitionHistory',
     'status',
     'status-update',
+    'statusTimestampAfter',
+    'statusUpdate',
     'streaming',
     'string',
     'submitted',
+    'supportedInterfaces',
     'supportsAuthenticatedExtendedCard',
     'tags',
     'task',
     'taskId',
+    'tasks',
     'tasks/cancel',
     'tasks/get',
     'tasks/resubscribe',
+    'tenant',
     'text',
     'timestamp',
     'token',
     'too_large',
+    'totalSize',
     'transport',
     'type',
     'unauthorized',
@@ -1104,5 +1634,6 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'user',
     'value',
     'version',
+    'visibility',
     'working',
 })

@@ -57,6 +57,21 @@ class MessageKey(NamedTuple):
     task_id: str = ""  # the task the key was recorded for, when read back
 
 
+class TaskFilter(NamedTuple):
+    """Which of one peer's tasks a page lists (every field optional)."""
+
+    context_id: str | None = None
+    state: str | None = None  # a TaskState
+    updated_since: str | None = None  # utc_now() form: the status changed at or after it
+
+
+class TaskPageRows(NamedTuple):
+    """One page, newest first: each task with its cursor, and how many tasks match."""
+
+    rows: list[tuple[int, Task]]
+    total: int
+
+
 class KeyRecorded(Exception):
     """The `(peer, messageId)` key is already recorded; nothing was written."""
 
@@ -151,4 +166,11 @@ class TaskStore(Protocol):
 
     async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
         """Newest first, optionally only one peer's."""
+        ...
+
+    async def page(
+        self, peer: str, where: TaskFilter, before: int | None, limit: int
+    ) -> TaskPageRows:
+        """One peer's tasks matching `where`, newest first: at most `limit`, each older than
+        the cursor `before` when given (a cursor is a task's insertion order, positive)."""
         ...

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from synthorg.clock import new_id
-from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED
+from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED, STATE_REJECTED
 from synthorg.generated.models import Artifact, Message, Task, TaskState, TextPart
 
 
@@ -112,6 +112,46 @@ class ParkExecutor:
 
     async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         return Outcome(STATE_INPUT_REQUIRED, message_text="waiting for input")
+
+    async def cancel(self, task: Task) -> None:
+        return None
+
+
+def _artifact(part: dict[str, object]) -> Artifact:
+    return Artifact.model_validate({"artifactId": new_id(), "name": "conformance", "parts": [part]})
+
+
+class ConformanceExecutor:
+    """For conformance kits (the A2A TCK): the outcome the message's messageId prefix names,
+    the kit's in-band scenario signal (a state, or an artifact of one kind); any other
+    message completes with a fixed reply."""
+
+    pure = True
+    STATES: tuple[tuple[str, TaskState], ...] = (
+        ("tck-input-required", STATE_INPUT_REQUIRED),
+        ("tck-reject-task", STATE_REJECTED),
+    )
+    # Longest prefixes first: tck-artifact-file-url before tck-artifact-file.
+    ARTIFACTS: tuple[tuple[str, dict[str, object]], ...] = (
+        ("tck-artifact-text", {"kind": "text", "text": "Generated text content"}),
+        ("tck-artifact-file-url", {"kind": "file", "file": {
+            "uri": "https://example.com/output.txt", "name": "output.txt",
+            "mimeType": "text/plain"}}),
+        ("tck-artifact-file", {"kind": "file", "file": {
+            "bytes": "R2VuZXJhdGVkIGZpbGUgY29udGVudA==", "name": "output.txt",
+            "mimeType": "text/plain"}}),
+        ("tck-artifact-data", {"kind": "data", "data": {"key": "value", "count": 42}}),
+    )
+    REPLY = "Hello from TCK"
+
+    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
+        for prefix, state in self.STATES:
+            if message.messageId.startswith(prefix):
+                return Outcome(state, message_text=f"conformance: {state}")
+        for prefix, part in self.ARTIFACTS:
+            if message.messageId.startswith(prefix):
+                return Outcome(STATE_COMPLETED, artifacts=[_artifact(part)])
+        return Outcome(STATE_COMPLETED, message_text=self.REPLY)
 
     async def cancel(self, task: Task) -> None:
         return None

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from weakref import WeakValueDictionary
 
+from handlers.context import TaskPage, TaskQuery
 from synthorg.clock import new_id, utc_now
 from synthorg.errors import (
     DelegationLoop,
@@ -55,6 +56,7 @@ from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.sequenced import Sequenced
 from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore, snapshot_seq
+from synthorg.tasks import paging
 from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
 from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome
 from synthorg.tasks.hops import loop_refusal
@@ -155,6 +157,9 @@ class TaskService:
                 except VersionConflict:
                     continue  # written meanwhile by another process: look again
             raise VersionConflict("the task kept changing while it was being canceled")
+
+    async def list(self, peer: str, query: TaskQuery) -> TaskPage:
+        return await paging.page(self._store, peer, query)
 
     # -- streaming ------------------------------------------------------------------------
 

@@ -144,10 +144,13 @@ def test_missing_jsonrpc_member_is_invalid_request_with_id_echoed(client_a: http
     expect_error(post_json(client_a, body), code=INVALID_REQUEST, request_id=77)
 
 
-def test_missing_id_is_invalid_request_with_null_id(client_a: httpx.Client) -> None:
+def test_missing_id_is_answered_with_null_id_after_the_method(client_a: httpx.Client) -> None:
     body = envelope("tasks/get", {"id": "x"})
     del body["id"]
-    expect_error(post_json(client_a, body), code=INVALID_REQUEST)
+    expect_error(post_json(client_a, body), code=TASK_NOT_FOUND)
+    body = envelope("tasks/none", {})
+    del body["id"]
+    expect_error(post_json(client_a, body), code=METHOD_NOT_FOUND)
 
 
 @pytest.mark.parametrize(

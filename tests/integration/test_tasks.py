@@ -197,6 +197,11 @@ def test_tasks_get_history_length_beyond_history_returns_all(client_a: httpx.Cli
     assert expect_result(get_task(client_a, task["id"], history_length=50)) == task
 
 
+def test_tasks_get_large_history_length_is_clamped_not_refused(client_a: httpx.Client) -> None:
+    task = park_task(client_a)
+    assert expect_result(get_task(client_a, task["id"], history_length=10000)) == task
+
+
 def test_tasks_get_history_length_does_not_truncate_the_stored_task(
     client_a: httpx.Client,
 ) -> None:

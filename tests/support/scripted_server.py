@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+CARD_PATH = "/.well-known/agent-card.json"
+
 
 @dataclass
 class Answer:
@@ -36,6 +38,8 @@ class ScriptedServer:
     def __init__(self) -> None:
         self.script: deque[Answer] = deque()
         self.received: list[Received] = []
+        self.card: dict[str, Any] | None = None  # served at CARD_PATH when set, else 404
+        self.card_reads = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,6 +51,16 @@ class ScriptedServer:
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if self.command == "GET" and self.path == CARD_PATH:
+                    # The card the delegator reads to pick a dialect: outside the script.
+                    outer.card_reads += 1
+                    card = json.dumps(outer.card).encode() if outer.card else b"{}"
+                    self.send_response(200 if outer.card else 404)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(card)))
+                    self.end_headers()
+                    self.wfile.write(card)
+                    return
                 outer.received.append(
                     Received(self.command, self.path, dict(self.headers.items()), body)
                 )

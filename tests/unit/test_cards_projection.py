@@ -71,6 +71,10 @@ agents:
       - id: summarize
         name: Summarize
         tags: [writing]
+      - id: internal-audit
+        name: Internal audit
+        tags: [audit]
+        visibility: peers
     budget: {{cap: {CANARIES["budget"]}}}
     executor: {{kind: park}}
   - id: bare
@@ -112,7 +116,10 @@ def test_no_private_value_appears_in_any_byte_of_any_card(config: NodeConfig) ->
     publisher = CardPublisher(config, "1.2.3")
     bodies = [publisher.company_at(BASE).body]
     bodies += [publisher.agent_at(a.id, BASE).body for a in config.agents]  # type: ignore[union-attr]
-    assert len(bodies) == 4
+    # The extended cards (admitted peers only) too.
+    scope = {"scheme": "http", "server": ("127.0.0.1", 8000)}
+    bodies += [render(publisher.extended(a, scope)).body for a in (None, "translator", "writer")]
+    assert len(bodies) == 7
     for body in bodies:
         for canary in CANARIES.values():
             assert str(canary).encode() not in body
@@ -120,6 +127,25 @@ def test_no_private_value_appears_in_any_byte_of_any_card(config: NodeConfig) ->
         assert b"0.123456789" not in body
         for key in (b"budget", b"authority", b"model", b"executor", b"monthly_usd"):
             assert key not in body
+
+
+def test_peers_only_skills_are_on_the_extended_cards_only(config: NodeConfig) -> None:
+    for name, card in all_cards(config).items():
+        assert "internal-audit" not in {skill["id"] for skill in card["skills"]}, name
+        assert card["supportsAuthenticatedExtendedCard"] is True
+        assert card["capabilities"]["extendedAgentCard"] is True
+    publisher = CardPublisher(config, "1.2.3")
+    scope = {"scheme": "http", "server": ("127.0.0.1", 8000)}
+    company = publisher.extended(None, scope)
+    assert {s.id for s in company.skills} == {"translate", "summarize", "internal-audit"}
+    assert {s.id for s in publisher.extended("writer", scope).skills} == {
+        "translate", "summarize", "internal-audit"
+    }
+    assert {s.id for s in publisher.extended("translator", scope).skills} == {"translate"}
+    assert company.url == BASE + "/api/v1/a2a/"
+    extended = company.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert spec_issues(extended, "AgentCard") == []
+    assert SdkAgentCard.model_validate(extended).name == "Acme Research"
 
 
 def test_the_canaries_really_are_in_the_config(config: NodeConfig) -> None:
@@ -137,7 +163,8 @@ def test_cards_carry_exactly_the_allowlisted_members(config: NodeConfig) -> None
     assert set(company) == {
         "name", "description", "url", "version", "protocolVersion", "preferredTransport",
         "capabilities", "defaultInputModes", "defaultOutputModes", "skills",
-        "securitySchemes", "security", "provider",
+        "securitySchemes", "security", "provider", "supportedInterfaces",
+            "supportsAuthenticatedExtendedCard",
     }
     for card in cards.values():
         for skill in card["skills"]:

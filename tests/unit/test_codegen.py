@@ -22,13 +22,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from referencing import Registry, Resource
 
 import codegen.__main__ as codegen_main
-from codegen.constants import methods, render_constants, streams
+from codegen.constants import UNION_V1, methods, render_constants, streams
 from codegen.dispatch import render_dispatch
 from codegen.models import CodegenError, _class_source, render_models, spec_names, type_expr
 from codegen.naming import handler_module
 from synthorg.contract.spec import all_definitions, load_schema_files
 from synthorg.gateway import pipeline as rpc
-from synthorg.gateway.dispatch import DISPATCH, PARAMS_ADAPTER
+from synthorg.gateway.dispatch import DISPATCH, DISPATCH_V1, PARAMS_ADAPTER
 from synthorg.generated import models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def test_generating_warns_but_succeeds_when_a_handler_is_missing(
 def test_dispatch_table_covers_exactly_the_params_union() -> None:
     union = all_definitions()["RpcParams"][1]["oneOf"]
     assert [method for method, _ in methods()] == list(DISPATCH)
-    assert len(DISPATCH) == len(union) == 7
+    assert len(DISPATCH) == len(union) == 8
     for method, model_name in methods():
         route = DISPATCH[method]
         assert route.params is getattr(models, model_name)
@@ -163,6 +163,17 @@ def test_dispatch_table_covers_exactly_the_params_union() -> None:
     assert sorted(m for m, name in methods() if streams(name)) == [
         "message/stream", "tasks/resubscribe"
     ]
+
+
+def test_the_1_0_dispatch_table_covers_its_union_through_the_adapters() -> None:
+    union = all_definitions()[UNION_V1][1]["oneOf"]
+    assert [method for method, _ in methods(UNION_V1)] == list(DISPATCH_V1)
+    assert len(DISPATCH_V1) == len(union) == 7
+    for method, model_name in methods(UNION_V1):
+        route = DISPATCH_V1[method]
+        assert route.params is getattr(models, model_name)
+        adapter = route.stream if streams(model_name) else route.handler
+        assert adapter is not None and adapter.__module__ == "synthorg.dialects.v1"
 
 
 def test_generator_refuses_unsupported_keywords() -> None:
@@ -383,7 +394,7 @@ def test_params_union_is_discriminated_by_method() -> None:
             "peerName": "p",
             "message": text_message(),
         }
-        required = set(all_definitions()[model_name][1]["required"]) | {"method"}
+        required = set(all_definitions()[model_name][1].get("required", [])) | {"method"}
         value = PARAMS_ADAPTER.validate_python({k: v for k, v in data.items() if k in required})
         assert type(value) is getattr(models, model_name)
     with pytest.raises(ValidationError) as caught:
@@ -538,7 +549,8 @@ SAMPLES: list[tuple[str, Any, bool]] = [
         {"historyLength": 1000, "blocking": False, "pushNotificationConfig": {"url": "https://x"}},
         True,
     ),
-    ("MessageSendConfiguration", {"historyLength": 1001}, False),
+    ("MessageSendConfiguration", {"historyLength": 2**31}, False),
+    ("MessageSendConfiguration", {"historyLength": 10000}, True),
     ("MessageSendConfiguration", {"acceptedOutputModes": [""]}, False),
     ("MessageSendConfiguration", {"blocking": "yes"}, False),
     ("MessageSendConfiguration", {"pushNotificationConfig": {"url": ""}}, False),
@@ -597,7 +609,7 @@ SAMPLES: list[tuple[str, Any, bool]] = [
         {"jsonrpc": "2.0", "id": 1, "result": TASK, "error": {"code": -32700, "message": "m"}},
         False,
     ),
-    ("JsonRpcResponse", {"jsonrpc": "2.0", "id": None, "result": TASK}, False),
+    ("JsonRpcResponse", {"jsonrpc": "2.0", "id": None, "result": TASK}, True),
 ]
 
 

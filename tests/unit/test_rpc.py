@@ -240,9 +240,31 @@ def test_integral_float_id_is_an_integer_as_json_schema_counts_it(node: Node) ->
     assert error_of(rpc(node, body)) == (200, TASK_NOT_FOUND, 1)
 
 
-def test_missing_id_is_an_invalid_request_notifications_are_not_supported(node: Node) -> None:
+def test_missing_id_is_answered_with_null_id_after_the_method_checks(node: Node) -> None:
     body = {"jsonrpc": "2.0", "method": "tasks/get", "params": {"id": "t"}}
-    assert error_of(rpc(node, body)) == (200, INVALID_REQUEST, None)
+    assert error_of(rpc(node, body)) == (200, TASK_NOT_FOUND, None)
+
+
+def test_missing_id_with_an_unknown_method_is_method_not_found(node: Node) -> None:
+    body = {"jsonrpc": "2.0", "method": "tasks/nothing", "params": {}}
+    assert error_of(rpc(node, body)) == (200, METHOD_NOT_FOUND, None)
+
+
+def test_missing_id_with_bad_params_is_invalid_params(node: Node) -> None:
+    body = {"jsonrpc": "2.0", "method": "tasks/get", "params": {"historyLength": -1}}
+    assert error_of(rpc(node, body)) == (200, INVALID_PARAMS, None)
+
+
+def test_missing_id_gets_its_result_with_null_id(node: Node) -> None:
+    body = {"jsonrpc": "2.0", "method": "message/send", "params": {"message": message("no-id")}}
+    status, envelope = rpc(node, body)
+    assert (status, envelope["id"], envelope["result"]["kind"]) == (200, None, "task")
+
+
+def test_large_history_length_is_clamped_not_refused(node: Node) -> None:
+    task = send(node, message("m-clamp"))
+    status, envelope = rpc(node, call("tasks/get", {"id": task["id"], "historyLength": 10000}))
+    assert (status, envelope["result"]["history"]) == (200, task["history"])
 
 
 @pytest.mark.parametrize(

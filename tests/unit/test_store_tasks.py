@@ -34,6 +34,7 @@ from synthorg.store.tasks import (
     MessageKey,
     Runner,
     StoredTask,
+    TaskFilter,
     TaskStore,
     event_seq,
 )
@@ -326,6 +327,32 @@ def test_list_newest_first_with_peer_filter_and_limit(store: TaskStore) -> None:
     assert run(store.list("nobody")) == []
     with pytest.raises(ValueError):
         run(store.list(limit=0))
+
+
+def test_page_lists_one_peers_tasks_newest_first_by_cursor(store: TaskStore) -> None:
+    for i in range(5):
+        peer = "peer-a" if i < 4 else "peer-b"
+        state = "completed" if i % 2 else "working"
+        task = make_task(f"t-{i}", state, context_id="ctx-odd" if i % 2 else "ctx-even")
+        run(store.create(peer, key(f"m-{i}", "d"), task))
+    everything = run(store.page("peer-a", TaskFilter(), None, 10))
+    assert ([t.id for _, t in everything.rows], everything.total) == (
+        ["t-3", "t-2", "t-1", "t-0"], 4
+    )
+    first = run(store.page("peer-a", TaskFilter(), None, 2))
+    assert [t.id for _, t in first.rows] == ["t-3", "t-2"] and first.total == 4
+    rest = run(store.page("peer-a", TaskFilter(), first.rows[-1][0], 2))
+    assert [t.id for _, t in rest.rows] == ["t-1", "t-0"] and rest.total == 4
+    done = run(store.page("peer-a", TaskFilter(state="completed"), None, 10))
+    assert [t.id for _, t in done.rows] == ["t-3", "t-1"] and done.total == 2
+    even = run(store.page("peer-a", TaskFilter(context_id="ctx-even"), None, 10))
+    assert [t.id for _, t in even.rows] == ["t-2", "t-0"]
+    future = run(store.page("peer-a", TaskFilter(updated_since="2999-01-01T00:00:00.000Z"),
+                            None, 10))
+    assert (future.rows, future.total) == ([], 0)
+    assert run(store.page("nobody", TaskFilter(), None, 10)).rows == []
+    with pytest.raises(ValueError):
+        run(store.page("peer-a", TaskFilter(), None, 0))
 
 
 def test_a_second_handle_sees_writes_at_once(store: TaskStore, handles: Handles) -> None:

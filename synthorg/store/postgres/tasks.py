@@ -27,6 +27,8 @@ from synthorg.store.tasks import (
     MessageKey,
     Runner,
     StoredTask,
+    TaskFilter,
+    TaskPageRows,
 )
 
 _GET = (
@@ -213,3 +215,33 @@ class PgTaskStore:
                 "SELECT body FROM tasks WHERE peer = $1 ORDER BY seq DESC LIMIT $2", peer, limit
             )
         return [loads(row[0]) for row in rows]
+
+    async def page(
+        self, peer: str, where: TaskFilter, before: int | None, limit: int
+    ) -> TaskPageRows:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        clauses, params = ["peer = $1"], [peer]
+        for column, value in (
+            ("context_id", where.context_id),
+            ("state", where.state),
+            ("updated_at", where.updated_since),
+        ):
+            if value is not None:
+                params.append(value)
+                op = ">=" if column == "updated_at" else "="
+                clauses.append(f"{column} {op} ${len(params)}")
+        condition = " AND ".join(clauses)
+        total = await self._db.fetchrow(f"SELECT count(*) FROM tasks WHERE {condition}", *params)
+        args: list[object] = [*params]
+        if before is not None:
+            args.append(before)
+            condition += f" AND seq < ${len(args)}"
+        args.append(limit)
+        rows = await self._db.fetch(
+            f"SELECT seq, body FROM tasks WHERE {condition} ORDER BY seq DESC LIMIT ${len(args)}",
+            *args,
+        )
+        return TaskPageRows(
+            [(row[0], loads(row[1])) for row in rows], total[0] if total is not None else 0
+        )

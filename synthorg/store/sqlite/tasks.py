@@ -18,6 +18,8 @@ from synthorg.store.tasks import (
     MessageKey,
     Runner,
     StoredTask,
+    TaskFilter,
+    TaskPageRows,
     event_seq,
 )
 
@@ -171,6 +173,31 @@ class SqliteTaskStore:
             (*params, limit),
         )
         return [loads(row[0]) for row in rows]
+
+
+    async def page(
+        self, peer: str, where: TaskFilter, before: int | None, limit: int
+    ) -> TaskPageRows:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        clauses, params = ["peer = ?"], [peer]
+        for column, value in (
+            ("context_id = ?", where.context_id),
+            ("state = ?", where.state),
+            ("updated_at >= ?", where.updated_since),
+        ):
+            if value is not None:
+                clauses.append(column)
+                params.append(value)
+        condition = " AND ".join(clauses)
+        total = self._db.query_one(f"SELECT count(*) FROM tasks WHERE {condition}", params)
+        if before is not None:
+            condition += " AND rowid < ?"
+        rows = self._db.query(
+            f"SELECT rowid, body FROM tasks WHERE {condition} ORDER BY rowid DESC LIMIT ?",
+            (*params, *([before] if before is not None else []), limit),
+        )
+        return TaskPageRows([(row[0], loads(row[1])) for row in rows], total[0] if total else 0)
 
 
 def _insert_key(conn: sqlite3.Connection, peer: str, key: MessageKey, task_id: str) -> None:

@@ -1,0 +1,361 @@
+"""The A2A 1.0 dialect at the edge: one adapter per 1.0 method, mapping its params (protobuf
+JSON mapping: SCREAMING_SNAKE enums, parts without `kind`, results wrapped) to the one
+handler of the operation and the answer back. The node keeps a single task model (A2A 0.3's
+objects, `a2a.json`), so a task created in one dialect reads the same in the other.
+
+Adding a 1.0 method (the push config family, once the 0.3 contract has it):
+add its params and result to `spec/schemas/methods_v1.json`, an adapter here named after the
+method in snake case (`SubscribeToTask` -> `subscribe_to_task`), and run `python -m codegen`;
+the dispatch table and each adapter's signature are generated from the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from pydantic import TypeAdapter
+
+import handlers.agent_getAuthenticatedExtendedCard
+import handlers.message_send
+import handlers.message_stream
+import handlers.tasks_cancel
+import handlers.tasks_get
+import handlers.tasks_list
+import handlers.tasks_resubscribe
+from handlers.context import RpcContext, Sequenced, TaskQuery
+from synthorg.generated.constants import (
+    AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
+    MESSAGE_SEND,
+    MESSAGE_STREAM,
+    TASKS_CANCEL,
+    TASKS_GET,
+    TASKS_RESUBSCRIBE,
+)
+from synthorg.generated.models import (
+    AgentGetAuthenticatedExtendedCardParams,
+    Message,
+    MessageSendParams,
+    MessageStreamParams,
+    StreamEvent,
+    Task,
+    TasksCancelParams,
+    TasksGetParams,
+    TasksResubscribeParams,
+    V1AgentCard,
+    V1CancelTaskParams,
+    V1CancelTaskResult,
+    V1GetExtendedAgentCardParams,
+    V1GetExtendedAgentCardResult,
+    V1GetTaskParams,
+    V1GetTaskResult,
+    V1ListTasksParams,
+    V1ListTasksResult,
+    V1Message,
+    V1SendMessageParams,
+    V1SendMessageResult,
+    V1SendStreamingMessageParams,
+    V1SendStreamingMessageResult,
+    V1StreamResponse,
+    V1SubscribeToTaskParams,
+    V1SubscribeToTaskResult,
+    V1Task,
+    V1TaskPayload,
+)
+
+Json = dict[str, Any]
+V1STREAM_ADAPTER: TypeAdapter[V1StreamResponse] = TypeAdapter(V1StreamResponse)
+
+# -- enums --------------------------------------------------------------------------------
+
+_STATE_PREFIX = "TASK_STATE_"
+_ROLE_PREFIX = "ROLE_"
+
+
+def state_v1(state: str) -> str:
+    """`input-required` -> `TASK_STATE_INPUT_REQUIRED`; `unknown` -> `..._UNSPECIFIED`."""
+    if state == "unknown":
+        return f"{_STATE_PREFIX}UNSPECIFIED"
+    return _STATE_PREFIX + state.upper().replace("-", "_")
+
+
+def state_v03(state: str) -> str:
+    if state == f"{_STATE_PREFIX}UNSPECIFIED":
+        return "unknown"
+    return state.removeprefix(_STATE_PREFIX).lower().replace("_", "-")
+
+
+# -- objects, as JSON (each side's model validates the result) -----------------------------
+
+
+def _copy(source: Mapping[str, Any], target: Json, *names: str) -> Json:
+    for name in names:
+        if name in source:
+            target[name] = source[name]
+    return target
+
+
+def part_v03(part: Mapping[str, Any]) -> Json:
+    if "text" in part:
+        return _copy(part, {"kind": "text", "text": part["text"]}, "metadata")
+    if "data" in part:
+        return _copy(part, {"kind": "data", "data": part["data"]}, "metadata")
+    file: Json = {"bytes": part["raw"]} if "raw" in part else {"uri": part["url"]}
+    if "mediaType" in part:
+        file["mimeType"] = part["mediaType"]
+    if "filename" in part:
+        file["name"] = part["filename"]
+    return _copy(part, {"kind": "file", "file": file}, "metadata")
+
+
+def part_v1(part: Mapping[str, Any]) -> Json:
+    kind = part["kind"]
+    if kind == "text":
+        return _copy(part, {"text": part["text"]}, "metadata")
+    if kind == "data":
+        return _copy(part, {"data": part["data"]}, "metadata")
+    file = part["file"]
+    out: Json = {"raw": file["bytes"]} if "bytes" in file else {"url": file["uri"]}
+    if "mimeType" in file:
+        out["mediaType"] = file["mimeType"]
+    if "name" in file:
+        out["filename"] = file["name"]
+    return _copy(part, out, "metadata")
+
+
+_MESSAGE_FIELDS = ("contextId", "taskId", "metadata", "extensions", "referenceTaskIds")
+
+
+def message_v03(message: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "kind": "message",
+        "messageId": message["messageId"],
+        "role": message["role"].removeprefix(_ROLE_PREFIX).lower(),
+        "parts": [part_v03(part) for part in message["parts"]],
+    }
+    return _copy(message, out, *_MESSAGE_FIELDS)
+
+
+def message_v1(message: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "messageId": message["messageId"],
+        "role": _ROLE_PREFIX + message["role"].upper(),
+        "parts": [part_v1(part) for part in message["parts"]],
+    }
+    return _copy(message, out, *_MESSAGE_FIELDS)
+
+
+def _artifact(artifact: Mapping[str, Any], part: Any) -> Json:
+    out: Json = {"artifactId": artifact["artifactId"]}
+    out["parts"] = [part(p) for p in artifact["parts"]]
+    return _copy(artifact, out, "name", "description", "metadata", "extensions")
+
+
+def _status(status: Mapping[str, Any], state: Any, message: Any) -> Json:
+    out: Json = {"state": state(status["state"])}
+    if "message" in status:
+        out["message"] = message(status["message"])
+    return _copy(status, out, "timestamp")
+
+
+def task_v1_json(task: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "id": task["id"],
+        "contextId": task["contextId"],
+        "status": _status(task["status"], state_v1, message_v1),
+    }
+    if "artifacts" in task:
+        out["artifacts"] = [_artifact(a, part_v1) for a in task["artifacts"]]
+    if "history" in task:
+        out["history"] = [message_v1(m) for m in task["history"]]
+    return _copy(task, out, "metadata")
+
+
+def task_v03_json(task: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "kind": "task",
+        "id": task["id"],
+        "contextId": task["contextId"],
+        "status": _status(task["status"], state_v03, message_v03),
+    }
+    if "history" in task:
+        out["history"] = [message_v03(m) for m in task["history"]]
+    if "artifacts" in task:
+        out["artifacts"] = [_artifact(a, part_v03) for a in task["artifacts"]]
+    return _copy(task, out, "metadata")
+
+
+def _json(model: Message | Task | V1Message | V1Task) -> Json:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def task_v1(task: Task) -> V1Task:
+    return V1Task.model_validate(task_v1_json(_json(task)))
+
+
+def task_v03(task: V1Task) -> Task:
+    return Task.model_validate(task_v03_json(_json(task)))
+
+
+def message_to_v03(message: V1Message) -> Message:
+    return Message.model_validate(message_v03(_json(message)))
+
+
+def message_to_v1(message: Message) -> V1Message:
+    return V1Message.model_validate(message_v1(_json(message)))
+
+
+# -- the adapters (the dispatch table's 1.0 entries) ---------------------------------------
+
+
+def _present(**fields: Any) -> Json:
+    """The fields that are set: the models refuse an explicit null for an optional field."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _send_body(method: str, params: V1SendMessageParams | V1SendStreamingMessageParams) -> Json:
+    body: Json = {"method": method, "message": message_v03(_json(params.message))}
+    config = params.configuration
+    if config is not None:
+        body["configuration"] = _copy(
+            config.model_dump(exclude_none=True), {}, "acceptedOutputModes", "historyLength"
+        )
+        if config.returnImmediately is not None:
+            body["configuration"]["blocking"] = not config.returnImmediately
+    if params.metadata is not None:
+        body["metadata"] = params.metadata
+    return body
+
+
+async def send_message(params: V1SendMessageParams, ctx: RpcContext) -> V1SendMessageResult:
+    ours = MessageSendParams.model_validate(_send_body(MESSAGE_SEND, params))
+    task = await handlers.message_send.handle(ours, ctx)
+    return V1TaskPayload(task=task_v1(task))
+
+
+_EVENT_WRAPPERS = {"task": "task", "message": "message", "status-update": "statusUpdate",
+                   "artifact-update": "artifactUpdate"}
+
+
+def event_v1_json(event: Mapping[str, Any]) -> Json:
+    """A 0.3 stream event as a 1.0 StreamResponse: wrapped by its kind, in 1.0's shape."""
+    kind = event["kind"]
+    if kind == "task":
+        inner = task_v1_json(event)
+    elif kind == "message":
+        inner = message_v1(event)
+    elif kind == "status-update":
+        inner = _copy(event, {
+            "taskId": event["taskId"], "contextId": event["contextId"],
+            "status": _status(event["status"], state_v1, message_v1),
+        }, "metadata")
+    else:
+        inner = _copy(event, {
+            "taskId": event["taskId"], "contextId": event["contextId"],
+            "artifact": _artifact(event["artifact"], part_v1),
+        }, "append", "lastChunk", "metadata")
+    return {_EVENT_WRAPPERS[kind]: inner}
+
+
+def _event_v1(item: Sequenced[StreamEvent]) -> Sequenced[V1StreamResponse]:
+    document = item.event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    response: V1StreamResponse = V1STREAM_ADAPTER.validate_python(event_v1_json(document))
+    return Sequenced(item.seq, response)
+
+
+async def send_streaming_message(
+    params: V1SendStreamingMessageParams, ctx: RpcContext
+) -> AsyncIterator[Sequenced[V1SendStreamingMessageResult]]:
+    ours = MessageStreamParams.model_validate(_send_body(MESSAGE_STREAM, params))
+    async for item in handlers.message_stream.handle(ours, ctx):
+        yield _event_v1(item)
+
+
+async def subscribe_to_task(
+    params: V1SubscribeToTaskParams, ctx: RpcContext
+) -> AsyncIterator[Sequenced[V1SubscribeToTaskResult]]:
+    ours = TasksResubscribeParams(method=TASKS_RESUBSCRIBE, id=params.id)
+    async for item in handlers.tasks_resubscribe.handle(ours, ctx):
+        yield _event_v1(item)
+
+
+async def get_task(params: V1GetTaskParams, ctx: RpcContext) -> V1GetTaskResult:
+    ours = TasksGetParams.model_validate(
+        _present(method=TASKS_GET, id=params.id, historyLength=params.historyLength)
+    )
+    return task_v1(await handlers.tasks_get.handle(ours, ctx))
+
+
+async def cancel_task(params: V1CancelTaskParams, ctx: RpcContext) -> V1CancelTaskResult:
+    ours = TasksCancelParams.model_validate(
+        _present(method=TASKS_CANCEL, id=params.id, metadata=params.metadata)
+    )
+    return task_v1(await handlers.tasks_cancel.handle(ours, ctx))
+
+
+DEFAULT_PAGE_SIZE = 50
+
+
+async def list_tasks(params: V1ListTasksParams, ctx: RpcContext) -> V1ListTasksResult:
+    query = TaskQuery(
+        context_id=params.contextId,
+        state=state_v03(params.status) if params.status is not None else None,
+        status_since=params.statusTimestampAfter,
+        page_size=params.pageSize or DEFAULT_PAGE_SIZE,
+        page_token=params.pageToken or "",
+        history_length=params.historyLength,
+        include_artifacts=bool(params.includeArtifacts),
+    )
+    page = await handlers.tasks_list.handle(query, ctx)
+    return V1ListTasksResult(
+        tasks=[task_v1(task) for task in page.tasks],
+        nextPageToken=page.next_page_token,
+        pageSize=page.page_size,
+        totalSize=page.total_size,
+    )
+
+
+async def get_extended_agent_card(
+    params: V1GetExtendedAgentCardParams, ctx: RpcContext
+) -> V1GetExtendedAgentCardResult:
+    """The card the 0.3 method answers, written with 1.0's members only."""
+    ours = AgentGetAuthenticatedExtendedCardParams(method=AGENT_GET_AUTHENTICATED_EXTENDED_CARD)
+    card = await handlers.agent_getAuthenticatedExtendedCard.handle(ours, ctx)
+    document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return V1AgentCard.model_validate(card_v1_json(document))
+
+
+# -- cards --------------------------------------------------------------------------------
+
+_CARD_MEMBERS = (
+    "name", "description", "supportedInterfaces", "provider", "version", "documentationUrl",
+    "defaultInputModes", "defaultOutputModes", "iconUrl",
+)
+_SKILL_MEMBERS = ("id", "name", "description", "tags", "examples", "inputModes", "outputModes")
+_CAPABILITY_MEMBERS = ("streaming", "pushNotifications", "extendedAgentCard", "extensions")
+
+
+def _scheme_v1(scheme: Mapping[str, Any]) -> Json | None:
+    if scheme.get("type") == "apiKey":
+        inner = _copy(scheme, {"location": scheme["in"], "name": scheme["name"]}, "description")
+        return {"apiKeySecurityScheme": inner}
+    if scheme.get("type") == "http":
+        inner = _copy(scheme, {"scheme": scheme["scheme"]}, "bearerFormat", "description")
+        return {"httpAuthSecurityScheme": inner}
+    return None  # a kind this node does not use
+
+
+def card_v1_json(card: Mapping[str, Any]) -> Json:
+    """A card (0.3 members and supportedInterfaces) with 1.0's members only."""
+    out = _copy(card, {}, *_CARD_MEMBERS)
+    out["capabilities"] = _copy(card["capabilities"], {}, *_CAPABILITY_MEMBERS)
+    out["skills"] = [_copy(skill, {}, *_SKILL_MEMBERS) for skill in card["skills"]]
+    schemes = {name: _scheme_v1(s) for name, s in card.get("securitySchemes", {}).items()}
+    if schemes:
+        out["securitySchemes"] = {name: s for name, s in schemes.items() if s is not None}
+    if "security" in card:
+        out["securityRequirements"] = [
+            {"schemes": {name: {"list": scopes} for name, scopes in requirement.items()}}
+            for requirement in card["security"]
+        ]
+    return out

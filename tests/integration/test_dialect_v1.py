@@ -1,0 +1,221 @@
+"""The A2A 1.0 dialect on the same endpoint as 0.3, over real HTTP against a live node:
+routing by A2A-Version and method name, the protobuf JSON mapping, one task seen from both
+dialects, ListTasks paging and ownership, and the same refusals as 0.3."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.helpers import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    TASK_NOT_CANCELABLE,
+    TASK_NOT_FOUND,
+    cancel_task,
+    envelope,
+    expect_error,
+    expect_result,
+    get_task,
+    park_task,
+    unique,
+)
+
+Json = dict[str, Any]
+V1 = {"A2A-Version": "1.0"}
+VERSION_NOT_SUPPORTED = -32009
+RPC = "/api/v1/a2a/"
+
+
+def v1_call(
+    client: httpx.Client, method: str, params: Json, request_id: int = 1, version: str = "1.0"
+) -> httpx.Response:
+    headers = {"A2A-Version": version} if version else {}
+    return client.post(RPC, json=envelope(method, params, request_id), headers=headers)
+
+
+def v1_message(text: str, agent_id: str = "echo", **extra: Any) -> Json:
+    return {
+        "messageId": unique(),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+        "metadata": {"agentId": agent_id},
+        **extra,
+    }
+
+
+def v1_send(client: httpx.Client, msg: Json, version: str = "1.0") -> Json:
+    result = expect_result(v1_call(client, "SendMessage", {"message": msg}, version=version))
+    assert set(result) == {"task"}
+    return dict(result["task"])
+
+
+def test_send_message_answers_a_wrapped_task_in_the_protobuf_json_mapping(
+    client_a: httpx.Client,
+) -> None:
+    task = v1_send(client_a, v1_message("hello"))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "kind" not in task
+    roles = [m["role"] for m in task["history"]]
+    assert roles[0] == "ROLE_USER" and set(roles) <= {"ROLE_USER", "ROLE_AGENT"}
+    for msg in task["history"]:
+        assert "kind" not in msg
+        assert all("kind" not in part for part in msg["parts"])
+
+
+def test_a_1_0_method_without_the_header_is_routed_by_its_name(client_a: httpx.Client) -> None:
+    task = v1_send(client_a, v1_message("no header"), version="")
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_unsupported_version_is_refused_with_32009(client_a: httpx.Client) -> None:
+    for version in ("0.2", "2.0", "one"):
+        response = v1_call(client_a, "GetTask", {"id": "x"}, request_id=7, version=version)
+        expect_error(response, code=VERSION_NOT_SUPPORTED, request_id=7)
+
+
+def test_each_version_serves_its_own_methods_only(client_a: httpx.Client) -> None:
+    get_03, get_10 = ("tasks/get", {"id": "x"}), ("GetTask", {"id": "x"})
+    expect_error(v1_call(client_a, *get_03), code=METHOD_NOT_FOUND, request_id=1)
+    expect_error(v1_call(client_a, *get_10, version="0.3"), code=METHOD_NOT_FOUND, request_id=1)
+    expect_error(v1_call(client_a, *get_03, version="0.3"), code=TASK_NOT_FOUND, request_id=1)
+
+
+def test_a_task_created_in_0_3_reads_and_cancels_the_same_in_1_0(client_a: httpx.Client) -> None:
+    task = park_task(client_a)
+    got = expect_result(v1_call(client_a, "GetTask", {"id": task["id"]}))
+    assert got["id"] == task["id"] and got["contextId"] == task["contextId"]
+    assert got["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert [m["messageId"] for m in got["history"]] == [m["messageId"] for m in task["history"]]
+    canceled = expect_result(v1_call(client_a, "CancelTask", {"id": task["id"]}))
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert expect_result(get_task(client_a, task["id"]))["status"]["state"] == "canceled"
+    again = v1_call(client_a, "CancelTask", {"id": task["id"]})
+    expect_error(again, code=TASK_NOT_CANCELABLE, request_id=1)
+
+
+def test_a_task_created_in_1_0_reads_and_cancels_the_same_in_0_3(client_a: httpx.Client) -> None:
+    raw = base64.b64encode(b"file body").decode()
+    msg = v1_message("park", agent_id="parker")
+    msg["parts"] += [
+        {"raw": raw, "mediaType": "text/plain", "filename": "a.txt"},
+        {"data": {"k": [1, 2]}},
+    ]
+    task = v1_send(client_a, msg)
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert task["history"][0]["parts"][1:] == msg["parts"][1:]
+    old = expect_result(get_task(client_a, task["id"]))
+    assert old["kind"] == "task" and old["status"]["state"] == "input-required"
+    assert old["history"][0]["parts"][1] == {
+        "kind": "file",
+        "file": {"bytes": raw, "mimeType": "text/plain", "name": "a.txt"},
+    }
+    assert expect_result(cancel_task(client_a, task["id"]))["status"]["state"] == "canceled"
+    again = expect_result(v1_call(client_a, "GetTask", {"id": task["id"], "historyLength": 0}))
+    assert again["status"]["state"] == "TASK_STATE_CANCELED" and again["history"] == []
+
+
+def test_another_peers_task_is_not_found_in_1_0(
+    client_a: httpx.Client, client_b: httpx.Client
+) -> None:
+    task = v1_send(client_a, v1_message("mine"))
+    for method in ("GetTask", "CancelTask"):
+        answer = v1_call(client_b, method, {"id": task["id"]})
+        expect_error(answer, code=TASK_NOT_FOUND, request_id=1)
+
+
+def test_same_message_id_is_the_same_task_in_both_dialects(client_a: httpx.Client) -> None:
+    msg = v1_message("once")
+    first = v1_send(client_a, msg)
+    assert v1_send(client_a, msg)["id"] == first["id"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"message": {"messageId": "m", "role": "user", "parts": [{"text": "x"}]}},
+        {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"kind": "text"}]}},
+        {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"url": "file:///etc"}]}},
+        {"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}},
+    ],
+    ids=["0.3-role", "0.3-kind", "file-url", "no-parts"],
+)
+def test_bad_1_0_params_are_invalid_params(client_a: httpx.Client, params: Json) -> None:
+    expect_error(v1_call(client_a, "SendMessage", params), code=INVALID_PARAMS, request_id=1)
+
+
+def test_list_tasks_pages_the_callers_own_tasks_newest_first(
+    client_a: httpx.Client, client_b: httpx.Client
+) -> None:
+    context = unique("ctx")
+    made = [v1_send(client_b, v1_message(f"t{i}", contextId=context))["id"] for i in range(5)]
+    v1_send(client_a, v1_message("not b's", contextId=context))
+    seen: list[str] = []
+    token = ""
+    while True:
+        params: Json = {"contextId": context, "pageSize": 2, "historyLength": 1}
+        if token:
+            params["pageToken"] = token
+        page = expect_result(v1_call(client_b, "ListTasks", params))
+        assert page["pageSize"] == 2 and page["totalSize"] == 5
+        assert all(len(task["history"]) <= 1 for task in page["tasks"])
+        seen += [task["id"] for task in page["tasks"]]
+        token = page["nextPageToken"]
+        if not token:
+            break
+    assert seen == made[::-1]
+
+
+def test_list_tasks_filters_by_status(client_b: httpx.Client) -> None:
+    context = unique("ctx")
+    v1_send(client_b, v1_message("done", contextId=context))
+    v1_send(client_b, v1_message("wait", agent_id="parker", contextId=context))
+    params = {"contextId": context, "status": "TASK_STATE_INPUT_REQUIRED"}
+    page = expect_result(v1_call(client_b, "ListTasks", params))
+    assert [t["status"]["state"] for t in page["tasks"]] == ["TASK_STATE_INPUT_REQUIRED"]
+    assert page["nextPageToken"] == ""
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"pageSize": 0}, {"pageSize": 101}, {"pageToken": "not-a-token"}, {"status": "working"}],
+    ids=["page-size-0", "page-size-101", "foreign-token", "0.3-state"],
+)
+def test_bad_list_params_are_invalid_params(client_a: httpx.Client, params: Json) -> None:
+    expect_error(v1_call(client_a, "ListTasks", params), code=INVALID_PARAMS, request_id=1)
+
+
+# -- streams in 1.0 ---------------------------------------------------------------------------
+
+
+def v1_stream(client: httpx.Client, method: str, params: Json) -> list[Json]:
+    """The results of a 1.0 stream's events, in order."""
+    body = envelope(method, params)
+    with client.stream("POST", RPC, json=body, headers=V1) as answer:
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in answer.iter_lines() if line.startswith("data:")]
+    return [json.loads(line[len("data:"):])["result"] for line in lines]
+
+
+def test_send_streaming_message_streams_1_0_events(client_a: httpx.Client) -> None:
+    events = v1_stream(client_a, "SendStreamingMessage", {"message": v1_message("stream me")})
+    assert events and all(len(event) == 1 for event in events)
+    kinds = [next(iter(event)) for event in events]
+    assert set(kinds) <= {"task", "message", "statusUpdate", "artifactUpdate"}
+    last = events[-1]
+    state = (last.get("statusUpdate") or last.get("task"))["status"]["state"]
+    assert state == "TASK_STATE_COMPLETED"
+    for event in events:
+        assert "kind" not in json.dumps(event)
+
+
+def test_subscribe_to_task_follows_a_task_in_1_0(client_a: httpx.Client) -> None:
+    task = v1_send(client_a, v1_message("park", agent_id="parker"))
+    events = v1_stream(client_a, "SubscribeToTask", {"id": task["id"]})
+    assert events[0]["task"]["id"] == task["id"]
+    assert events[0]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"

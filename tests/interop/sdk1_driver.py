@@ -1,0 +1,237 @@
+"""Drives the official `a2a-sdk` 1.x (its own virtualenv, `make sdk1-venv`) for the interop
+tests in `test_sdk1.py`, which run this file as a subprocess with that venv's python: the
+1.x SDK shares the `a2a` import name with the 0.3 SDK of the dev venv.
+
+    python sdk1_driver.py client URL PEER KEY   the 1.x client against a node; prints JSON
+    python sdk1_driver.py server PEER KEY       a 1.x server on 127.0.0.1 (prints "PORT n",
+                                                serves until stdin closes)
+
+Our peer headers go through the SDK's own hooks: a client call interceptor (client) and a
+small ASGI middleware answering 401 (server). Agents, by `metadata.agentId`: `echo`
+completes with an artifact echoing the text; `parker` waits in input-required until
+canceled; `chatty` answers with a Message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+import threading
+import uuid
+from typing import Any
+
+import httpx
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+RPC_PATH = "/api/v1/a2a/"
+
+
+def _dict(message: Any) -> dict[str, Any]:
+    return MessageToDict(message)
+
+
+# -- the client -------------------------------------------------------------------------------
+
+
+async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
+    from a2a.client import ClientCallContext, ClientConfig, ClientFactory
+    from a2a.client.interceptors import AfterArgs, BeforeArgs, ClientCallInterceptor
+    from a2a.types.a2a_pb2 import (
+        CancelTaskRequest,
+        GetExtendedAgentCardRequest,
+        GetTaskRequest,
+        ListTasksRequest,
+        Message,
+        SendMessageRequest,
+        SubscribeToTaskRequest,
+    )
+
+    class PeerHeaders(ClientCallInterceptor):
+        async def before(self, args: BeforeArgs) -> None:
+            if args.context is None:
+                args.context = ClientCallContext()
+            if args.context.service_parameters is None:
+                args.context.service_parameters = {}
+            args.context.service_parameters["X-A2A-Peer-Name"] = peer
+            args.context.service_parameters["X-API-Key"] = key
+
+        async def after(self, args: AfterArgs) -> None:
+            return None
+
+    out: dict[str, Any] = {}
+    async with httpx.AsyncClient(timeout=30) as http:
+        factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
+        client = await factory.create_from_url(url, interceptors=[PeerHeaders()])
+
+        async def send(text: str, agent: str) -> dict[str, Any]:
+            message = ParseDict(
+                {
+                    "messageId": str(uuid.uuid4()),
+                    "role": "ROLE_USER",
+                    "parts": [{"text": text}],
+                    "metadata": {"agentId": agent},
+                },
+                Message(),
+            )
+            answers = [
+                _dict(event) async for event in client.send_message(
+                    SendMessageRequest(message=message)
+                )
+            ]
+            return answers[-1]
+
+        out["echo"] = await send("hello from sdk 1.x", "echo")
+        parked = (await send("park me", "parker"))["task"]
+        streaming = await ClientFactory(
+            ClientConfig(streaming=True, httpx_client=http)
+        ).create_from_url(url, interceptors=[PeerHeaders()])
+        message = ParseDict(
+            {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
+             "parts": [{"text": "stream me"}], "metadata": {"agentId": "echo"}},
+            Message(),
+        )
+        out["streamed"] = [
+            _dict(event) async for event in streaming.send_message(
+                SendMessageRequest(message=message)
+            )
+        ]
+        out["subscribed"] = [
+            _dict(event) async for event in streaming.subscribe(
+                SubscribeToTaskRequest(id=parked["id"])
+            )
+        ]
+        out["parked"] = parked
+        out["got"] = _dict(await client.get_task(GetTaskRequest(id=parked["id"])))
+        out["listed"] = _dict(await client.list_tasks(ListTasksRequest(page_size=10)))
+        out["canceled"] = _dict(await client.cancel_task(CancelTaskRequest(id=parked["id"])))
+        try:
+            await client.get_task(GetTaskRequest(id="no-such-task"))
+            out["missing"] = "found"
+        except Exception as exc:  # the SDK's typed error for -32001
+            out["missing"] = type(exc).__name__
+        try:
+            extended = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+            out["extended"] = _dict(extended)
+        except Exception as exc:
+            out["extended"] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+        await client.close()
+    return out
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+def build_server(peer: str, key: str, port: int) -> Any:
+    from a2a.helpers.proto_helpers import new_task_from_user_message
+    from a2a.server.agent_execution import AgentExecutor, RequestContext
+    from a2a.server.events import EventQueue
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.types.a2a_pb2 import AgentCard, Message, Part
+    from starlette.applications import Starlette
+
+    class Agents(AgentExecutor):
+        async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+            message = context.message
+            assert message is not None
+            metadata = MessageToDict(message).get("metadata", {})
+            agent = metadata.get("agentId", "echo")
+            if agent == "chatty":
+                reply = ParseDict(
+                    {"messageId": str(uuid.uuid4()), "role": "ROLE_AGENT",
+                     "parts": [{"text": "just a message"}]},
+                    Message(),
+                )
+                await event_queue.enqueue_event(reply)
+                return
+            task = context.current_task
+            if task is None:
+                task = new_task_from_user_message(message)
+                await event_queue.enqueue_event(task)
+            updater = TaskUpdater(event_queue, task.id, task.context_id)
+            if agent == "parker":
+                await updater.requires_input(
+                    updater.new_agent_message([Part(text="waiting for input")])
+                )
+                return
+            await updater.start_work()
+            await updater.add_artifact([Part(text=context.get_user_input())], name="echo")
+            await updater.complete()
+
+        async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+            assert context.task_id is not None and context.context_id is not None
+            await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+    url = f"http://127.0.0.1:{port}{RPC_PATH}"
+    card = ParseDict(
+        {
+            "name": "sdk1-peer",
+            "description": "a2a-sdk 1.x server for interop tests",
+            "version": "1.0.0",
+            "supportedInterfaces": [
+                {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            ],
+            "capabilities": {"streaming": False},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [
+                {"id": "echo", "name": "Echo", "description": "Echoes text", "tags": ["echo"]}
+            ],
+        },
+        AgentCard(),
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=Agents(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, RPC_PATH)]
+    app = Starlette(routes=routes)
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(RPC_PATH):
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            if headers.get("x-a2a-peer-name") != peer or headers.get("x-api-key") != key:
+                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32003, "message": "Authentication required"}}).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            scope.setdefault("state", {})["a2a_version"] = headers.get("a2a-version")
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def server_run(peer: str, key: str) -> None:
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(build_server(peer, key, port), log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    print(f"PORT {port}", flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+    server.should_exit = True
+    thread.join(10)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["client"] and len(argv) == 4:
+        print(json.dumps(asyncio.run(client_run(*argv[1:]))))
+        return 0
+    if argv[:1] == ["server"] and len(argv) == 3:
+        server_run(*argv[1:])
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

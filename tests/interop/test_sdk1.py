@@ -1,0 +1,199 @@
+"""The official `a2a-sdk` 1.x, client and server, against our node in the A2A 1.0 dialect.
+
+The 1.x SDK shares the `a2a` import name with the 0.3 SDK of the dev venv, so it lives in its
+own virtualenv (`.venv-sdk1`, built by `make sdk1-venv`, which `make test` runs first) and is
+driven as a subprocess (`sdk1_driver.py`). Both directions:
+
+- its client resolves our card, picks our 1.0 interface and sends, gets, lists and cancels,
+  with our peer headers added by its own call interceptor; what it created reads the same
+  through our 0.3 methods;
+- our Delegator reads its card (1.0 only, no `url`), calls it in 1.0, and follows and cancels
+  its tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from synthorg.delegation.client import PeerRpcError
+from synthorg.delegation.delegator import Delegator
+from synthorg.store.secretbox import SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import Database, open_database
+from synthorg.store.sqlite.delegations import SqliteDelegationStore
+from tests.support.node import NodeProcess, cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SDK1_PYTHON = ROOT / ".venv-sdk1" / "bin" / "python"
+DRIVER = Path(__file__).with_name("sdk1_driver.py")
+
+pytestmark = pytest.mark.skipif(
+    not SDK1_PYTHON.exists(),
+    reason="the a2a-sdk 1.x venv is missing: run `make sdk1-venv` (make test builds it)",
+)
+
+PEER, KEY = "sdk1-peer", "sdk1-peer-link-secret-5c1e9a"
+CONFIG = f"""\
+a2a:
+  enabled: true
+  node_name: node-b
+  allowed_peers: [{PEER}]
+agents:
+  - id: echo
+    name: Echo
+    executor: {{kind: echo}}
+    skills:
+      - {{id: public-skill, name: Public, tags: [open]}}
+      - {{id: peers-skill, name: Peers only, tags: [inner], visibility: peers}}
+  - {{id: parker, name: Parker, executor: {{kind: park}}}}
+"""
+
+
+def driver(*args: str, timeout: float = 120) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(SDK1_PYTHON), str(DRIVER), *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# -- the 1.x client calling our node ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    data_dir: Path = tmp_path_factory.mktemp("sdk1-client")
+    with NodeProcess(data_dir, CONFIG) as running:
+        cli(data_dir, "peers", "add", PEER, "--endpoint", "http://127.0.0.1:9", stdin=KEY)
+        yield running
+
+
+def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
+    out = driver("client", node.url, PEER, KEY)
+    echo = out["echo"]["task"]
+    assert echo["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert echo["artifacts"][0]["parts"][0]["text"] == "hello from sdk 1.x"
+    parked = out["parked"]
+    assert parked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert out["got"]["id"] == parked["id"]
+    assert out["got"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    listed = [task["id"] for task in out["listed"]["tasks"]]
+    # Newest first, the caller's own (the streamed task came after these two).
+    assert listed.index(parked["id"]) == listed.index(echo["id"]) - 1
+    assert out["canceled"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert out["missing"] != "found"
+    # Streams, as its streaming client reads them.
+    assert out["streamed"], out
+    last = out["streamed"][-1]
+    final = (last.get("statusUpdate") or last.get("task"))["status"]["state"]
+    assert final == "TASK_STATE_COMPLETED"
+    assert out["subscribed"][0]["task"]["id"] == parked["id"]
+    # The extended card parses with the SDK's card type and carries the peers-only skill.
+    assert {s["id"] for s in out["extended"]["skills"]} == {"public-skill", "peers-skill"}
+    assert out["extended"]["capabilities"]["extendedAgentCard"] is True
+    api_key = out["extended"]["securitySchemes"]["ApiKey"]["apiKeySecurityScheme"]
+    assert (api_key["location"], api_key["name"]) == ("header", "X-API-Key")
+    # It spoke 1.0 (its card choice), not 0.3 through the SDK's compatibility layer.
+    methods = {event["method"] for event in node.events("a2a.inbound.received")}
+    assert {
+        "SendMessage", "GetTask", "ListTasks", "CancelTask", "GetExtendedAgentCard",
+        "SendStreamingMessage", "SubscribeToTask",
+    } <= methods
+    assert not methods & {"message/send", "tasks/get", "tasks/cancel"}
+    # The same tasks through the 0.3 dialect.
+    headers = {"X-A2A-Peer-Name": PEER, "X-API-Key": KEY}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": parked["id"]}}
+    old = httpx.post(node.rpc_url, json=body, headers=headers, timeout=10).json()["result"]
+    assert (old["kind"], old["status"]["state"]) == ("task", "canceled")
+    assert old["history"][0]["messageId"] == parked["history"][0]["messageId"]
+
+
+# -- our Delegator calling the 1.x server -------------------------------------------------------
+
+NODE, NODE_KEY = "node-a", "sdk1-server-link-secret-3f8d"
+TEXT = [{"kind": "text", "text": "hello from synthorg"}]
+
+
+@pytest.fixture(scope="module")
+def sdk1_server() -> Iterator[str]:
+    process = subprocess.Popen(
+        [str(SDK1_PYTHON), str(DRIVER), "server", NODE, NODE_KEY],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("PORT "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    conn = open_database(tmp_path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def delegator(db: Database, tmp_path: Path, url: str, key: str = NODE_KEY) -> Delegator:
+    catalog = SqliteCatalog(db, SecretBox.for_data_dir(tmp_path))
+    catalog.put("sdk1", url, "api_key", key)
+    return Delegator(catalog, SqliteDelegationStore(db), NODE, lambda: 10.0)
+
+
+def test_we_call_the_1_x_server_in_1_0(db: Database, tmp_path: Path, sdk1_server: str) -> None:
+    ours = delegator(db, tmp_path, sdk1_server)
+    client = asyncio.run(ours.peer_client("sdk1"))
+    assert client.speaks_v1 and client.rpc_url == sdk1_server + "/api/v1/a2a/"
+    done = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="echo"))
+    assert done.state == "completed"
+    assert done.task["artifacts"][0]["parts"][0] == {"kind": "text", "text": "hello from synthorg"}
+
+
+def test_follow_and_cancel_a_parked_1_x_task(
+    db: Database, tmp_path: Path, sdk1_server: str
+) -> None:
+    ours = delegator(db, tmp_path, sdk1_server)
+    record = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="parker"))
+    assert record.state == "input-required"
+    assert asyncio.run(ours.refresh(record.id)).state == "input-required"
+    assert asyncio.run(ours.cancel(record.id)).state == "canceled"
+
+
+def test_1_x_errors_surface_and_message_answers_complete(
+    db: Database, tmp_path: Path, sdk1_server: str
+) -> None:
+    ours = delegator(db, tmp_path, sdk1_server)
+    client = asyncio.run(ours.peer_client("sdk1"))
+    with pytest.raises(PeerRpcError) as missing:
+        asyncio.run(client.get_task("no-such-task"))
+    assert missing.value.code == -32001
+    # A {message} answer stands for a task completed with it, as a 0.3 Message answer does.
+    answered = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="chatty"))
+    assert answered.state == "completed"
+    assert answered.task["status"]["message"]["parts"] == [
+        {"kind": "text", "text": "just a message"}
+    ]
+    wrong = delegator(db, tmp_path, sdk1_server, key="wrong")
+    with pytest.raises(PeerRpcError) as refused:
+        asyncio.run(wrong.delegate("sdk1", TEXT))
+    assert refused.value.http_status == 401
