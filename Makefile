@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test fuzz codegen lint bench clean
+.PHONY: venv demo test fuzz codegen lint bench tck clean
 
 venv: $(STAMP)
 
@@ -36,6 +36,23 @@ fuzz: venv
 
 bench: venv
 	$(BIN)/python -m bench.live $(BENCH_ARGS)
+
+# The official A2A conformance kit (TCK), in a venv of its own under .tck/ (git-ignored),
+# against a fresh node behind a proxy that adds the peer headers (the card's url, through
+# a2a.public_url, is the proxy's). Categories: TCK_CATEGORIES=mandatory,capabilities.
+TCK_DIR ?= ../shared/a2a-tck/0.3.x
+TCK_CATEGORIES ?= mandatory,capabilities
+TCK_VENV := .tck/venv
+TCK_STAMP := $(TCK_VENV)/.installed
+
+$(TCK_STAMP): $(TCK_DIR)/requirements.txt
+	$(PYTHON) -m venv $(TCK_VENV)
+	$(TCK_VENV)/bin/pip install -r $(TCK_DIR)/requirements.txt python-dotenv protobuf pyOpenSSL
+	touch $@
+
+tck: venv $(TCK_STAMP)
+	$(BIN)/python -m conformance.run_tck --tck-dir $(TCK_DIR) \
+		--tck-python $(TCK_VENV)/bin/python --categories $(TCK_CATEGORIES)
 
 codegen: venv
 	$(BIN)/python -m codegen

@@ -39,7 +39,8 @@ def _missing_handlers() -> list[str]:
             continue
         module = importlib.import_module(f"handlers.{handler_module(method)}")
         handle = getattr(module, "handle", None)
-        if handle is None or not inspect.iscoroutinefunction(handle):
+        is_async = inspect.iscoroutinefunction(handle) or inspect.isasyncgenfunction(handle)
+        if handle is None or not is_async:
             problems.append(f"{method}: {path.relative_to(ROOT)} has no `async def handle`")
     return problems
 

@@ -61,6 +61,11 @@ def methods() -> list[tuple[str, str]]:
     return found
 
 
+def streams(params_model: str) -> bool:
+    """Whether the method answers a stream of events (`x-stream: true` on its params)."""
+    return bool(all_definitions()[params_model][1].get("x-stream", False))
+
+
 def result_model(params_model: str) -> str:
     """The result definition a method answers: `<Name>Params` answers `<Name>Result`."""
     if not params_model.endswith("Params"):

@@ -6,15 +6,18 @@ it, so the arrows run one way: the gateway calls handlers, handlers call service
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 from synthorg.generated.models import (
     MessageSendParams,
+    MessageStreamParams,
     SkillsNegotiateResult,
     SkillsQueryResult,
+    StreamEvent,
     Task,
 )
+from synthorg.sequenced import Sequenced as Sequenced  # what streaming handlers yield
 
 RequestId = str | int | None
 
@@ -29,6 +32,19 @@ class TaskOperations(Protocol):
     async def get(self, peer: str, task_id: str, history_length: int | None) -> Task: ...
 
     async def cancel(self, peer: str, task_id: str) -> Task: ...
+
+    def stream(
+        self, peer: str, params: MessageSendParams | MessageStreamParams, agent_id: str | None
+    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        """Start or continue a task as send does, then follow it to its final event."""
+        ...
+
+    def resubscribe(
+        self, peer: str, task_id: str, after: int | None
+    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        """Follow the caller's task: the events after sequence number `after` (None: the task
+        as it is now), then live, to its final event."""
+        ...
 
 
 class SkillOperations(Protocol):
@@ -53,6 +69,11 @@ class RpcContext(Protocol):
     @property
     def agent_id(self) -> str | None:
         """Set when the call came in on an agent's own endpoint."""
+        ...
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The Last-Event-ID header of a request that resumes a stream."""
         ...
 
     @property

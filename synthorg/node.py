@@ -46,6 +46,7 @@ from synthorg.store.catalog import Catalog
 from synthorg.store.select import open_stores, runner_from_env
 from synthorg.store.tasks import TaskStore
 from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
+from synthorg.tasks.plugins import PluginError, load_executor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 from synthorg.web.app import NodeApp
 from synthorg.web.endpoints import operation_endpoints
@@ -66,6 +67,12 @@ def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -
         return EchoExecutor()
     if executor.kind == "park":
         return ParkExecutor()
+    if executor.kind == "python":
+        assert executor.entrypoint is not None  # the config loader requires it for kind python
+        try:
+            return load_executor(agent.id, executor.entrypoint, executor.options)
+        except PluginError as exc:
+            raise ConfigError(str(exc)) from None
     assert executor.peer is not None  # the config loader requires it for kind peer
     return PeerExecutor(delegator, node_name, executor.peer, executor.agent)
 

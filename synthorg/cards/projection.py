@@ -92,7 +92,7 @@ def _card(
         "protocolVersion": PROTOCOL_VERSION,
         "preferredTransport": "JSONRPC",
         "capabilities": {
-            "streaming": False,
+            "streaming": True,  # message/stream and tasks/resubscribe
             "pushNotifications": False,
             "stateTransitionHistory": True,
             "extensions": [{

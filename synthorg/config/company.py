@@ -104,6 +104,14 @@ def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
                 problems.append((("agents", index, "id"), f"duplicate agent id {agent_id!r}"))
             seen.add(agent_id)
         executor = agent.get("executor")
+        if (
+            isinstance(executor, dict)
+            and executor.get("kind") == "python"
+            and not executor.get("entrypoint")
+        ):
+            problems.append(
+                (("agents", index, "executor", "entrypoint"), "required when kind is python")
+            )
         if isinstance(executor, dict) and executor.get("kind") == "peer":
             if not executor.get("peer"):
                 problems.append(

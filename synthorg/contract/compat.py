@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from synthorg.generated.constants import (
+    MESSAGE_STREAM,
     RESULT_DEFINITIONS,
     RPC_POST,
     SKILLS_NEGOTIATE,
     SKILLS_QUERY,
+    TASKS_RESUBSCRIBE,
 )
 
 Severity = Literal["error", "warning"]
@@ -39,8 +41,9 @@ RPC_PATH = RPC_POST.path
 # Which of our result definitions each of our methods returns (the spec's <Name>Result).
 RESULTS: Mapping[str, str] = RESULT_DEFINITIONS
 # A peer may lack these and still take delegated tasks: they are an optional extension.
-# The SynthOrg skills extension: a peer without it is still compatible, with a warning.
-OPTIONAL_METHODS = frozenset({SKILLS_QUERY, SKILLS_NEGOTIATE})
+# The SynthOrg skills extension, and streaming (a task is then followed by polling): a peer
+# without them is still compatible, with a warning.
+OPTIONAL_METHODS = frozenset({SKILLS_QUERY, SKILLS_NEGOTIATE, MESSAGE_STREAM, TASKS_RESUBSCRIBE})
 
 _RANGES = (
     ("minLength", "maxLength", "characters"),
@@ -784,7 +787,9 @@ def _compare_method(
     request.compare(our_request, peer_request, "")
     entry.request = request.findings
     name = RESULTS.get(method)
-    ours = next((schema for found, schema in our_rpc.results if found == name), None)
+    # A union result (a stream's StreamEvent) is flattened in the result union: find it by
+    # its component name then, as the peer's is.
+    ours = None if name is None else _peer_result(name, our_rpc, our_doc)
     if name is None or ours is None:
         entry.result.append(
             Finding("warning", "result", "our spec does not say which result this method returns")

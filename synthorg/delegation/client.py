@@ -21,15 +21,17 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from synthorg.clock import utc_now
 from synthorg.generated.constants import (
     API_KEY_HEADER,
     MESSAGE_SEND,
     PEER_NAME_HEADER,
     RPC_POST,
+    STATE_COMPLETED,
     TASKS_CANCEL,
     TASKS_GET,
 )
-from synthorg.generated.models import Task
+from synthorg.generated.models import Message, Task, TaskStatus
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.store.catalog import PeerRecord
 
@@ -37,6 +39,7 @@ RequestId = str | int | None
 RPC_PATH = RPC_POST.path
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+_ANSWERED = uuid.UUID("0b6f2d8e-4c1a-4e3b-9f57-a2d4c6e8b013")  # ids of tasks a Message stands for
 MAX_RETRY_AFTER = 30.0
 
 
@@ -128,7 +131,9 @@ class A2AClient:
         context_id: str | None = None,
         message_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        blocking: bool = True,
     ) -> Task:
+        """blocking=False asks the peer to answer as soon as its agent has started."""
         message: dict[str, Any] = {
             "kind": "message",
             "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
@@ -144,7 +149,33 @@ class A2AClient:
             meta["agentId"] = agent_id
         if meta:
             message["metadata"] = meta
-        return await self._task_call(MESSAGE_SEND, {"message": message})
+        params: dict[str, Any] = {"message": message}
+        if not blocking:
+            params["configuration"] = {"blocking": False}
+        result = await self.call(MESSAGE_SEND, params)
+        if isinstance(result, dict) and result.get("kind") == "message":
+            return self._message_as_task(result)
+        return self._as_task(MESSAGE_SEND, result)
+
+    def _message_as_task(self, result: dict[str, Any]) -> Task:
+        """A peer may answer message/send with a Message (an agent that keeps no task, as
+        agents built on the official SDK may): it stands for a task completed with it."""
+        try:
+            reply = Message.model_validate(result)
+        except ValidationError as exc:
+            raise PeerProtocolError(
+                f"{self.record.name}: message/send result is not a valid Message "
+                f"({exc.error_count()} problems)"
+            ) from None
+        stable = uuid.uuid5(_ANSWERED, f"{self.record.name}\n{reply.messageId}")
+        task_id = reply.taskId or str(stable)
+        context_id = reply.contextId or task_id
+        reply = reply.model_copy(update={"taskId": task_id, "contextId": context_id})
+        return Task(
+            kind="task", id=task_id, contextId=context_id,
+            status=TaskStatus(state=STATE_COMPLETED, message=reply, timestamp=utc_now()),
+            history=[reply], artifacts=[],
+        )
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         params: dict[str, Any] = {"id": task_id}
@@ -156,7 +187,9 @@ class A2AClient:
         return await self._task_call(TASKS_CANCEL, {"id": task_id})
 
     async def _task_call(self, method: str, params: dict[str, Any]) -> Task:
-        result = await self.call(method, params)
+        return self._as_task(method, await self.call(method, params))
+
+    def _as_task(self, method: str, result: Any) -> Task:
         try:
             return Task.model_validate(result)
         except ValidationError as exc:

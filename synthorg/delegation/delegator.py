@@ -67,13 +67,15 @@ class Delegator:
         metadata: dict[str, Any] | None = None,
         origin_task_id: str | None = None,
         message_id: str | None = None,
+        blocking: bool = True,
     ) -> Delegation:
         """Send a new task to `peer` and record it. A fixed `message_id` makes a repeat of
         the same delegation land on the peer's existing task (its idempotency key)."""
         client = self.client(peer)
         message_id = message_id or str(uuid.uuid4())
         task = await client.send_message(
-            parts, agent_id=agent_id, message_id=message_id, metadata=metadata
+            parts, agent_id=agent_id, message_id=message_id, metadata=metadata,
+            blocking=blocking,
         )
         now = utc_now()
         record = Delegation(
@@ -103,6 +105,7 @@ class Delegator:
         parts: list[dict[str, Any]],
         metadata: dict[str, Any] | None,
         message_id: str | None = None,
+        blocking: bool = True,
     ) -> Delegation:
         task = await self.client(record.peer).send_message(
             parts,
@@ -110,6 +113,7 @@ class Delegator:
             context_id=record.context_id,
             metadata=metadata,
             message_id=message_id,
+            blocking=blocking,
         )
         return await self.store.update(record.id, _task_json(task))
 

@@ -9,6 +9,7 @@ task instead of creating another.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -16,9 +17,13 @@ from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import DelegationError, Delegator
 from synthorg.generated.constants import STATE_FAILED, TASK_NOT_CANCELABLE
 from synthorg.generated.models import Artifact, Message, Task
-from synthorg.tasks.executors import Outcome
+from synthorg.store.delegations import Delegation
+from synthorg.tasks.events import STREAM_END_STATES
+from synthorg.tasks.executors import Outcome, Progress
 from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 
+FIRST_POLL, MAX_POLL = 0.2, 5.0  # seconds between polls of a downstream task that works
+MAX_POLL_FAILURES = 30  # consecutive failed polls before the task is failed here
 _FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
 
 
@@ -45,7 +50,7 @@ class PeerExecutor:
         self._peer = peer
         self._agent_id = agent_id
 
-    async def run(self, task: Task, message: Message) -> Outcome:
+    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
         parts = [p.model_dump(mode="json", by_alias=True, exclude_none=True)
                  for p in message.parts]
@@ -60,23 +65,47 @@ class PeerExecutor:
                     metadata=metadata,
                     origin_task_id=task.id,
                     message_id=onward_id,
+                    blocking=False,  # answered once started; followed below
                 )
             else:
                 record = await self._delegator.send_followup(
-                    existing, parts, metadata, message_id=onward_id
+                    existing, parts, metadata, message_id=onward_id, blocking=False
                 )
         except PeerRpcError as exc:
             return Outcome(STATE_FAILED, message_text=f"peer {self._peer} refused: {exc.message}")
         except (PeerError, DelegationError) as exc:
             return Outcome(STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
-        remote = record.task
-        known = {a.artifactId for a in task.artifacts or []}
-        fresh = [
-            Artifact.model_validate(a) for a in remote.get("artifacts", [])
-            if a.get("artifactId") not in known
-        ]
-        state = Task.model_validate(remote).status.state
-        return Outcome(state, message_text=_status_text(remote), artifacts=fresh)
+        relayed = {a.artifactId: len(a.parts) for a in task.artifacts or []}
+        return await self._follow(record, relayed, progress)
+
+    async def _follow(
+        self, record: Delegation, relayed: dict[str, int], progress: Progress
+    ) -> Outcome:
+        """Poll the downstream task with backoff while it works, relaying its artifacts (and
+        the parts added to them) and its progress, until it ends or waits for input. A cancel
+        of ours stops the wait at once."""
+        delay, failures, said = FIRST_POLL, 0, None
+        while True:
+            remote = Task.model_validate(record.task)
+            for artifact in remote.artifacts or []:
+                await _relay(artifact, relayed, progress)
+            text = _status_text(record.task)
+            if remote.status.state in STREAM_END_STATES:
+                return Outcome(remote.status.state, message_text=text)
+            if text is not None and text != said:
+                await progress.status(text)
+                said = text
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_POLL)
+            try:
+                record = await self._delegator.refresh(record.id)
+                failures = 0
+            except PeerError as exc:  # the peer may be restarting: keep following, bounded
+                failures += 1
+                if failures >= MAX_POLL_FAILURES:
+                    return Outcome(
+                        STATE_FAILED, message_text=f"peer {self._peer} unreachable: {exc}"
+                    )
 
     async def cancel(self, task: Task) -> None:
         record = await self._delegator.store.by_origin(task.id)
@@ -89,3 +118,16 @@ class PeerExecutor:
                 raise
 
 
+
+
+async def _relay(artifact: Artifact, relayed: dict[str, int], progress: Progress) -> None:
+    """Report what is new of a downstream artifact: all of it, or the parts added since."""
+    done = relayed.get(artifact.artifactId)
+    if done is None:
+        await progress.artifact(artifact)
+    elif len(artifact.parts) > done:
+        grown = artifact.model_copy(update={"parts": artifact.parts[done:]})
+        await progress.artifact(grown, append=True)
+    else:
+        return
+    relayed[artifact.artifactId] = len(artifact.parts)

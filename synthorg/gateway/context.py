@@ -24,3 +24,4 @@ class CallContext(NamedTuple):
     agent_id: str | None
     tasks: TaskOperations
     skills: SkillOperations
+    last_event_id: str | None = None  # the header, for a call that resumes a stream

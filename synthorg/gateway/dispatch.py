@@ -4,37 +4,45 @@ declared from the spec (params model in, result model out) so mypy checks it."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter
 
 import handlers.message_send
+import handlers.message_stream
 import handlers.skills_negotiate
 import handlers.skills_query
 import handlers.tasks_cancel
 import handlers.tasks_get
-from handlers.context import RpcContext
-from synthorg.generated.constants import MESSAGE_SEND, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET
-from synthorg.generated.models import MessageSendParams, MessageSendResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, RpcParams
+import handlers.tasks_resubscribe
+from handlers.context import RpcContext, Sequenced
+from synthorg.generated.constants import MESSAGE_SEND, MESSAGE_STREAM, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, TASKS_RESUBSCRIBE
+from synthorg.generated.models import MessageSendParams, MessageSendResult, MessageStreamParams, MessageStreamResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, TasksResubscribeParams, TasksResubscribeResult, RpcParams
 
 MessageSendHandler = Callable[[MessageSendParams, RpcContext], Awaitable[MessageSendResult]]
 TasksGetHandler = Callable[[TasksGetParams, RpcContext], Awaitable[TasksGetResult]]
 TasksCancelHandler = Callable[[TasksCancelParams, RpcContext], Awaitable[TasksCancelResult]]
+MessageStreamHandler = Callable[[MessageStreamParams, RpcContext], AsyncIterator[Sequenced[MessageStreamResult]]]
+TasksResubscribeHandler = Callable[[TasksResubscribeParams, RpcContext], AsyncIterator[Sequenced[TasksResubscribeResult]]]
 SkillsQueryHandler = Callable[[SkillsQueryParams, RpcContext], Awaitable[SkillsQueryResult]]
 SkillsNegotiateHandler = Callable[[SkillsNegotiateParams, RpcContext], Awaitable[SkillsNegotiateResult]]
 
 
 class Route(NamedTuple):
     params: type[BaseModel]
-    handler: Callable[[Any, RpcContext], Awaitable[BaseModel]]
+    handler: Callable[[Any, RpcContext], Awaitable[BaseModel]] | None
+    # Set instead of handler for a method that answers a stream of events.
+    stream: Callable[[Any, RpcContext], AsyncIterator[Sequenced[Any]]] | None = None
 
 
 # Each assignment is where mypy holds a handler to its method's signature.
 _message_send: MessageSendHandler = handlers.message_send.handle
 _tasks_get: TasksGetHandler = handlers.tasks_get.handle
 _tasks_cancel: TasksCancelHandler = handlers.tasks_cancel.handle
+_message_stream: MessageStreamHandler = handlers.message_stream.handle
+_tasks_resubscribe: TasksResubscribeHandler = handlers.tasks_resubscribe.handle
 _skills_query: SkillsQueryHandler = handlers.skills_query.handle
 _skills_negotiate: SkillsNegotiateHandler = handlers.skills_negotiate.handle
 
@@ -42,6 +50,8 @@ DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     MESSAGE_SEND: Route(MessageSendParams, _message_send),
     TASKS_GET: Route(TasksGetParams, _tasks_get),
     TASKS_CANCEL: Route(TasksCancelParams, _tasks_cancel),
+    MESSAGE_STREAM: Route(MessageStreamParams, None, _message_stream),
+    TASKS_RESUBSCRIBE: Route(TasksResubscribeParams, None, _tasks_resubscribe),
     SKILLS_QUERY: Route(SkillsQueryParams, _skills_query),
     SKILLS_NEGOTIATE: Route(SkillsNegotiateParams, _skills_negotiate),
 })

@@ -32,6 +32,7 @@ from synthorg.gateway.context import Services
 from synthorg.gateway.gates import Admitted, PeerGate
 from synthorg.gateway.ratelimit import PeerRateLimiter, retry_after
 from synthorg.gateway.replies import error_body
+from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.generated.constants import (
     INVALID_REQUEST,
@@ -167,8 +168,13 @@ class Gateway:
         if agent is not None and agent not in config.agent_ids:
             await _unknown_agent(send, path, peer)
             return
-        status, answer = await pipeline.answer(body, peer, agent, config.services)  # 8-12
-        await send_bytes(send, status, answer)
+        reply = await pipeline.answer(  # 8-12
+            body, peer, agent, config.services, headers.get("last-event-id")
+        )
+        if isinstance(reply, EventStream):  # message/stream, tasks/resubscribe
+            await reply.respond(send, receive)
+            return
+        await send_bytes(send, *reply)
 
 
 async def _refuse(

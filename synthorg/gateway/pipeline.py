@@ -18,6 +18,7 @@ from synthorg.errors import SynthorgError
 from synthorg.gateway.context import CallContext, Services
 from synthorg.gateway.dispatch import DISPATCH, PARAMS_ADAPTER
 from synthorg.gateway.replies import RPC_ERRORS, RequestId, error_body, result_body, rpc_error
+from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -180,9 +181,11 @@ def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
 
 
 async def answer(
-    body: bytes, peer: str, agent_id: str | None, services: Services
-) -> tuple[int, bytes]:
-    """Run steps 8-12 for one admitted request: (HTTP status, response body)."""
+    body: bytes, peer: str, agent_id: str | None, services: Services,
+    last_event_id: str | None = None,
+) -> tuple[int, bytes] | EventStream:
+    """Run steps 8-12 for one admitted request: (HTTP status, response body), or the stream
+    a streaming method answers once its first event is known."""
     request_id: RequestId = None
     method = ""
     try:
@@ -215,7 +218,21 @@ async def answer(
                 errors=len(issues),
             )
             return 200, error_body(INVALID_PARAMS, None, request_id, {"errors": issues})
-        context = CallContext(peer, request_id, agent_id, services.tasks, services.skills)
+        context = CallContext(
+            peer, request_id, agent_id, services.tasks, services.skills, last_event_id
+        )
+        if route.stream is not None:
+            stream = route.stream(params, context)
+            try:
+                first = await anext(stream)
+            except SynthorgError as error:
+                if type(error) not in RPC_ERRORS:
+                    raise
+                spec, message, data = rpc_error(error)
+                refusal = error_body(spec, message, request_id, data)
+                return EventStream.refusal(request_id, refusal, peer)
+            return EventStream(request_id, first, stream, peer)
+        assert route.handler is not None
         result = await route.handler(params, context)
         return 200, result_body(request_id, result)
     except _Reject as reject:

@@ -27,15 +27,19 @@ class Operation(NamedTuple):
 MESSAGE_SEND: Final = 'message/send'
 TASKS_GET: Final = 'tasks/get'
 TASKS_CANCEL: Final = 'tasks/cancel'
+MESSAGE_STREAM: Final = 'message/stream'
+TASKS_RESUBSCRIBE: Final = 'tasks/resubscribe'
 SKILLS_QUERY: Final = 'skills/query'
 SKILLS_NEGOTIATE: Final = 'skills/negotiate'
-METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, SKILLS_QUERY, SKILLS_NEGOTIATE})
+METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREAM, TASKS_RESUBSCRIBE, SKILLS_QUERY, SKILLS_NEGOTIATE})
 
 # Which definition each method answers (<Name>Params -> <Name>Result, aliases followed)
 RESULT_DEFINITIONS: Final = MappingProxyType({
     MESSAGE_SEND: 'Task',
     TASKS_GET: 'Task',
     TASKS_CANCEL: 'Task',
+    MESSAGE_STREAM: 'StreamEvent',
+    TASKS_RESUBSCRIBE: 'StreamEvent',
     SKILLS_QUERY: 'SkillsQueryResult',
     SKILLS_NEGOTIATE: 'SkillsNegotiateResult',
 })

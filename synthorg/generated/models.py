@@ -177,6 +177,32 @@ class MessageSendConfiguration(SpecModel):
     pushNotificationConfig: Annotated[PushNotificationConfig | None, NoNull] = None
 
 
+class TaskStatusUpdateEvent(SpecModel):
+    """A streamed event: the task's status changed. final is true on the last event of a stream (a terminal state, or the task waits for input)."""
+
+    kind: Literal['status-update']
+    taskId: Identifier
+    contextId: Identifier
+    status: TaskStatus
+    final: bool
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class TaskArtifactUpdateEvent(SpecModel):
+    """A streamed event: an artifact was added, or (append true) more parts of one were written; lastChunk marks its last part."""
+
+    kind: Literal['artifact-update']
+    taskId: Identifier
+    contextId: Identifier
+    artifact: Artifact
+    append: Annotated[bool | None, NoNull] = None
+    lastChunk: Annotated[bool | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+StreamEvent = Annotated[Task | Message | TaskStatusUpdateEvent | TaskArtifactUpdateEvent, Field(discriminator='kind')]
+
+
 SkillName = Annotated[str, Field(min_length=1, max_length=128)]
 
 
@@ -200,6 +226,23 @@ class TasksCancelParams(SpecModel):
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
+class MessageStreamParams(SpecModel):
+    """As message/send, answered as a stream of events (text/event-stream) that ends after the final one."""
+
+    method: Literal['message/stream']
+    message: Message
+    configuration: Annotated[MessageSendConfiguration | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class TasksResubscribeParams(SpecModel):
+    """Follow the caller's task as a stream of events: with the Last-Event-ID header, the events after that sequence number first, then live; without it, the task as it is, then live."""
+
+    method: Literal['tasks/resubscribe']
+    id: Identifier
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
 class SkillsQueryParams(SpecModel):
     method: Literal['skills/query']
     skill: SkillName
@@ -211,7 +254,7 @@ class SkillsNegotiateParams(SpecModel):
     peerName: PeerName
 
 
-RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | SkillsQueryParams | SkillsNegotiateParams, Field(discriminator='method')]
+RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | MessageStreamParams | TasksResubscribeParams | SkillsQueryParams | SkillsNegotiateParams, Field(discriminator='method')]
 
 
 class SkillsQueryResult(SpecModel):
@@ -237,7 +280,13 @@ TasksGetResult = Task
 TasksCancelResult = Task
 
 
-RpcResult = Task | SkillsQueryResult | SkillsNegotiateResult
+MessageStreamResult = StreamEvent
+
+
+TasksResubscribeResult = StreamEvent
+
+
+RpcResult = StreamEvent | SkillsQueryResult | SkillsNegotiateResult
 
 
 RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-9007199254740991, le=9007199254740991)]
@@ -264,6 +313,20 @@ class TasksCancelRequest(SpecModel):
     params: TasksCancelParams
 
 
+class MessageStreamRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['message/stream']
+    params: MessageStreamParams
+
+
+class TasksResubscribeRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/resubscribe']
+    params: TasksResubscribeParams
+
+
 class SkillsQueryRequest(SpecModel):
     jsonrpc: Literal['2.0']
     id: RequestId
@@ -278,7 +341,7 @@ class SkillsNegotiateRequest(SpecModel):
     params: SkillsNegotiateParams
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | SkillsQueryRequest | SkillsNegotiateRequest, Field(discriminator='method')]
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | SkillsQueryRequest | SkillsNegotiateRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
@@ -358,11 +421,13 @@ class SkillConfig(SpecModel):
 
 
 class ExecutorConfig(SpecModel):
-    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer."""
+    """Private: how the agent runs its tasks. echo completes with the text parts echoed back; park keeps the task in input-required until canceled; peer forwards the task to a catalog peer; python loads an operator's agent from entrypoint."""
 
-    kind: Literal['echo', 'park', 'peer']
+    kind: Literal['echo', 'park', 'peer', 'python']
     peer: Annotated[PeerName | None, NoNull] = None
     agent: Annotated[AgentId | None, NoNull] = None
+    entrypoint: Annotated[Annotated[str, Field(max_length=255, pattern='^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$')] | None, NoNull] = None
+    options: Annotated[dict[str, Any] | None, NoNull] = None
 
 
 class AgentConfig(SpecModel):
@@ -657,9 +722,13 @@ Task.model_rebuild()
 PushNotificationAuthenticationInfo.model_rebuild()
 PushNotificationConfig.model_rebuild()
 MessageSendConfiguration.model_rebuild()
+TaskStatusUpdateEvent.model_rebuild()
+TaskArtifactUpdateEvent.model_rebuild()
 MessageSendParams.model_rebuild()
 TasksGetParams.model_rebuild()
 TasksCancelParams.model_rebuild()
+MessageStreamParams.model_rebuild()
+TasksResubscribeParams.model_rebuild()
 SkillsQueryParams.model_rebuild()
 SkillsNegotiateParams.model_rebuild()
 SkillsQueryResult.model_rebuild()
@@ -667,6 +736,8 @@ SkillsNegotiateResult.model_rebuild()
 MessageSendRequest.model_rebuild()
 TasksGetRequest.model_rebuild()
 TasksCancelRequest.model_rebuild()
+MessageStreamRequest.model_rebuild()
+TasksResubscribeRequest.model_rebuild()
 SkillsQueryRequest.model_rebuild()
 SkillsNegotiateRequest.model_rebuild()
 JsonRpcSuccessResponse.model_rebuild()
@@ -766,6 +837,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'MessageSendParams',
     'MessageSendRequest',
     'MessageSendResult',
+    'MessageStreamParams',
+    'MessageStreamRequest',
+    'MessageStreamResult',
     'Metadata',
     'MetadataLeaf',
     'MetadataValue1',
@@ -806,15 +880,21 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'SkillsQueryParams',
     'SkillsQueryRequest',
     'SkillsQueryResult',
+    'StreamEvent',
     'Task',
+    'TaskArtifactUpdateEvent',
     'TaskState',
     'TaskStatus',
+    'TaskStatusUpdateEvent',
     'TasksCancelParams',
     'TasksCancelRequest',
     'TasksCancelResult',
     'TasksGetParams',
     'TasksGetRequest',
     'TasksGetResult',
+    'TasksResubscribeParams',
+    'TasksResubscribeRequest',
+    'TasksResubscribeResult',
     'TerminalTaskState',
     'TextPart',
     'ValidationIssue',
@@ -835,7 +915,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'allowed_peers',
     'apiKey',
     'api_key',
+    'append',
     'array',
+    'artifact',
+    'artifact-update',
     'artifactId',
     'artifacts',
     'auth-required',
@@ -874,6 +957,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'echo',
     'enabled',
     'endpoint',
+    'entrypoint',
     'error',
     'errors',
     'examples',
@@ -881,6 +965,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'extensions',
     'failed',
     'file',
+    'final',
     'flows',
     'gateway_disabled',
     'header',
@@ -903,6 +988,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'keepalive_timeout_seconds',
     'key',
     'kind',
+    'lastChunk',
     'limit',
     'loc',
     'matchedSkills',
@@ -914,6 +1000,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'maximum',
     'message',
     'message/send',
+    'message/stream',
     'messageId',
     'metadata',
     'method',
@@ -937,6 +1024,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'ok',
     'openIdConnect',
     'openIdConnectUrl',
+    'options',
     'organization',
     'outputModes',
     'output_modes',
@@ -959,6 +1047,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'pushNotificationConfig',
     'pushNotifications',
     'push_verification_clock_skew_seconds',
+    'python',
     'query',
     'ready',
     'reason',
@@ -985,6 +1074,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'state',
     'stateTransitionHistory',
     'status',
+    'status-update',
     'streaming',
     'string',
     'submitted',
@@ -994,6 +1084,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'taskId',
     'tasks/cancel',
     'tasks/get',
+    'tasks/resubscribe',
     'text',
     'timestamp',
     'token',

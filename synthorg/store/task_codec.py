@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from synthorg.clock import new_id
-from synthorg.generated.models import Message, Task, TaskStatus, TextPart
+from synthorg.generated.models import Message, Task, TaskStatus, TaskStatusUpdateEvent, TextPart
 from synthorg.store.tasks import RESTART_MESSAGE, StoredTask
 
 
@@ -66,3 +66,12 @@ def restart_failure(task: Task, now_iso: str) -> Task:
     )
 
 
+
+
+def final_event(task: Task) -> str:
+    """The event logged with a write that ends a task outside its agent's run (recovery)."""
+    event = TaskStatusUpdateEvent(
+        kind="status-update", taskId=task.id, contextId=task.contextId, status=task.status,
+        final=True,
+    )
+    return event.model_dump_json(by_alias=True, exclude_none=True)

@@ -16,6 +16,7 @@ replica that starts, or sweeps, never fails a task another live replica is runni
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -64,6 +65,31 @@ class KeyRecorded(Exception):
         self.key = key
 
 
+# Each write over a task may log events (a stream's events, see synthorg.tasks.events) in
+# the same transaction; the write that makes version v numbers its events from
+# v * EVENT_SLOTS + 1, so a task's events are ordered as its writes are, with no counter to
+# share between writers. A write logs at most EVENT_SLOTS - 1 events.
+EVENT_SLOTS = 1024
+
+
+def event_seq(version: int, index: int) -> int:
+    """The sequence number of the `index`th event logged by the write that made `version`."""
+    if not 0 <= index < EVENT_SLOTS - 1:
+        raise ValueError(f"a write logs at most {EVENT_SLOTS - 1} events")
+    return version * EVENT_SLOTS + index + 1
+
+
+def snapshot_seq(version: int) -> int:
+    """The sequence number a task read at `version` stands at: every event logged by the
+    writes up to that version is at or below it, every later one above."""
+    return (version + 1) * EVENT_SLOTS - 1
+
+
+class LoggedEvent(NamedTuple):
+    seq: int
+    body: str  # the event as JSON text
+
+
 class TaskStore(Protocol):
     @property
     def runner(self) -> Runner:
@@ -76,17 +102,33 @@ class TaskStore(Protocol):
 
     async def message_key(self, peer: str, message_id: str) -> MessageKey | None: ...
 
-    async def create(self, peer: str, key: MessageKey, task: Task) -> StoredTask:
-        """Record the key and the task together; KeyRecorded when the key exists."""
+    async def create(
+        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = ()
+    ) -> StoredTask:
+        """Record the key and the task (and log its events) together; KeyRecorded when the
+        key exists."""
         ...
 
     async def update(
-        self, peer: str, task: Task, version: int, key: MessageKey | None = None
+        self,
+        peer: str,
+        task: Task,
+        version: int,
+        key: MessageKey | None = None,
+        events: Sequence[str] = (),
     ) -> StoredTask:
-        """Replace the task if it is still at `version` (and record `key` with it).
+        """Replace the task if it is still at `version` (and record `key`, and log `events`,
+        with it).
 
         VersionConflict when another writer got there first, TaskNotFound when the peer has
         no such task, KeyRecorded when `key` is already recorded; nothing is written then."""
+        ...
+
+    async def events_after(
+        self, peer: str, task_id: str, after: int, limit: int
+    ) -> list[LoggedEvent]:
+        """The task's logged events with a sequence number above `after`, in order, at most
+        `limit`; none when the peer has no such task."""
         ...
 
     async def heartbeat(self) -> None:

@@ -1,10 +1,18 @@
-"""Executors run an agent's side of a task and say what happened: the next state, perhaps an
-agent message, and new artifacts.
+"""The agent interface: an executor runs an agent's side of a task and says what happened.
 
-Executors are chosen per agent in the company YAML (`executor.kind`). They see the task and
-the message as the generated models and never touch the store: the task service persists
-what they return. A `pure` executor only computes, with no effect outside the task, so its
-outcome can be committed together with the task and the message that led to it.
+An executor is async. While it works it may report through its `Progress`: a status message
+(the task stays `working`), an artifact or a chunk of one. When it returns, its `Outcome`
+says the next state (`completed`, `failed`, or `input-required` to ask for input), perhaps
+an agent message and the artifacts not reported yet. A cancel reaches it promptly: the
+coroutine running it is cancelled (asyncio.CancelledError at its next await) when the cancel
+arrives in this process, and a report raises `Canceled` when the task was canceled elsewhere;
+`progress.canceled` answers for agents that would rather look.
+
+Executors are chosen per agent in the company YAML (`executor.kind`: echo, park, peer, or
+python for an operator's own, see `synthorg.tasks.plugins`). They see the task and the
+message as the generated models and never touch the store: the task service persists what
+they report and return. A `pure` executor only computes, with no effect outside the task, so
+its outcome can be committed together with the task and the message that led to it.
 """
 
 from __future__ import annotations
@@ -17,6 +25,10 @@ from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED
 from synthorg.generated.models import Artifact, Message, Task, TaskState, TextPart
 
 
+class Canceled(Exception):
+    """Raised by a report when the task was canceled meanwhile; the executor should stop."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What an executor decided: the new state, an optional agent message, new artifacts."""
@@ -26,15 +38,50 @@ class Outcome:
     artifacts: list[Artifact] = field(default_factory=list)
 
 
+class Progress(Protocol):
+    """What an executor may report while it works; each report is persisted before it returns."""
+
+    @property
+    def canceled(self) -> bool:
+        """True once a cancel of this task has been seen."""
+        ...
+
+    async def status(self, text: str) -> None:
+        """A progress message; the task stays working."""
+        ...
+
+    async def artifact(
+        self, artifact: Artifact, *, append: bool = False, last_chunk: bool = False
+    ) -> None:
+        """A new artifact, or with append=True more parts of the one with its artifactId."""
+        ...
+
+
 class Executor(Protocol):
     @property
     def pure(self) -> bool:
-        """True when run() has no effect outside the task it is given."""
+        """True when run() has no effect outside the task it is given (and reports nothing)."""
         ...
 
-    async def run(self, task: Task, message: Message) -> Outcome: ...
+    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome: ...
 
-    async def cancel(self, task: Task) -> None: ...
+    async def cancel(self, task: Task) -> None:
+        """Called before a task is canceled, e.g. to cancel work done elsewhere for it."""
+        ...
+
+
+class Detached:
+    """The progress of a pure run: nothing is stored until its outcome, so reports are ignored."""
+
+    canceled = False
+
+    async def status(self, text: str) -> None:
+        return None
+
+    async def artifact(
+        self, artifact: Artifact, *, append: bool = False, last_chunk: bool = False
+    ) -> None:
+        return None
 
 
 def text_of(message: Message) -> str:
@@ -46,7 +93,7 @@ class EchoExecutor:
 
     pure = True
 
-    async def run(self, task: Task, message: Message) -> Outcome:
+    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         artifact = Artifact(
             artifactId=new_id(),
             name="echo",
@@ -63,7 +110,7 @@ class ParkExecutor:
 
     pure = True
 
-    async def run(self, task: Task, message: Message) -> Outcome:
+    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         return Outcome(STATE_INPUT_REQUIRED, message_text="waiting for input")
 
     async def cancel(self, task: Task) -> None:

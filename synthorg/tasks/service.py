@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from weakref import WeakValueDictionary
 
@@ -38,16 +38,34 @@ from synthorg.generated.constants import (
     STATE_WORKING,
     TASKS_CANCEL,
     TASKS_GET,
+    TASKS_RESUBSCRIBE,
     TERMINAL_STATES,
 )
-from synthorg.generated.models import Message, MessageSendParams, Task, TaskStatus, TextPart
+from synthorg.generated.models import (
+    Message,
+    MessageSendConfiguration,
+    MessageSendParams,
+    MessageStreamParams,
+    StreamEvent,
+    Task,
+    TaskStatus,
+    TextPart,
+)
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
-from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore
-from synthorg.tasks.executors import Executor, Outcome
+from synthorg.sequenced import Sequenced
+from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore, snapshot_seq
+from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
+from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome
 from synthorg.tasks.hops import loop_refusal
+from synthorg.tasks.progress import StoredProgress
+from synthorg.tasks.streams import TaskStreams
 
 MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
+# A blocking send answers when the task is final or waits for input, or after this long with
+# the task still working (the caller follows it then), so a long agent never holds a call
+# open past a client's timeout.
+BLOCKING_WAIT_SECONDS = 5.0
 
 
 now_iso = utc_now  # the node's clock (synthorg.clock)
@@ -73,13 +91,20 @@ class TaskService:
         default_agent: str,
         max_message_parts: Callable[[], int],
         node_name: str | None = None,
+        streams: TaskStreams | None = None,
+        blocking_wait_seconds: float = BLOCKING_WAIT_SECONDS,
     ) -> None:
+        self._blocking_wait = blocking_wait_seconds
         self._node_name = node_name
+        self._streams = streams or TaskStreams(store)
         self._store = store
         self._agents = agents
         self._default_agent = default_agent
         self._max_parts = max_message_parts
         self._task_locks: WeakValueDictionary[str, asyncio.Lock] = WeakValueDictionary()
+        # The agents' runs in this process, by task id: a cancel here cancels the run at once.
+        self._running: dict[str, asyncio.Task[Outcome]] = {}
+        self._jobs: set[asyncio.Task[Task]] = set()  # held so a detached run is not collected
 
     async def send(self, peer: str, params: MessageSendParams, agent_id: str | None) -> Task:
         message = params.message
@@ -97,10 +122,13 @@ class TaskService:
             self._rejected(MESSAGE_SEND, peer, message.taskId or "", "delegation_loop")
             raise DelegationLoop(refusal)
         key = MessageKey(message.messageId, message_digest(message))
+        # A2A's default is to answer when the task is final or interrupted; blocking: false
+        # answers as soon as the agent's work has started.
+        blocking = params.configuration is None or params.configuration.blocking is not False
         if message.taskId is not None:
             async with self._lock(message.taskId):
-                return await self._continue(peer, message, message.taskId, key)
-        return await self._create(peer, message, key, self._agent(message, agent_id))
+                return await self._continue(peer, message, message.taskId, key, blocking)
+        return await self._create(peer, message, key, self._agent(message, agent_id), blocking)
 
     async def get(self, peer: str, task_id: str, history_length: int | None) -> Task:
         task = (await self._owned(peer, task_id, TASKS_GET)).task
@@ -119,16 +147,53 @@ class TaskService:
                     self._rejected(TASKS_CANCEL, peer, task_id, "not_cancelable")
                     raise TaskNotCancelable()
                 await self._cancel_downstream(peer, stored.task)
+                running = self._running.get(task_id)
+                if running is not None:
+                    running.cancel()  # the agent sees CancelledError at its next await
                 try:
                     return await self._settle(peer, stored, Outcome(STATE_CANCELED))
                 except VersionConflict:
                     continue  # written meanwhile by another process: look again
             raise VersionConflict("the task kept changing while it was being canceled")
 
+    # -- streaming ------------------------------------------------------------------------
+
+    async def stream(
+        self, peer: str, params: MessageSendParams | MessageStreamParams, agent_id: str | None
+    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        """Send without blocking, then follow the task: a new task from its first event, a
+        continued one from the task as it is once the message is recorded."""
+        configuration = (params.configuration or MessageSendConfiguration()).model_copy(
+            update={"blocking": False}
+        )
+        sent = MessageSendParams.model_construct(  # parts of params already validated
+            method=MESSAGE_SEND, message=params.message, configuration=configuration,
+            metadata=params.metadata,
+        )
+        task = await self.send(peer, sent, agent_id)
+        after = 0 if params.message.taskId is None else None
+        async for event in self.resubscribe(peer, task.id, after):
+            yield event
+
+    async def resubscribe(
+        self, peer: str, task_id: str, after: int | None
+    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        if after is None:  # the task as it is now, then what follows it
+            stored = await self._owned(peer, task_id, TASKS_RESUBSCRIBE)
+            last = snapshot_seq(stored.version)
+            yield Sequenced(last, stored.task)
+            if stored.task.status.state in STREAM_END_STATES:
+                return
+            after = last
+        else:
+            await self._owned(peer, task_id, TASKS_RESUBSCRIBE)
+        async for event in self._streams.follow(peer, task_id, after):
+            yield event
+
     # -- creating -------------------------------------------------------------------------
 
     async def _create(
-        self, peer: str, message: Message, key: MessageKey, agent: AgentRuntime
+        self, peer: str, message: Message, key: MessageKey, agent: AgentRuntime, blocking: bool
     ) -> Task:
         task_id = new_id()
         context_id = message.contextId or new_id()
@@ -147,23 +212,24 @@ class TaskService:
             # finds the key taken and answers the task it recorded (a pure run is harmless).
             outcome = await self._outcome(peer, agent, _working(task), first)
             try:
-                stored = await self._store.create(peer, key, _settled(_working(task), outcome))
+                final = _settled(_working(task), outcome)
+                stored = await self._store.create(peer, key, final, _log(None, final))
             except KeyRecorded as race:  # a concurrent retry recorded the key first
                 return await self._replay(peer, race.key, key)
             emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
             self._state_changed(peer, stored.task)
             return stored.task
         try:
-            stored = await self._store.create(peer, key, task)
+            stored = await self._store.create(peer, key, task, _log(None, task))
         except KeyRecorded as race:
             return await self._replay(peer, race.key, key)
         emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
-        return await self._run(peer, stored, first, agent)
+        return await self._start(peer, stored, first, agent, blocking)
 
     # -- continuing -----------------------------------------------------------------------
 
     async def _continue(
-        self, peer: str, message: Message, task_id: str, key: MessageKey
+        self, peer: str, message: Message, task_id: str, key: MessageKey, blocking: bool
     ) -> Task:
         for _ in range(MAX_WRITE_ATTEMPTS):
             recorded = await self._store.message_key(peer, message.messageId)
@@ -184,42 +250,92 @@ class TaskService:
             try:
                 if agent.executor.pure:
                     outcome = await self._outcome(peer, agent, with_message, appended)
+                    settled = _settled(with_message, outcome)
                     stored = await self._store.update(
-                        peer, _settled(with_message, outcome), stored.version, key
+                        peer, settled, stored.version, key, _log(task, settled)
                     )
+                    self._streams.notify(task_id)
                     self._state_changed(peer, stored.task)
                     return stored.task
                 # The key and the message commit before the agent's work starts.
-                stored = await self._store.update(peer, with_message, stored.version, key)
+                stored = await self._store.update(
+                    peer, with_message, stored.version, key, _log(task, with_message)
+                )
+                self._streams.notify(task_id)
             except KeyRecorded as race:
                 return await self._replay(peer, race.key, key)
             except VersionConflict:
                 continue  # another process wrote the task meanwhile: start again from it
-            return await self._run(peer, stored, appended, agent)
+            return await self._start(peer, stored, appended, agent, blocking)
         raise VersionConflict("the task kept changing while a follow-up was being recorded")
 
     # -- running --------------------------------------------------------------------------
 
-    async def _run(
-        self, peer: str, stored: StoredTask, message: Message, agent: AgentRuntime
+    async def _start(
+        self, peer: str, stored: StoredTask, message: Message, agent: AgentRuntime,
+        blocking: bool,
     ) -> Task:
-        working = _working(stored.task)
-        outcome = await self._outcome(peer, agent, working, message)
+        """Run the agent in a task of its own, so the caller leaving does not stop it."""
+        progress = StoredProgress(
+            self._store, peer, stored, now_iso, new_id, _log, self._streams.notify
+        )
+        await progress.begin()
+        job = asyncio.ensure_future(self._run(peer, progress, message, agent))
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+        if not blocking:
+            return progress.latest.task
+        await asyncio.wait({job}, timeout=self._blocking_wait)
+        if job.done():
+            return job.result()
+        return progress.latest.task  # still working: the run goes on
+
+    async def _run(
+        self, peer: str, progress: StoredProgress, message: Message, agent: AgentRuntime
+    ) -> Task:
+        task_id = progress.latest.task.id
+        run = asyncio.ensure_future(agent.executor.run(progress.latest.task, message, progress))
+        self._running[task_id] = run
+        try:
+            await asyncio.wait({run})
+        finally:
+            self._running.pop(task_id, None)
+            if not run.done():  # this coroutine itself was cancelled (the node is stopping)
+                run.cancel()
+        outcome = self._ended(peer, task_id, run)
+        stored = progress.latest
         for _ in range(MAX_WRITE_ATTEMPTS):
             try:
-                return await self._settle(peer, StoredTask(working, stored.version), outcome)
+                return await self._settle(peer, stored, outcome)
             except VersionConflict:
-                stored = await self._owned(peer, stored.task.id, MESSAGE_SEND)
+                stored = await self._owned(peer, task_id, MESSAGE_SEND)
                 if stored.task.status.state in TERMINAL_STATES:
                     return stored.task  # canceled meanwhile: final is final
-                working = stored.task
         raise VersionConflict("the task kept changing while its outcome was being recorded")
+
+    def _ended(self, peer: str, task_id: str, run: asyncio.Task[Outcome]) -> Outcome:
+        if run.cancelled():
+            return Outcome(STATE_CANCELED)
+        exc = run.exception()
+        if exc is None:
+            return run.result()
+        if isinstance(exc, Canceled):
+            return Outcome(STATE_CANCELED)
+        emit(
+            events.TASK_EXECUTOR_FAILED,
+            level="error",
+            peer_name=peer,
+            task_id=task_id,
+            error=type(exc).__name__,
+        )
+        return Outcome(STATE_FAILED, message_text="the agent failed to run this task")
 
     async def _outcome(
         self, peer: str, agent: AgentRuntime, task: Task, message: Message
     ) -> Outcome:
+        """A pure run: computed before anything is stored."""
         try:
-            return await agent.executor.run(task, message)
+            return await agent.executor.run(task, message, Detached())
         except Exception as exc:
             emit(
                 events.TASK_EXECUTOR_FAILED,
@@ -231,7 +347,11 @@ class TaskService:
             return Outcome(STATE_FAILED, message_text="the agent failed to run this task")
 
     async def _settle(self, peer: str, stored: StoredTask, outcome: Outcome) -> Task:
-        updated = await self._store.update(peer, _settled(stored.task, outcome), stored.version)
+        settled = _settled(stored.task, outcome)
+        updated = await self._store.update(
+            peer, settled, stored.version, events=_log(stored.task, settled)
+        )
+        self._streams.notify(settled.id)
         self._state_changed(peer, updated.task)
         return updated.task
 
@@ -292,6 +412,11 @@ class TaskService:
 
     def _state_changed(self, peer: str, task: Task) -> None:
         emit(events.TASK_STATE_CHANGED, peer_name=peer, task_id=task.id, state=task.status.state)
+
+
+def _log(before: Task | None, after: Task, last_chunk: bool = False) -> list[str]:
+    """The events a write logs (see synthorg.tasks.events)."""
+    return serialised(task_events(before, after, last_chunk))
 
 
 def _working(task: Task) -> Task:

@@ -201,14 +201,31 @@ def body_conforms(raw: bytes) -> bool:
     return bool(_request_validator().is_valid(value))
 
 
-def _envelope(response: schemathesis.Response) -> dict[str, Any]:
-    try:
-        envelope = json.loads(response.content)
-    except ValueError:
-        raise AssertionError("HTTP 200 without a JSON body") from None
-    if not isinstance(envelope, dict):
-        raise AssertionError(f"HTTP 200 with a non-object JSON body: {envelope!r:.200}")
-    return envelope
+def _envelopes(response: schemathesis.Response) -> list[dict[str, Any]]:
+    """The JSON-RPC envelope of a response, or each event's of a stream (text/event-stream)."""
+    if response.headers.get("content-type", [""])[0].startswith("text/event-stream"):
+        # Complete events only: the client may cut a long stream short mid-event.
+        complete = response.content.decode("utf-8").split("\n\n")[:-1]
+        texts = [
+            line.removeprefix("data:").strip()
+            for event in complete
+            for line in event.split("\n")  # SSE lines end at LF, nothing else
+            if line.startswith("data:")
+        ]
+        if not texts:
+            raise AssertionError("HTTP 200 with an event stream of no events")
+    else:
+        texts = [response.content.decode("utf-8", "replace")]
+    envelopes = []
+    for text in texts:
+        try:
+            envelope = json.loads(text)
+        except ValueError:
+            raise AssertionError("HTTP 200 without a JSON body") from None
+        if not isinstance(envelope, dict):
+            raise AssertionError(f"HTTP 200 with a non-object JSON body: {envelope!r:.200}")
+        envelopes.append(envelope)
+    return envelopes
 
 
 # -- custom checks ---------------------------------------------------------------------------------
@@ -223,12 +240,12 @@ def jsonrpc_error_for_nonconforming_request(
         return None
     if body_conforms(sent_body(response.request)):
         return None
-    envelope = _envelope(response)
-    if "result" in envelope or not isinstance(envelope.get("error"), dict):
-        raise AssertionError(
-            "A request body that does not conform to the request schema was answered with "
-            f"HTTP 200 and no JSON-RPC error: {json.dumps(envelope)[:500]}"
-        )
+    for envelope in _envelopes(response):
+        if "result" in envelope or not isinstance(envelope.get("error"), dict):
+            raise AssertionError(
+                "A request body that does not conform to the request schema was answered with "
+                f"HTTP 200 and no JSON-RPC error: {json.dumps(envelope)[:500]}"
+            )
     return True
 
 
@@ -241,12 +258,12 @@ def jsonrpc_result_or_error(
         return None
     if not body_conforms(sent_body(response.request)):
         return None
-    envelope = _envelope(response)
-    if ("result" in envelope) == ("error" in envelope):
-        raise AssertionError(
-            "A conforming request was answered with HTTP 200 but not exactly one of "
-            f"`result` / `error`: {json.dumps(envelope)[:500]}"
-        )
+    for envelope in _envelopes(response):
+        if ("result" in envelope) == ("error" in envelope):
+            raise AssertionError(
+                "A conforming request was answered with HTTP 200 but not exactly one of "
+                f"`result` / `error`: {json.dumps(envelope)[:500]}"
+            )
     return True
 
 

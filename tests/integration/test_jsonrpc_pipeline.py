@@ -221,7 +221,7 @@ def test_non_object_params_is_invalid_params_with_id_echoed(
 
 
 @pytest.mark.parametrize(
-    "method", ["tasks/list", "", "message/stream", "TASKS/GET", "rpc.discover"]
+    "method", ["tasks/list", "", "message/streams", "TASKS/GET", "rpc.discover"]
 )
 def test_unknown_method_is_method_not_found_with_id_echoed(
     client_a: httpx.Client, method: str

@@ -218,3 +218,29 @@ def test_sdk_client_from_our_cards_sends_gets_and_cancels(node: NodeProcess) -> 
     assert artifact_text(echoed) == ["via the company card"]
     assert parked.status.state == TaskState.input_required
     assert canceled.status.state == TaskState.canceled
+
+
+# -- streaming: the SDK's SSE client reads our events ----------------------------------------
+
+
+def test_sdk_streams_a_message_and_resubscribes(node: NodeProcess) -> None:
+    from a2a.types import TaskStatusUpdateEvent
+
+    async def scenario(http: httpx.AsyncClient) -> tuple[list[Any], list[Any]]:
+        rpc = transport(http, node)
+        streamed = [
+            event async for event in rpc.send_message_streaming(MessageSendParams(
+                message=text_message("stream me", metadata={"agentId": "echo"})
+            ))
+        ]
+        resubscribed = [
+            event async for event in rpc.resubscribe(TaskIdParams(id=streamed[0].id))
+        ]
+        return streamed, resubscribed
+
+    streamed, resubscribed = run(scenario)
+    assert isinstance(streamed[0], Task)
+    assert isinstance(streamed[-1], TaskStatusUpdateEvent) and streamed[-1].final
+    assert streamed[-1].status.state == TaskState.completed
+    assert len(resubscribed) == 1 and isinstance(resubscribed[0], Task)
+    assert resubscribed[0].status.state == TaskState.completed

@@ -175,7 +175,7 @@ def test_cards_declare_capabilities_extension_and_the_three_headers(config: Node
     assert card["protocolVersion"] == "0.3.0"
     assert card["preferredTransport"] == "JSONRPC"
     capabilities = card["capabilities"]
-    assert capabilities["streaming"] is False
+    assert capabilities["streaming"] is True  # message/stream, tasks/resubscribe
     assert capabilities["pushNotifications"] is False
     [extension] = capabilities["extensions"]
     assert extension["uri"] == SKILLS_EXTENSION_URI

@@ -187,3 +187,29 @@ def test_non_json_answer_is_a_protocol_error() -> None:
         server.script.append(Answer(500, b"<html>oops</html>"))
         with pytest.raises(PeerProtocolError, match="HTTP 500"):
             asyncio.run(make_client(server.url, Clock()).get_task("t-1"))
+
+
+def test_a_message_result_stands_for_a_completed_task() -> None:
+    """Agents built on the official SDK may answer message/send with a Message."""
+    reply = {"jsonrpc": "2.0", "result": {
+        "kind": "message", "messageId": "r-1", "role": "agent",
+        "parts": [{"kind": "text", "text": "done at once"}],
+    }}
+    with ScriptedServer() as server:
+        server.script.extend([Answer(body=reply, echo_id=True)] * 2)
+        client = make_client(server.url, Clock())
+        task = asyncio.run(client.send_message([{"kind": "text", "text": "hi"}]))
+        again = asyncio.run(client.send_message([{"kind": "text", "text": "hi"}]))
+    assert task.status.state == "completed"
+    assert task.status.message is not None and task.status.message.messageId == "r-1"
+    assert task.history == [task.status.message]
+    assert again.id == task.id  # the same reply stands for the same task
+
+
+def test_a_non_blocking_send_says_so() -> None:
+    with ScriptedServer() as server:
+        server.script.append(Answer(body=task_result(state="working"), echo_id=True))
+        asyncio.run(make_client(server.url, Clock()).send_message(
+            [{"kind": "text", "text": "hi"}], blocking=False
+        ))
+    assert sent(server)["params"]["configuration"] == {"blocking": False}

@@ -22,7 +22,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from referencing import Registry, Resource
 
 import codegen.__main__ as codegen_main
-from codegen.constants import methods, render_constants
+from codegen.constants import methods, render_constants, streams
 from codegen.dispatch import render_dispatch
 from codegen.models import CodegenError, _class_source, render_models, spec_names, type_expr
 from codegen.naming import handler_module
@@ -147,12 +147,22 @@ def test_generating_warns_but_succeeds_when_a_handler_is_missing(
 def test_dispatch_table_covers_exactly_the_params_union() -> None:
     union = all_definitions()["RpcParams"][1]["oneOf"]
     assert [method for method, _ in methods()] == list(DISPATCH)
-    assert len(DISPATCH) == len(union) == 5
+    assert len(DISPATCH) == len(union) == 7
     for method, model_name in methods():
         route = DISPATCH[method]
         assert route.params is getattr(models, model_name)
-        assert inspect.iscoroutinefunction(route.handler)
-        assert route.handler.__module__ == f"handlers.{handler_module(method)}"
+        if streams(model_name):  # answers a stream: an async generator, no plain handler
+            assert route.handler is None
+            assert inspect.isasyncgenfunction(route.stream)
+            handle = route.stream
+        else:
+            assert route.stream is None
+            assert inspect.iscoroutinefunction(route.handler)
+            handle = route.handler
+        assert handle.__module__ == f"handlers.{handler_module(method)}"
+    assert sorted(m for m, name in methods() if streams(name)) == [
+        "message/stream", "tasks/resubscribe"
+    ]
 
 
 def test_generator_refuses_unsupported_keywords() -> None:

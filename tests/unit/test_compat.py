@@ -69,7 +69,9 @@ def test_our_own_contract_is_compatible_with_itself() -> None:
     report = check(peer())
     assert report.compatible and not report.has_warnings
     assert report.verdict == "compatible"
-    assert [m.method for m in report.methods] == [*CORE, "skills/query", "skills/negotiate"]
+    assert [m.method for m in report.methods] == [
+        *CORE, "message/stream", "tasks/resubscribe", "skills/query", "skills/negotiate"
+    ]
     for entry in report.methods:
         assert entry.offered and entry.findings == []
         assert (entry.request_status, entry.result_status) == ("ok", "ok")
@@ -82,6 +84,9 @@ def test_every_method_of_ours_has_a_known_result() -> None:
     assert sorted(RESULTS) == sorted(methods)
     union = schemas(OURS_DOCUMENT)["RpcResult"]["oneOf"]
     result_names = {v["$ref"].rsplit("/", 1)[-1] for v in union}
+    # A Task is one kind of StreamEvent (the union's own variants are results too).
+    events = schemas(OURS_DOCUMENT)["StreamEvent"]["oneOf"]
+    result_names |= {v["$ref"].rsplit("/", 1)[-1] for v in events}
     assert set(RESULTS.values()) <= result_names
     assert set(methods) >= OPTIONAL_METHODS
 
@@ -118,14 +123,14 @@ def test_a_peer_without_a_core_method_is_incompatible() -> None:
 def test_methods_only_the_peer_has_are_listed() -> None:
     def add(document: dict[str, Any]) -> None:
         extra = copy.deepcopy(schemas(document)["TasksGetRequest"])
-        extra["properties"]["method"] = {"const": "tasks/resubscribe"}
-        schemas(document)["TasksResubscribeRequest"] = extra
+        extra["properties"]["method"] = {"const": "tasks/pushNotificationConfig/get"}
+        schemas(document)["PushConfigGetRequest"] = extra
         schemas(document)["JsonRpcRequest"]["oneOf"].append(
-            {"$ref": "#/components/schemas/TasksResubscribeRequest"}
+            {"$ref": "#/components/schemas/PushConfigGetRequest"}
         )
 
     report = check(peer(add))
-    assert report.peer_only == ["tasks/resubscribe"]
+    assert report.peer_only == ["tasks/pushNotificationConfig/get"]
     assert report.compatible and not report.has_warnings
 
 
@@ -433,16 +438,18 @@ def test_the_table() -> None:
         )
     )
     text = render_table(report, "http://peer/openapi.json")
-    assert text.splitlines()[:10] == [
+    assert text.splitlines()[:12] == [
         f"peer:  SynthOrg A2A federation gateway {OURS} (http://peer/openapi.json)",
         f"ours:  SynthOrg A2A federation gateway {OURS}",
         "",
-        "method            offered        request  result",
-        "message/send      yes            ok       warning",
-        "tasks/get         yes            ok       warning",
-        "tasks/cancel      yes            ok       warning",
-        "skills/query      yes            ok       ok",
-        "skills/negotiate  no (optional)  -        -",
+        "method             offered        request  result",
+        "message/send       yes            ok       warning",
+        "tasks/get          yes            ok       warning",
+        "tasks/cancel       yes            ok       warning",
+        "message/stream     yes            ok       warning",
+        "tasks/resubscribe  yes            ok       warning",
+        "skills/query       yes            ok       ok",
+        "skills/negotiate   no (optional)  -        -",
         "",
     ]
     assert (
@@ -452,7 +459,7 @@ def test_the_table() -> None:
     assert text.endswith("verdict: compatible, with warnings")
     as_json = report.as_dict()
     assert as_json["compatible"] is True
-    assert as_json["methods"][4]["offered"] is False
+    assert as_json["methods"][6]["offered"] is False
 
 
 # -- the CLI: synthorg-a2a spec [check] -------------------------------------------------------

@@ -24,7 +24,7 @@ from synthorg.generated.models import Message, Task
 from synthorg.node import Node
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import LOGGER_NAME
-from synthorg.tasks.executors import Outcome
+from synthorg.tasks.executors import Outcome, Progress
 from synthorg.tasks.service import AgentRuntime, TaskService
 from tests.support.codes import (
     INTERNAL_ERROR,
@@ -307,8 +307,8 @@ def test_missing_params_is_validated_as_empty_params(node: Node) -> None:
         "tasks/get ",
         "",
         "rpc.discover",
-        "message/stream",
-        "tasks/resubscribe",
+        "message/streams",
+        "tasks/pushNotification/get",
         "x" * 10_000,
     ],
 )
@@ -593,7 +593,7 @@ def test_store_fault_on_message_send_is_a_500_too(node: Node) -> None:
 class _BrokenExecutor:
     pure = True
 
-    async def run(self, task: Task, message: Message) -> Outcome:
+    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         raise RuntimeError("executor exploded: /secret/path")
 
     async def cancel(self, task: Task) -> None:

@@ -6,6 +6,7 @@ and kill -9 durability; then what only SQLite has (its write lock, its group com
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -34,6 +35,7 @@ from synthorg.store.tasks import (
     Runner,
     StoredTask,
     TaskStore,
+    event_seq,
 )
 from tests.conftest import BACKENDS
 
@@ -191,6 +193,38 @@ def test_a_follow_up_key_commits_with_its_update_or_not_at_all(store: TaskStore)
     with pytest.raises(KeyRecorded):
         run(store.update("peer-a", with_state(task, "completed"), 1, key("m-2", "d-9")))
     assert run(store.get("peer-a", "t-1")) == StoredTask(followed, 1)
+
+
+def test_events_commit_with_their_write_in_order_and_per_owner(store: TaskStore) -> None:
+    task = make_task("t-1")
+    run(store.create("peer-a", key("m-1"), task, ['{"n":0}']))
+    run(store.update("peer-a", with_state(task, "working"), 0, events=['{"n":1}', '{"n":2}']))
+    with pytest.raises(VersionConflict):  # a lost write logs nothing either
+        run(store.update("peer-a", with_state(task, "failed"), 0, events=['{"n":"lost"}']))
+    with pytest.raises(KeyRecorded):
+        run(store.update("peer-a", task, 1, key("m-1"), events=['{"n":"lost"}']))
+    logged = run(store.events_after("peer-a", "t-1", 0, 10))
+    assert [e.body for e in logged] == ['{"n":0}', '{"n":1}', '{"n":2}']
+    assert [e.seq for e in logged] == [event_seq(0, 0), event_seq(1, 0), event_seq(1, 1)]
+    assert logged[0].seq < logged[1].seq < logged[2].seq
+    assert run(store.events_after("peer-a", "t-1", logged[0].seq, 1)) == [logged[1]]
+    assert run(store.events_after("peer-a", "t-1", logged[2].seq, 10)) == []
+    assert run(store.events_after("peer-b", "t-1", 0, 10)) == []  # another peer's: none
+    with pytest.raises(KeyRecorded):  # a refused create logs nothing
+        run(store.create("peer-a", key("m-1"), make_task("t-2"), ['{"n":"lost"}']))
+    assert run(store.events_after("peer-a", "t-2", 0, 10)) == []
+
+
+def test_recovery_logs_the_final_event_of_the_task_it_fails(handles: Handles) -> None:
+    gone = handles.open(Runner())
+    run(gone.create("peer-a", key("m-1"), with_state(make_task("t-1"), "working")))
+    recovering = handles.open(Runner())
+    assert run(recovering.recover("2026-01-01T00:00:00Z", others_gone=True)) == 1
+    logged = run(recovering.events_after("peer-a", "t-1", 0, 10))
+    assert len(logged) == 1
+    event = json.loads(logged[0].body)
+    assert event["kind"] == "status-update" and event["final"] is True
+    assert event["status"]["state"] == "failed"
 
 
 def test_one_failed_job_does_not_spoil_its_batch(store: TaskStore) -> None:

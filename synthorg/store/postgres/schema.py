@@ -126,8 +126,21 @@ _V1 = (
     END $$""",
 )
 
+# v2: every task's durable, ordered event log (what streams replay and follow), written in
+# the statement of the task write the events describe.
+_V2 = (
+    """CREATE TABLE task_events (
+        task_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        peer TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    )""",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
+    ("task event log", _V2),
     ("per-peer rate limit", ("ALTER TABLE peers ADD COLUMN rate_limit DOUBLE PRECISION",)),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

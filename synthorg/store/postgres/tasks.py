@@ -9,6 +9,8 @@ lock serialises two replicas writing one task; the loser finds the version moved
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import asyncpg
 
 from synthorg.clock import utc_now
@@ -16,10 +18,12 @@ from synthorg.errors import TaskNotFound, VersionConflict
 from synthorg.generated.models import Task
 from synthorg.store.postgres.database import Connection, PgDatabase
 from synthorg.store.postgres.schema import VERSION_CONFLICT_STATE
-from synthorg.store.task_codec import TaskCache, dumps, loads, restart_failure
+from synthorg.store.task_codec import TaskCache, dumps, final_event, loads, restart_failure
 from synthorg.store.tasks import (
+    EVENT_SLOTS,
     UNFINISHED_STATES,
     KeyRecorded,
+    LoggedEvent,
     MessageKey,
     Runner,
     StoredTask,
@@ -29,13 +33,26 @@ _GET = (
     "SELECT version, CASE WHEN version = $3 THEN NULL ELSE body END FROM tasks "
     "WHERE id = $1 AND peer = $2"
 )
+# The events a write logs, numbered as `synthorg.store.tasks.event_seq` says (ordinality
+# counts from 1): inserted only when the write was.
+_LOG = (
+    "INSERT INTO task_events (task_id, seq, peer, body) "
+    f"SELECT w.id, $10::bigint * {EVENT_SLOTS} + x.ord, $1, x.body "
+    "FROM w, unnest($11::text[]) WITH ORDINALITY AS x(body, ord)"
+)
 _CREATE = (
     "WITH k AS (INSERT INTO message_keys (peer, message_id, digest, task_id) "
-    "VALUES ($1, $2, $3, $4) ON CONFLICT (peer, message_id) DO NOTHING RETURNING 1) "
-    "INSERT INTO tasks (id, peer, context_id, state, body, created_at, updated_at, version, "
-    "runner) SELECT $4, $1, $5, $6, $7, $8, $8, 0, $9 WHERE EXISTS (SELECT 1 FROM k)"
+    "VALUES ($1, $2, $3, $4) ON CONFLICT (peer, message_id) DO NOTHING RETURNING 1), "
+    "w AS (INSERT INTO tasks (id, peer, context_id, state, body, created_at, updated_at, "
+    "version, runner) SELECT $4, $1, $5, $6, $7, $8, $8, 0, $9 WHERE EXISTS (SELECT 1 FROM k) "
+    f"RETURNING id), e AS ({_LOG}) SELECT count(*) FROM w"
 )
 _UPDATE = "SELECT synthorg_update_task($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+_UPDATE_LOGGED = (
+    "WITH u AS (SELECT synthorg_update_task($1, $2, $3, $4, $5, $6, $7, $8, $9) AS outcome), "
+    f"w AS (SELECT $2::text AS id FROM u WHERE u.outcome = 'ok'), e AS ({_LOG}) "
+    "SELECT outcome FROM u"
+)
 _KEY = "SELECT digest, task_id FROM message_keys WHERE peer = $1 AND message_id = $2"
 
 
@@ -69,28 +86,38 @@ class PgTaskStore:
         row = await self._db.fetchrow(_KEY, peer, message_id)
         return None if row is None else MessageKey(message_id, row[0], row[1])
 
-    async def create(self, peer: str, key: MessageKey, task: Task) -> StoredTask:
+    async def create(
+        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = ()
+    ) -> StoredTask:
         body, now = dumps(task), utc_now()
-        status = await self._db.run(lambda conn: conn.execute(
+        created = await self._db.run(lambda conn: conn.fetchval(
             _CREATE, peer, key.message_id, key.digest, task.id, task.contextId,
-            task.status.state, body, now, self.runner.id,
+            task.status.state, body, now, self.runner.id, 0, list(events),
         ), "write")
-        if status.endswith(" 0"):
+        if not created:
             raise KeyRecorded(await self._recorded(peer, key))
         stored = StoredTask(task, 0)
         self._read.put((peer, task.id), stored, len(body))
         return stored
 
     async def update(
-        self, peer: str, task: Task, version: int, key: MessageKey | None = None
+        self,
+        peer: str,
+        task: Task,
+        version: int,
+        key: MessageKey | None = None,
+        events: Sequence[str] = (),
     ) -> StoredTask:
         body, now = dumps(task), utc_now()
+        logged = (version + 1, list(events)) if events else ()
 
         async def job(conn: Connection) -> str:
             try:
                 outcome: str = await conn.fetchval(
-                    _UPDATE, peer, task.id, version, body, task.status.state, now,
+                    _UPDATE_LOGGED if events else _UPDATE,
+                    peer, task.id, version, body, task.status.state, now,
                     self.runner.id, key.message_id if key else None, key.digest if key else None,
+                    *logged,
                 )
             except asyncpg.PostgresError as exc:
                 if getattr(exc, "sqlstate", None) != VERSION_CONFLICT_STATE:
@@ -144,15 +171,30 @@ class PgTaskStore:
                 list(UNFINISHED_STATES), runner,
             )
             for task_id, peer, body, version in rows:
+                failed = restart_failure(loads(body), now_iso)
                 await conn.execute(
                     "UPDATE tasks SET body = $1, state = 'failed', updated_at = $2, "
                     "version = version + 1 WHERE id = $3 AND peer = $4 AND version = $5",
-                    dumps(restart_failure(loads(body), now_iso)), now_iso, task_id, peer,
-                    version,
+                    dumps(failed), now_iso, task_id, peer, version,
+                )
+                await conn.execute(
+                    "INSERT INTO task_events (task_id, seq, peer, body) "
+                    f"VALUES ($1, $2 * {EVENT_SLOTS} + 1, $3, $4)",
+                    task_id, version + 1, peer, final_event(failed),
                 )
             return len(rows)
 
         return await self._db.transaction(job)
+
+    async def events_after(
+        self, peer: str, task_id: str, after: int, limit: int
+    ) -> list[LoggedEvent]:
+        rows = await self._db.fetch(
+            "SELECT seq, body FROM task_events WHERE task_id = $1 AND peer = $2 AND seq > $3 "
+            "ORDER BY seq LIMIT $4",
+            task_id, peer, after, limit,
+        )
+        return [LoggedEvent(seq, body) for seq, body in rows]
 
     async def count_by_state(self) -> dict[str, int]:
         rows = await self._db.fetch("SELECT state, count(*) FROM tasks GROUP BY state")

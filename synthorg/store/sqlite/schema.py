@@ -98,10 +98,22 @@ _V3 = (
     )""",
 )
 
-# A peer's own rate limit (requests per second), overriding a2a.peer_rate_limit_per_second.
-_V4 = ("ALTER TABLE peers ADD COLUMN rate_limit REAL",)
+# v4: every task's durable, ordered event log (what streams replay and follow); a task's
+# events are written in the transaction of the task write they describe.
+_V4 = (
+    """CREATE TABLE task_events (
+        task_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        peer TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (task_id, seq)
+    ) WITHOUT ROWID""",
+)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+# A peer's own rate limit (requests per second), overriding a2a.peer_rate_limit_per_second.
+_V5 = ("ALTER TABLE peers ADD COLUMN rate_limit REAL",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

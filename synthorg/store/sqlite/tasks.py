@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
 
 from synthorg.clock import utc_now
 from synthorg.errors import TaskNotFound, VersionConflict
 from synthorg.generated.models import Task
 from synthorg.store.sqlite.database import Database
-from synthorg.store.task_codec import TaskCache, dumps, loads, restart_failure
+from synthorg.store.task_codec import TaskCache, dumps, final_event, loads, restart_failure
 from synthorg.store.tasks import (
     UNFINISHED_STATES,
     KeyRecorded,
+    LoggedEvent,
     MessageKey,
     Runner,
     StoredTask,
+    event_seq,
 )
 
 
@@ -48,7 +51,9 @@ class SqliteTaskStore:
         )
         return None if row is None else MessageKey(message_id, row[0], row[1])
 
-    async def create(self, peer: str, key: MessageKey, task: Task) -> StoredTask:
+    async def create(
+        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = ()
+    ) -> StoredTask:
         body, now, runner = dumps(task), utc_now(), self.runner.id
 
         def job(conn: sqlite3.Connection) -> StoredTask:
@@ -58,6 +63,7 @@ class SqliteTaskStore:
                 "version, runner) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
                 (task.id, peer, task.contextId, task.status.state, body, now, now, runner),
             )
+            _log(conn, peer, task.id, 0, events)
             return StoredTask(task, 0)
 
         stored = await self._db.write(job)
@@ -65,7 +71,12 @@ class SqliteTaskStore:
         return stored
 
     async def update(
-        self, peer: str, task: Task, version: int, key: MessageKey | None = None
+        self,
+        peer: str,
+        task: Task,
+        version: int,
+        key: MessageKey | None = None,
+        events: Sequence[str] = (),
     ) -> StoredTask:
         body, now, runner = dumps(task), utc_now(), self.runner.id
 
@@ -82,6 +93,7 @@ class SqliteTaskStore:
                     "SELECT 1 FROM tasks WHERE id = ? AND peer = ?", (task.id, peer)
                 ).fetchone()
                 raise VersionConflict() if found else TaskNotFound()
+            _log(conn, peer, task.id, version + 1, events)
             return StoredTask(task, version + 1)
 
         stored = await self._db.write(job)
@@ -119,20 +131,31 @@ class SqliteTaskStore:
                              (runner, time.time() - lease))
             marks = ", ".join("?" for _ in UNFINISHED_STATES)
             rows = conn.execute(
-                f"SELECT id, peer, body FROM tasks WHERE state IN ({marks}) AND (runner IS NULL "
-                "OR (runner != ? AND runner NOT IN (SELECT id FROM runners)))",
+                f"SELECT id, peer, body, version FROM tasks WHERE state IN ({marks}) "
+                "AND (runner IS NULL OR (runner != ? AND runner NOT IN (SELECT id FROM runners)))",
                 (*UNFINISHED_STATES, runner),
             ).fetchall()
-            for task_id, peer, body in rows:
+            for task_id, peer, body, version in rows:
                 failed = restart_failure(loads(body), now_iso)
                 conn.execute(
                     "UPDATE tasks SET body = ?, state = 'failed', updated_at = ?, "
                     "version = version + 1 WHERE id = ? AND peer = ?",
                     (dumps(failed), now_iso, task_id, peer),
                 )
+                _log(conn, peer, task_id, version + 1, [final_event(failed)])
             return len(rows)
 
         return await self._db.write(job)
+
+    async def events_after(
+        self, peer: str, task_id: str, after: int, limit: int
+    ) -> list[LoggedEvent]:
+        rows = self._db.query(
+            "SELECT seq, body FROM task_events WHERE task_id = ? AND peer = ? AND seq > ? "
+            "ORDER BY seq LIMIT ?",
+            (task_id, peer, after, limit),
+        )
+        return [LoggedEvent(seq, body) for seq, body in rows]
 
     async def count_by_state(self) -> dict[str, int]:
         rows = self._db.query("SELECT state, count(*) FROM tasks GROUP BY state")
@@ -162,3 +185,13 @@ def _insert_key(conn: sqlite3.Connection, peer: str, key: MessageKey, task_id: s
             (peer, key.message_id),
         ).fetchone()
         raise KeyRecorded(MessageKey(key.message_id, row[0], row[1]))
+
+
+def _log(
+    conn: sqlite3.Connection, peer: str, task_id: str, version: int, events: Sequence[str]
+) -> None:
+    if events:
+        conn.executemany(
+            "INSERT INTO task_events (task_id, seq, peer, body) VALUES (?, ?, ?, ?)",
+            [(task_id, event_seq(version, i), peer, body) for i, body in enumerate(events)],
+        )

@@ -1,0 +1,1 @@
+"""Example agents for `executor: {kind: python, entrypoint: ...}`; not part of the runtime."""

@@ -1,0 +1,81 @@
+"""Following a task's event log: replay from a sequence number, then live, to the final event.
+
+The log is durable and ordered (`TaskStore.events_after`), so a follower holds no events of
+its own beyond one page read from the store: a slow reader only falls behind in the log and
+the node never buffers for it without bound. Writes in this process wake the followers of
+their task at once; a write by another worker or replica is seen at the next poll of the
+log (POLL_SECONDS), so followers need no channel between processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import suppress
+
+from pydantic import TypeAdapter
+
+from synthorg.generated.models import StreamEvent
+from synthorg.sequenced import Sequenced
+from synthorg.store.tasks import TaskStore
+from synthorg.tasks.events import ends_stream
+
+PAGE = 64  # events read from the log at a time, per follower
+POLL_SECONDS = 0.25  # how late a follower may learn of another process's write
+
+_EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
+
+
+class TaskStreams:
+    def __init__(self, store: TaskStore, poll_seconds: float = POLL_SECONDS) -> None:
+        self._store = store
+        self._poll = poll_seconds
+        self._waiting: dict[str, set[asyncio.Event]] = {}
+        # Reads in flight, by (peer, task, after): the followers of one task woken by one
+        # write share one read of the log and one parse of its events.
+        self._reads: dict[tuple[str, str, int], asyncio.Future[list[Sequenced[StreamEvent]]]] = {}
+
+    def notify(self, task_id: str) -> None:
+        """Something was logged for the task: wake its followers in this process."""
+        for woken in self._waiting.get(task_id, ()):
+            woken.set()
+
+    async def follow(
+        self, peer: str, task_id: str, after: int
+    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        woken = asyncio.Event()
+        self._waiting.setdefault(task_id, set()).add(woken)
+        try:
+            while True:
+                woken.clear()  # before the read: a write after it wakes the wait below
+                page = await self._page(peer, task_id, after)
+                for item in page:
+                    after = item.seq
+                    yield item
+                    if ends_stream(item.event):
+                        return
+                if len(page) < PAGE:
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), self._poll)
+        finally:
+            waiting = self._waiting.get(task_id)
+            if waiting is not None:
+                waiting.discard(woken)
+                if not waiting:
+                    del self._waiting[task_id]
+
+    async def _page(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
+        key = (peer, task_id, after)
+        pending = self._reads.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._read(peer, task_id, after))
+            self._reads[key] = pending
+            pending.add_done_callback(lambda _: self._reads.pop(key, None))
+        return await asyncio.shield(pending)
+
+    async def _read(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
+        page = await self._store.events_after(peer, task_id, after, PAGE)
+        return [
+            Sequenced(logged.seq, _EVENT.validate_json(logged.body), logged.body.encode())
+            for logged in page
+        ]
