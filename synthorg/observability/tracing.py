@@ -122,10 +122,9 @@ def inject(headers: dict[str, str]) -> None:
 
 
 def recording() -> bool:
-    """Whether the current trace is recorded (spans made now would be exported)."""
-    # The sampled flag, not is_recording(): work the request started may outlive it (an
-    # agent forwarding to a peer), and its spans belong to the trace after the handler's span
-    # has ended.
+    """Whether the current trace is recorded (spans made now would be exported). Asked of
+    the trace, not the span: work a request left running (a forwarded task followed in the
+    background) goes on adding children to its trace after the request's own spans ended."""
     return (_tracer is not None and _attached.get()
             and bool(_trace.get_current_span().get_span_context().trace_flags.sampled))
 

@@ -110,15 +110,14 @@ def test_a_delegation_across_three_nodes_is_one_trace(tmp_path: Path,
             assert client.post("/api/v1/a2a/", headers=stranger,
                                json=envelope("tasks/get", {"id": "x"})).status_code == 403
 
+        expected = {(service, name) for service in ("node-a", "node-b", "node-c")
+                    for name in ("a2a.inbound", "a2a.handler", "store.create")}
+        expected |= {("node-a", "a2a.outbound"), ("node-b", "a2a.outbound")}
+
         def complete(spans: list[dict[str, Any]]) -> bool:
-            inbound = {s["service"] for s in spans
-                       if s["name"] == "a2a.inbound" and s["trace_id"] == TRACE_ID}
-            outbound = {s["service"] for s in spans
-                        if s["name"] == "a2a.outbound" and s["trace_id"] == TRACE_ID}
+            ours = {(s["service"], s["name"]) for s in spans if s["trace_id"] == TRACE_ID}
             refused = [s for s in spans if "gate.refused" in s["events"]]
-            # B's forwarding runs beside the request: its spans may end after C's.
-            return (inbound == {"node-a", "node-b", "node-c"}
-                    and outbound >= {"node-a", "node-b"} and bool(refused))
+            return expected <= ours and bool(refused)
 
         receiver.wait_for(complete)
         events_b = b.events("a2a.inbound.received")
@@ -129,11 +128,6 @@ def test_a_delegation_across_three_nodes_is_one_trace(tmp_path: Path,
             s["span_id"] for s in spans if s["trace_id"] == TRACE_ID})
 
     ours = [s for s in spans if s["trace_id"] == TRACE_ID]
-    names = {(s["service"], s["name"]) for s in ours}
-    for service in ("node-a", "node-b"):
-        assert (service, "a2a.outbound") in names
-    for service in ("node-a", "node-b", "node-c"):
-        assert {(service, "a2a.handler"), (service, "store.create")} <= names
     # The trace hangs together: A's inbound span is the caller's child, and every other span
     # has its parent in the trace.
     by_id = {s["span_id"]: s for s in ours}
