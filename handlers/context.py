@@ -12,10 +12,12 @@ from typing import Any, Protocol
 from synthorg.generated.models import (
     MessageSendParams,
     MessageStreamParams,
+    PushNotificationConfig,
     SkillsNegotiateResult,
     SkillsQueryResult,
     StreamEvent,
     Task,
+    TaskPushNotificationConfig,
 )
 from synthorg.sequenced import Sequenced as Sequenced  # what streaming handlers yield
 
@@ -45,6 +47,26 @@ class TaskOperations(Protocol):
         """Follow the caller's task: the events after sequence number `after` (None: the task
         as it is now), then live, to its final event."""
         ...
+
+
+class PushConfigOperations(Protocol):
+    """The push notification configs of the caller's tasks (another peer's: not found)."""
+
+    async def check(self, config: PushNotificationConfig) -> None:
+        """InvalidParams unless the node would push to this config (url, authentication)."""
+        ...
+
+    async def set(
+        self, peer: str, task_id: str, config: PushNotificationConfig
+    ) -> TaskPushNotificationConfig: ...
+
+    async def get(
+        self, peer: str, task_id: str, config_id: str | None
+    ) -> TaskPushNotificationConfig: ...
+
+    async def list(self, peer: str, task_id: str) -> list[TaskPushNotificationConfig]: ...
+
+    async def delete(self, peer: str, task_id: str, config_id: str) -> None: ...
 
 
 class SkillOperations(Protocol):
@@ -81,6 +103,9 @@ class RpcContext(Protocol):
 
     @property
     def skills(self) -> SkillOperations: ...
+
+    @property
+    def push(self) -> PushConfigOperations: ...
 
 
 # -- the HTTP operations (cards, admin) ------------------------------------------------------

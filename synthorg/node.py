@@ -32,6 +32,8 @@ from synthorg.generated.models import AgentConfig
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
+from synthorg.push.configs import PushConfigs
+from synthorg.push.ssrf import TargetGuard
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.skills import SkillDirectory
 from synthorg.store.backend import Stores
@@ -117,6 +119,7 @@ class Node:
     delegator: Delegator
     admin_token: AdminToken  # the operator's; only its digest is held
     admin: AdminService  # what the admin API and the CLI do (settings, peers), audited
+    push: PushConfigs  # the push notification configs of callers' tasks
     _background: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
@@ -193,6 +196,11 @@ class Node:
                 SettingsAdmin(settings, audit),
                 PeersAdmin(catalog, audit, [admin_token]),
             ),
+            push=PushConfigs(
+                stores.tasks,
+                stores.push_configs,
+                TargetGuard(catalog.addresses(), lambda: config.a2a.push_allow_private_networks),
+            ),
         )
 
     def app(self) -> NodeApp:
@@ -203,7 +211,7 @@ class Node:
                 max_request_body_bytes=self.config.a2a.max_request_body_bytes,
                 gate=self.gate,
                 agent_ids=frozenset(agent.id for agent in self.config.agents),
-                services=Services(self.tasks, self.skills),
+                services=Services(self.tasks, self.skills, self.push),
                 request_started=self.stores.request_started,
             )
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from handlers.context import RequestId, SkillOperations, TaskOperations
+from handlers.context import PushConfigOperations, RequestId, SkillOperations, TaskOperations
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,6 +14,7 @@ class Services:
 
     tasks: TaskOperations
     skills: SkillOperations
+    push: PushConfigOperations
 
 
 class CallContext(NamedTuple):
@@ -24,4 +25,5 @@ class CallContext(NamedTuple):
     agent_id: str | None
     tasks: TaskOperations
     skills: SkillOperations
+    push: PushConfigOperations
     last_event_id: str | None = None  # the header, for a call that resumes a stream

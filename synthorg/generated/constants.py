@@ -29,9 +29,13 @@ TASKS_GET: Final = 'tasks/get'
 TASKS_CANCEL: Final = 'tasks/cancel'
 MESSAGE_STREAM: Final = 'message/stream'
 TASKS_RESUBSCRIBE: Final = 'tasks/resubscribe'
+TASKS_PUSH_NOTIFICATION_CONFIG_SET: Final = 'tasks/pushNotificationConfig/set'
+TASKS_PUSH_NOTIFICATION_CONFIG_GET: Final = 'tasks/pushNotificationConfig/get'
+TASKS_PUSH_NOTIFICATION_CONFIG_LIST: Final = 'tasks/pushNotificationConfig/list'
+TASKS_PUSH_NOTIFICATION_CONFIG_DELETE: Final = 'tasks/pushNotificationConfig/delete'
 SKILLS_QUERY: Final = 'skills/query'
 SKILLS_NEGOTIATE: Final = 'skills/negotiate'
-METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREAM, TASKS_RESUBSCRIBE, SKILLS_QUERY, SKILLS_NEGOTIATE})
+METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREAM, TASKS_RESUBSCRIBE, TASKS_PUSH_NOTIFICATION_CONFIG_SET, TASKS_PUSH_NOTIFICATION_CONFIG_GET, TASKS_PUSH_NOTIFICATION_CONFIG_LIST, TASKS_PUSH_NOTIFICATION_CONFIG_DELETE, SKILLS_QUERY, SKILLS_NEGOTIATE})
 
 # Which definition each method answers (<Name>Params -> <Name>Result, aliases followed)
 RESULT_DEFINITIONS: Final = MappingProxyType({
@@ -40,6 +44,10 @@ RESULT_DEFINITIONS: Final = MappingProxyType({
     TASKS_CANCEL: 'Task',
     MESSAGE_STREAM: 'StreamEvent',
     TASKS_RESUBSCRIBE: 'StreamEvent',
+    TASKS_PUSH_NOTIFICATION_CONFIG_SET: 'TaskPushNotificationConfig',
+    TASKS_PUSH_NOTIFICATION_CONFIG_GET: 'TaskPushNotificationConfig',
+    TASKS_PUSH_NOTIFICATION_CONFIG_LIST: 'TasksPushNotificationConfigListResult',
+    TASKS_PUSH_NOTIFICATION_CONFIG_DELETE: 'TasksPushNotificationConfigDeleteResult',
     SKILLS_QUERY: 'SkillsQueryResult',
     SKILLS_NEGOTIATE: 'SkillsNegotiateResult',
 })

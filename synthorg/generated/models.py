@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
@@ -170,6 +170,13 @@ class PushNotificationConfig(SpecModel):
     authentication: Annotated[PushNotificationAuthenticationInfo | None, NoNull] = None
 
 
+class TaskPushNotificationConfig(SpecModel):
+    """A push notification config and the task it belongs to (A2A 0.3). The node POSTs the Task to url on each of the task's state changes; a config set without id takes the task's id."""
+
+    taskId: Identifier
+    pushNotificationConfig: PushNotificationConfig
+
+
 class MessageSendConfiguration(SpecModel):
     acceptedOutputModes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=32)] | None, NoNull] = None
     blocking: Annotated[bool | None, NoNull] = None
@@ -243,6 +250,36 @@ class TasksResubscribeParams(SpecModel):
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
+class TasksPushNotificationConfigSetParams(SpecModel):
+    """Register (or replace, by id) a push notification config on the caller's task. A url the node may not reach (not http(s), or resolving to a loopback, private, link-local or metadata address, unless it is a catalog peer's host or a2a.push_allow_private_networks is true) is refused with -32602."""
+
+    method: Literal['tasks/pushNotificationConfig/set']
+    taskId: Identifier
+    pushNotificationConfig: PushNotificationConfig
+
+
+class TasksPushNotificationConfigGetParams(SpecModel):
+    """One push notification config of the caller's task: pushNotificationConfigId, or the task's id when omitted."""
+
+    method: Literal['tasks/pushNotificationConfig/get']
+    id: Identifier
+    pushNotificationConfigId: Annotated[Identifier | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class TasksPushNotificationConfigListParams(SpecModel):
+    method: Literal['tasks/pushNotificationConfig/list']
+    id: Identifier
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class TasksPushNotificationConfigDeleteParams(SpecModel):
+    method: Literal['tasks/pushNotificationConfig/delete']
+    id: Identifier
+    pushNotificationConfigId: Identifier
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
 class SkillsQueryParams(SpecModel):
     method: Literal['skills/query']
     skill: SkillName
@@ -254,7 +291,7 @@ class SkillsNegotiateParams(SpecModel):
     peerName: PeerName
 
 
-RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | MessageStreamParams | TasksResubscribeParams | SkillsQueryParams | SkillsNegotiateParams, Field(discriminator='method')]
+RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | MessageStreamParams | TasksResubscribeParams | TasksPushNotificationConfigSetParams | TasksPushNotificationConfigGetParams | TasksPushNotificationConfigListParams | TasksPushNotificationConfigDeleteParams | SkillsQueryParams | SkillsNegotiateParams, Field(discriminator='method')]
 
 
 class SkillsQueryResult(SpecModel):
@@ -286,7 +323,19 @@ MessageStreamResult = StreamEvent
 TasksResubscribeResult = StreamEvent
 
 
-RpcResult = StreamEvent | SkillsQueryResult | SkillsNegotiateResult
+TasksPushNotificationConfigSetResult = TaskPushNotificationConfig
+
+
+TasksPushNotificationConfigGetResult = TaskPushNotificationConfig
+
+
+TasksPushNotificationConfigListResult = Annotated[list[TaskPushNotificationConfig], Field(max_length=16)]
+
+
+TasksPushNotificationConfigDeleteResult: TypeAlias = None
+
+
+RpcResult = StreamEvent | SkillsQueryResult | SkillsNegotiateResult | TaskPushNotificationConfig | TasksPushNotificationConfigListResult | TasksPushNotificationConfigDeleteResult
 
 
 RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-9007199254740991, le=9007199254740991)]
@@ -327,6 +376,34 @@ class TasksResubscribeRequest(SpecModel):
     params: TasksResubscribeParams
 
 
+class TasksPushNotificationConfigSetRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/pushNotificationConfig/set']
+    params: TasksPushNotificationConfigSetParams
+
+
+class TasksPushNotificationConfigGetRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/pushNotificationConfig/get']
+    params: TasksPushNotificationConfigGetParams
+
+
+class TasksPushNotificationConfigListRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/pushNotificationConfig/list']
+    params: TasksPushNotificationConfigListParams
+
+
+class TasksPushNotificationConfigDeleteRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/pushNotificationConfig/delete']
+    params: TasksPushNotificationConfigDeleteParams
+
+
 class SkillsQueryRequest(SpecModel):
     jsonrpc: Literal['2.0']
     id: RequestId
@@ -341,7 +418,7 @@ class SkillsNegotiateRequest(SpecModel):
     params: SkillsNegotiateParams
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | SkillsQueryRequest | SkillsNegotiateRequest, Field(discriminator='method')]
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | TasksPushNotificationConfigSetRequest | TasksPushNotificationConfigGetRequest | TasksPushNotificationConfigListRequest | TasksPushNotificationConfigDeleteRequest | SkillsQueryRequest | SkillsNegotiateRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
@@ -444,6 +521,7 @@ class A2AConfig(SpecModel):
     node_name: Annotated[PeerName | None, NoNull] = None
     public_url: Annotated[Annotated[str, Field(min_length=1, max_length=2048)] | None, NoNull] = None
     dev_allow_without_catalog: bool = False
+    push_allow_private_networks: bool = False
     client_timeout_seconds: Annotated[float, Field(ge=0.1, le=600)] = 30.0
     push_verification_clock_skew_seconds: Annotated[int, Field(ge=0, le=86400)] = 300
     card_cache_max_entries: Annotated[int, Field(ge=1, le=100000)] = 512
@@ -711,6 +789,7 @@ Artifact.model_rebuild()
 Task.model_rebuild()
 PushNotificationAuthenticationInfo.model_rebuild()
 PushNotificationConfig.model_rebuild()
+TaskPushNotificationConfig.model_rebuild()
 MessageSendConfiguration.model_rebuild()
 TaskStatusUpdateEvent.model_rebuild()
 TaskArtifactUpdateEvent.model_rebuild()
@@ -719,6 +798,10 @@ TasksGetParams.model_rebuild()
 TasksCancelParams.model_rebuild()
 MessageStreamParams.model_rebuild()
 TasksResubscribeParams.model_rebuild()
+TasksPushNotificationConfigSetParams.model_rebuild()
+TasksPushNotificationConfigGetParams.model_rebuild()
+TasksPushNotificationConfigListParams.model_rebuild()
+TasksPushNotificationConfigDeleteParams.model_rebuild()
 SkillsQueryParams.model_rebuild()
 SkillsNegotiateParams.model_rebuild()
 SkillsQueryResult.model_rebuild()
@@ -728,6 +811,10 @@ TasksGetRequest.model_rebuild()
 TasksCancelRequest.model_rebuild()
 MessageStreamRequest.model_rebuild()
 TasksResubscribeRequest.model_rebuild()
+TasksPushNotificationConfigSetRequest.model_rebuild()
+TasksPushNotificationConfigGetRequest.model_rebuild()
+TasksPushNotificationConfigListRequest.model_rebuild()
+TasksPushNotificationConfigDeleteRequest.model_rebuild()
 SkillsQueryRequest.model_rebuild()
 SkillsNegotiateRequest.model_rebuild()
 JsonRpcSuccessResponse.model_rebuild()
@@ -871,6 +958,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'StreamEvent',
     'Task',
     'TaskArtifactUpdateEvent',
+    'TaskPushNotificationConfig',
     'TaskState',
     'TaskStatus',
     'TaskStatusUpdateEvent',
@@ -880,6 +968,18 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'TasksGetParams',
     'TasksGetRequest',
     'TasksGetResult',
+    'TasksPushNotificationConfigDeleteParams',
+    'TasksPushNotificationConfigDeleteRequest',
+    'TasksPushNotificationConfigDeleteResult',
+    'TasksPushNotificationConfigGetParams',
+    'TasksPushNotificationConfigGetRequest',
+    'TasksPushNotificationConfigGetResult',
+    'TasksPushNotificationConfigListParams',
+    'TasksPushNotificationConfigListRequest',
+    'TasksPushNotificationConfigListResult',
+    'TasksPushNotificationConfigSetParams',
+    'TasksPushNotificationConfigSetRequest',
+    'TasksPushNotificationConfigSetResult',
     'TasksResubscribeParams',
     'TasksResubscribeRequest',
     'TasksResubscribeResult',
@@ -1026,7 +1126,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'provider_url',
     'public_url',
     'pushNotificationConfig',
+    'pushNotificationConfigId',
     'pushNotifications',
+    'push_allow_private_networks',
     'push_verification_clock_skew_seconds',
     'python',
     'query',
@@ -1065,6 +1167,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'taskId',
     'tasks/cancel',
     'tasks/get',
+    'tasks/pushNotificationConfig/delete',
+    'tasks/pushNotificationConfig/get',
+    'tasks/pushNotificationConfig/list',
+    'tasks/pushNotificationConfig/set',
     'tasks/resubscribe',
     'text',
     'timestamp',

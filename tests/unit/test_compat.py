@@ -26,6 +26,9 @@ from synthorg.contract.spec import bundled_openapi
 OURS_DOCUMENT = bundled_openapi()
 OURS = OURS_DOCUMENT["info"]["version"]
 CORE = ("message/send", "tasks/get", "tasks/cancel")
+PUSH_METHODS = tuple(
+    f"tasks/pushNotificationConfig/{verb}" for verb in ("set", "get", "list", "delete")
+)
 WE_REJECT = "the peer may send it; we reject unknown members"
 
 
@@ -70,7 +73,8 @@ def test_our_own_contract_is_compatible_with_itself() -> None:
     assert report.compatible and not report.has_warnings
     assert report.verdict == "compatible"
     assert [m.method for m in report.methods] == [
-        *CORE, "message/stream", "tasks/resubscribe", "skills/query", "skills/negotiate"
+        *CORE, "message/stream", "tasks/resubscribe", *PUSH_METHODS, "skills/query",
+        "skills/negotiate",
     ]
     for entry in report.methods:
         assert entry.offered and entry.findings == []
@@ -123,14 +127,14 @@ def test_a_peer_without_a_core_method_is_incompatible() -> None:
 def test_methods_only_the_peer_has_are_listed() -> None:
     def add(document: dict[str, Any]) -> None:
         extra = copy.deepcopy(schemas(document)["TasksGetRequest"])
-        extra["properties"]["method"] = {"const": "tasks/pushNotificationConfig/get"}
-        schemas(document)["PushConfigGetRequest"] = extra
+        extra["properties"]["method"] = {"const": "tasks/list"}
+        schemas(document)["TasksListRequest"] = extra
         schemas(document)["JsonRpcRequest"]["oneOf"].append(
-            {"$ref": "#/components/schemas/PushConfigGetRequest"}
+            {"$ref": "#/components/schemas/TasksListRequest"}
         )
 
     report = check(peer(add))
-    assert report.peer_only == ["tasks/pushNotificationConfig/get"]
+    assert report.peer_only == ["tasks/list"]
     assert report.compatible and not report.has_warnings
 
 
@@ -438,18 +442,22 @@ def test_the_table() -> None:
         )
     )
     text = render_table(report, "http://peer/openapi.json")
-    assert text.splitlines()[:12] == [
+    assert text.splitlines()[:16] == [
         f"peer:  SynthOrg A2A federation gateway {OURS} (http://peer/openapi.json)",
         f"ours:  SynthOrg A2A federation gateway {OURS}",
         "",
-        "method             offered        request  result",
-        "message/send       yes            ok       warning",
-        "tasks/get          yes            ok       warning",
-        "tasks/cancel       yes            ok       warning",
-        "message/stream     yes            ok       warning",
-        "tasks/resubscribe  yes            ok       warning",
-        "skills/query       yes            ok       ok",
-        "skills/negotiate   no (optional)  -        -",
+        "method                               offered        request  result",
+        "message/send                         yes            ok       warning",
+        "tasks/get                            yes            ok       warning",
+        "tasks/cancel                         yes            ok       warning",
+        "message/stream                       yes            ok       warning",
+        "tasks/resubscribe                    yes            ok       warning",
+        "tasks/pushNotificationConfig/set     yes            ok       ok",
+        "tasks/pushNotificationConfig/get     yes            ok       ok",
+        "tasks/pushNotificationConfig/list    yes            ok       ok",
+        "tasks/pushNotificationConfig/delete  yes            ok       ok",
+        "skills/query                         yes            ok       ok",
+        "skills/negotiate                     no (optional)  -        -",
         "",
     ]
     assert (
@@ -459,7 +467,7 @@ def test_the_table() -> None:
     assert text.endswith("verdict: compatible, with warnings")
     as_json = report.as_dict()
     assert as_json["compatible"] is True
-    assert as_json["methods"][6]["offered"] is False
+    assert as_json["methods"][10]["offered"] is False
 
 
 # -- the CLI: synthorg-a2a spec [check] -------------------------------------------------------

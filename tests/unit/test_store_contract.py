@@ -178,3 +178,31 @@ def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
     with pytest.raises(LookupError):
         run(one.delegations.update("missing", task))
     assert run(one.delegations.get("missing")) is None
+
+
+# -- push notification configs --------------------------------------------------------------
+
+
+def test_push_configs_are_scoped_to_the_owning_peer_and_bounded(bundles: Bundles) -> None:
+    from synthorg.store.push import MAX_CONFIGS_PER_TASK
+
+    one, two = bundles.open(), bundles.open()
+    config = {"id": "c-1", "url": "https://hooks.example/a", "token": "tok"}
+    assert run(one.push_configs.put("peer-a", "t-1", config))
+    assert run(two.push_configs.get("peer-a", "t-1", "c-1")) == config
+    assert run(two.push_configs.get("peer-b", "t-1", "c-1")) is None  # another peer's
+    replaced = {**config, "url": "https://hooks.example/b"}
+    assert run(one.push_configs.put("peer-a", "t-1", replaced))
+    assert run(two.push_configs.of_task("peer-a", "t-1")) == [replaced]
+    assert run(two.push_configs.of_task("peer-b", "t-1")) == []
+    assert [c.config for c in run(two.push_configs.for_task("t-1"))] == [replaced]
+    # another peer cannot overwrite it by id
+    run(one.push_configs.put("peer-b", "t-1", {**config, "url": "https://evil.example/"}))
+    assert run(two.push_configs.get("peer-a", "t-1", "c-1")) == replaced
+    for n in range(2, MAX_CONFIGS_PER_TASK + 1):
+        assert run(one.push_configs.put("peer-a", "t-1", {**config, "id": f"c-{n:02}"}))
+    assert not run(one.push_configs.put("peer-a", "t-1", {**config, "id": "c-extra"}))
+    assert run(one.push_configs.put("peer-a", "t-1", {**config, "token": "new"}))  # replace ok
+    assert not run(one.push_configs.delete("peer-b", "t-1", "c-1"))
+    assert run(two.push_configs.delete("peer-a", "t-1", "c-1"))
+    assert run(one.push_configs.get("peer-a", "t-1", "c-1")) is None

@@ -138,9 +138,22 @@ _V2 = (
     )""",
 )
 
+# v3: push notification configs, each under the task (and the peer owning it) it belongs to.
+_V3 = (
+    """CREATE TABLE push_configs (
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        peer TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (task_id, config_id)
+    )""",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
+    ("push notification configs", _V3),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

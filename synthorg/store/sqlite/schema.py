@@ -110,7 +110,19 @@ _V4 = (
     ) WITHOUT ROWID""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+# v5: push notification configs, each under the task (and the peer owning it) it belongs to.
+_V5 = (
+    """CREATE TABLE push_configs (
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        peer TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (task_id, config_id)
+    ) WITHOUT ROWID""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
