@@ -33,6 +33,7 @@ from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
 from synthorg.push.configs import PushConfigs
+from synthorg.push.delivery import Deliverer
 from synthorg.push.ssrf import TargetGuard
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.skills import SkillDirectory
@@ -43,6 +44,7 @@ from synthorg.store.tasks import TaskStore
 from synthorg.tasks.executors import EchoExecutor, Executor, ParkExecutor
 from synthorg.tasks.plugins import PluginError, load_executor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
+from synthorg.tasks.streams import TaskStreams
 from synthorg.web.app import NodeApp
 from synthorg.web.endpoints import operation_endpoints
 
@@ -120,7 +122,9 @@ class Node:
     admin_token: AdminToken  # the operator's; only its digest is held
     admin: AdminService  # what the admin API and the CLI do (settings, peers), audited
     push: PushConfigs  # the push notification configs of callers' tasks
+    deliverer: Deliverer  # sends the pushes those configs ask for
     _background: asyncio.Task[None] | None = field(default=None, repr=False)
+    _delivering: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
     def enabled(self) -> bool:
@@ -162,13 +166,21 @@ class Node:
         agents = {
             a.id: AgentRuntime(a.id, _executor(a, delegator, node_name)) for a in config.agents
         }
+        streams = TaskStreams(stores.tasks)
         tasks = TaskService(
             stores.tasks,
             agents,
             config.default_agent,
             lambda: settings.max_message_parts,
             node_name=node_name,
+            streams=streams,
         )
+        guard = TargetGuard(catalog.addresses(), lambda: config.a2a.push_allow_private_networks)
+        deliverer = Deliverer(
+            stores.tasks, stores.push_configs, stores.push_outbox, guard, catalog, node_name,
+            lambda: settings.client_timeout_seconds,
+        )
+        streams.on_write(deliverer.task_written)
         discovery = CardDiscovery(
             catalog.addresses(),
             lambda: settings.client_timeout_seconds,
@@ -196,11 +208,8 @@ class Node:
                 SettingsAdmin(settings, audit),
                 PeersAdmin(catalog, audit, [admin_token]),
             ),
-            push=PushConfigs(
-                stores.tasks,
-                stores.push_configs,
-                TargetGuard(catalog.addresses(), lambda: config.a2a.push_allow_private_networks),
-            ),
+            push=PushConfigs(stores.tasks, stores.push_configs, guard, deliverer.enqueue),
+            deliverer=deliverer,
         )
 
     def app(self) -> NodeApp:
@@ -266,13 +275,18 @@ class Node:
             self._background = asyncio.get_running_loop().create_task(
                 self._maintain(), context=contextvars.Context()
             )
+        if self._delivering is None:
+            self._delivering = asyncio.get_running_loop().create_task(
+                self._deliver(), context=contextvars.Context()
+            )
 
     async def stop_background(self) -> None:
-        task, self._background = self._background, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._background, self._delivering):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._background = self._delivering = None
         with contextlib.suppress(Exception):  # a store that is down: the lease runs out
             await self.task_store.retire()
 
@@ -289,6 +303,14 @@ class Node:
                 await self._renew()
             with contextlib.suppress(StoreError):
                 await self.recover()
+            with contextlib.suppress(StoreError):  # pushes a crash or another replica left
+                await self.deliverer.sweep()
+
+    async def _deliver(self) -> None:
+        """Send the pushes owed: first whatever a previous run left owed, then as tasks move."""
+        with contextlib.suppress(StoreError):
+            await self.deliverer.sweep()
+        await self.deliverer.run()
 
     def close(self) -> None:
         self.stores.close()

@@ -93,7 +93,7 @@ def _card(
         "preferredTransport": "JSONRPC",
         "capabilities": {
             "streaming": True,  # message/stream and tasks/resubscribe
-            "pushNotifications": False,
+            "pushNotifications": True,  # tasks/pushNotificationConfig/* and delivery
             "stateTransitionHistory": True,
             "extensions": [{
                 "uri": SKILLS_EXTENSION_URI,

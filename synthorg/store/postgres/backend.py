@@ -11,7 +11,7 @@ from synthorg.store.postgres.catalog import PgCatalog
 from synthorg.store.postgres.database import Connection, PgDatabase
 from synthorg.store.postgres.delegations import PgDelegationStore
 from synthorg.store.postgres.options import PgOptions
-from synthorg.store.postgres.push import PgPushConfigStore
+from synthorg.store.postgres.push import PgPushConfigStore, PgPushOutbox, PgPushReceipts
 from synthorg.store.postgres.revisions import PgRevisions
 from synthorg.store.postgres.settings import PgSettingsStore
 from synthorg.store.postgres.tasks import PgTaskStore
@@ -35,6 +35,8 @@ class PgStores:
         self.delegations = PgDelegationStore(self.db)
         self.settings = PgSettingsStore(self.db, self.revisions)
         self.push_configs = PgPushConfigStore(self.db)
+        self.push_outbox = PgPushOutbox(self.db)
+        self.push_receipts = PgPushReceipts(self.db)
         self.audit = PgAuditStore(self.db)
 
     def __repr__(self) -> str:

@@ -150,10 +150,38 @@ _V3 = (
     )""",
 )
 
+# v4: the push outbox (one row per delivery owed: a config, a status the task reached) and
+# the receipts of pushes received.
+_V4 = (
+    """CREATE TABLE push_outbox (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        status_key TEXT NOT NULL,
+        body TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at DOUBLE PRECISION NOT NULL,
+        outcome TEXT,
+        last_error TEXT,
+        created_at TEXT NOT NULL,
+        UNIQUE (task_id, config_id, status_key)
+    )""",
+    "CREATE INDEX push_outbox_due ON push_outbox (next_at) WHERE outcome IS NULL",
+    # the delivery ids of verified pushes received, per peer (replays are refused)
+    """CREATE TABLE push_receipts (
+        peer TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        received_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (peer, delivery_id)
+    )""",
+    "CREATE INDEX push_receipts_age ON push_receipts (received_at)",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
     ("push notification configs", _V3),
+    ("push outbox and receipts", _V4),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version
