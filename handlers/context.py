@@ -163,6 +163,14 @@ class CardsContext(Protocol):
         ...
 
 
+class PushReceiverContext(Protocol):
+    """Verifies a signed push from a federation member and applies it."""
+
+    async def receive(self, request: HttpRequest) -> int:
+        """204 accepted, 400 not a Task, 401 unverifiable, 409 replayed."""
+        ...
+
+
 class HealthContext(Protocol):
     """What the readiness probe asks of the node."""
 

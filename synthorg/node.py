@@ -34,6 +34,7 @@ from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
 from synthorg.push.configs import PushConfigs
 from synthorg.push.delivery import Deliverer
+from synthorg.push.receiver import PushReceiver, ReceiverContext
 from synthorg.push.ssrf import TargetGuard
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.skills import SkillDirectory
@@ -225,8 +226,15 @@ class Node:
             )
         )
         admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled)
-        operations = operation_endpoints(self.cards, admin, Health(self.stores))
+        receiver = PushReceiver(
+            self.catalog, self.stores.push_receipts, self.stores.delegations,
+            lambda: self.settings.push_verification_clock_skew_seconds,
+        )
+        operations = operation_endpoints(
+            self.cards, admin, Health(self.stores), ReceiverContext(receiver)
+        )
         return NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
+                       max_push_body=self.config.a2a.max_request_body_bytes,
                        on_start=self.start_background, on_stop=self.stop_background)
 
     def warn_at_start(self, host: str) -> None:

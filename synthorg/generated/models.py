@@ -769,6 +769,13 @@ class HealthStatus(SpecModel):
     status: Literal['ok', 'ready', 'unavailable']
 
 
+class PushRefusal(SpecModel):
+    """Why a push was refused: invalid_body (400), unauthorized (401: the reason is in the node's event), replayed (409), too_large (413)."""
+
+    error: Literal['invalid_body', 'unauthorized', 'replayed', 'too_large']
+    message: str
+
+
 class AdminError(SpecModel):
     """Why an admin request was refused. error is a short code; message says it for people; key names the setting or field at fault and allowed its allowed values, when there is one."""
 
@@ -853,6 +860,7 @@ PeerCreate.model_rebuild()
 PeerReplace.model_rebuild()
 AdminStatus.model_rebuild()
 HealthStatus.model_rebuild()
+PushRefusal.model_rebuild()
 AdminError.model_rebuild()
 
 
@@ -936,6 +944,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerSkill',
     'PushNotificationAuthenticationInfo',
     'PushNotificationConfig',
+    'PushRefusal',
     'RequestId',
     'Role',
     'RpcParams',
@@ -1136,6 +1145,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'reason',
     'referenceTaskIds',
     'rejected',
+    'replayed',
     'required',
     'result',
     'role',
