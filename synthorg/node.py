@@ -59,7 +59,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -> Executor:
+def _executor(
+    agent: AgentConfig, delegator: Delegator, node_name: str | None, public_url: str | None
+) -> Executor:
     executor = agent.executor
     if executor is None or executor.kind == "echo":
         return EchoExecutor()
@@ -72,7 +74,7 @@ def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -
         except PluginError as exc:
             raise ConfigError(str(exc)) from None
     assert executor.peer is not None  # the config loader requires it for kind peer
-    return PeerExecutor(delegator, node_name, executor.peer, executor.agent)
+    return PeerExecutor(delegator, node_name, executor.peer, executor.agent, public_url)
 
 
 class Health:
@@ -165,7 +167,8 @@ class Node:
             catalog, stores.delegations, node_name, lambda: settings.client_timeout_seconds
         )
         agents = {
-            a.id: AgentRuntime(a.id, _executor(a, delegator, node_name)) for a in config.agents
+            a.id: AgentRuntime(a.id, _executor(a, delegator, node_name, config.a2a.public_url))
+            for a in config.agents
         }
         streams = TaskStreams(stores.tasks)
         tasks = TaskService(
