@@ -13,10 +13,12 @@ from synthorg.generated.models import (
     AgentCard,
     MessageSendParams,
     MessageStreamParams,
+    PushNotificationConfig,
     SkillsNegotiateResult,
     SkillsQueryResult,
     StreamEvent,
     Task,
+    TaskPushNotificationConfig,
 )
 from synthorg.sequenced import Sequenced as Sequenced  # what streaming handlers yield
 
@@ -73,6 +75,26 @@ class TaskOperations(Protocol):
         ...
 
 
+class PushConfigOperations(Protocol):
+    """The push notification configs of the caller's tasks (another peer's: not found)."""
+
+    async def check(self, config: PushNotificationConfig) -> None:
+        """InvalidParams unless the node would push to this config (url, authentication)."""
+        ...
+
+    async def set(
+        self, peer: str, task_id: str, config: PushNotificationConfig
+    ) -> TaskPushNotificationConfig: ...
+
+    async def get(
+        self, peer: str, task_id: str, config_id: str | None
+    ) -> TaskPushNotificationConfig: ...
+
+    async def list(self, peer: str, task_id: str) -> list[TaskPushNotificationConfig]: ...
+
+    async def delete(self, peer: str, task_id: str, config_id: str) -> None: ...
+
+
 class SkillOperations(Protocol):
     """Which agents and peers offer a skill."""
 
@@ -112,6 +134,9 @@ class RpcContext(Protocol):
         """This node's extended card (the agent's, on an agent's endpoint): the public card
         and the skills only admitted peers see."""
         ...
+
+    @property
+    def push(self) -> PushConfigOperations: ...
 
 
 # -- the HTTP operations (cards, admin) ------------------------------------------------------
@@ -166,6 +191,14 @@ class CardsContext(Protocol):
 
     def agent(self, agent_id: str, request: HttpRequest) -> CardDocument | None:
         """None when no agent has this id."""
+        ...
+
+
+class PushReceiverContext(Protocol):
+    """Verifies a signed push from a federation member and applies it."""
+
+    async def receive(self, request: HttpRequest) -> int:
+        """204 accepted, 400 not a Task, 401 unverifiable, 409 replayed."""
         ...
 
 

@@ -39,6 +39,10 @@ from synthorg.observability.log import emit
 from synthorg.observability.metrics import Metrics, MetricsRoute, TimedStore
 from synthorg.observability.outbound import set_metrics as set_outbound_metrics
 from synthorg.observability.tracing import Tracing
+from synthorg.push.configs import PushConfigs
+from synthorg.push.delivery import Deliverer
+from synthorg.push.receiver import PushReceiver, ReceiverContext
+from synthorg.push.ssrf import TargetGuard
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.skills import SkillDirectory
 from synthorg.store.backend import Stores
@@ -53,6 +57,7 @@ from synthorg.tasks.executors import (
 )
 from synthorg.tasks.plugins import PluginError, load_executor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
+from synthorg.tasks.streams import TaskStreams
 from synthorg.web.app import NodeApp
 from synthorg.web.endpoints import operation_endpoints
 
@@ -66,7 +71,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -> Executor:
+def _executor(
+    agent: AgentConfig, delegator: Delegator, node_name: str | None, public_url: str | None
+) -> Executor:
     executor = agent.executor
     if executor is None or executor.kind == "echo":
         return EchoExecutor()
@@ -81,7 +88,7 @@ def _executor(agent: AgentConfig, delegator: Delegator, node_name: str | None) -
         except PluginError as exc:
             raise ConfigError(str(exc)) from None
     assert executor.peer is not None  # the config loader requires it for kind peer
-    return PeerExecutor(delegator, node_name, executor.peer, executor.agent)
+    return PeerExecutor(delegator, node_name, executor.peer, executor.agent, public_url)
 
 
 class Health:
@@ -131,7 +138,10 @@ class Node:
     delegator: Delegator
     admin_token: AdminToken  # the operator's; only its digest is held
     admin: AdminService  # what the admin API and the CLI do (settings, peers), audited
+    push: PushConfigs  # the push notification configs of callers' tasks
+    deliverer: Deliverer  # sends the pushes those configs ask for
     _background: asyncio.Task[None] | None = field(default=None, repr=False)
+    _delivering: asyncio.Task[None] | None = field(default=None, repr=False)
     metrics: Metrics | None = None  # None: observability.metrics is false
     traced: bool = False  # OTEL_EXPORTER_OTLP_ENDPOINT is set
 
@@ -173,16 +183,25 @@ class Node:
             catalog, stores.delegations, node_name, lambda: settings.client_timeout_seconds
         )
         agents = {
-            a.id: AgentRuntime(a.id, _executor(a, delegator, node_name)) for a in config.agents
+            a.id: AgentRuntime(a.id, _executor(a, delegator, node_name, config.a2a.public_url))
+            for a in config.agents
         }
         metrics, traced = _observability(config, stores)
+        streams = TaskStreams(stores.tasks)
         tasks = TaskService(
             _instrumented(stores.tasks, metrics, traced),
             agents,
             config.default_agent,
             lambda: settings.max_message_parts,
             node_name=node_name,
+            streams=streams,
         )
+        guard = TargetGuard(catalog.addresses(), lambda: config.a2a.push_allow_private_networks)
+        deliverer = Deliverer(
+            stores.tasks, stores.push_configs, stores.push_outbox, guard, catalog, node_name,
+            lambda: settings.client_timeout_seconds,
+        )
+        streams.on_write(deliverer.task_written)
         discovery = CardDiscovery(
             catalog.addresses(),
             lambda: settings.client_timeout_seconds,
@@ -210,6 +229,8 @@ class Node:
                 SettingsAdmin(settings, audit),
                 PeersAdmin(catalog, audit, [admin_token]),
             ),
+            push=PushConfigs(stores.tasks, stores.push_configs, guard, deliverer.enqueue),
+            deliverer=deliverer,
             metrics=metrics,
             traced=traced,
         )
@@ -222,17 +243,22 @@ class Node:
                 max_request_body_bytes=self.config.a2a.max_request_body_bytes,
                 gate=self.gate,
                 agent_ids=frozenset(agent.id for agent in self.config.agents),
-                services=Services(self.tasks, self.skills, self.cards),
+                services=Services(self.tasks, self.skills, self.push, self.cards),
                 request_started=self.stores.request_started,
                 limiter=self._rate_limiter(),
             )
         )
         admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled)
+        receiver = PushReceiver(
+            self.catalog, self.stores.push_receipts, self.stores.delegations,
+            lambda: self.settings.push_verification_clock_skew_seconds,
+        )
         route = MetricsRoute(self.metrics, self.config.observability.metrics_public,
                              self.admin_token.matches)
         operations = operation_endpoints(self.cards, admin, Health(self.stores),
-                                         (route, route.admits))
+                                         ReceiverContext(receiver), (route, route.admits))
         app = NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
+                      max_push_body=self.config.a2a.max_request_body_bytes,
                       on_start=self.start_background, on_stop=self.stop_background)
         observers: list[Observer] = [] if self.metrics is None else [self.metrics]
         if self.traced:
@@ -299,13 +325,18 @@ class Node:
             self._background = asyncio.get_running_loop().create_task(
                 self._maintain(), context=contextvars.Context()
             )
+        if self._delivering is None:
+            self._delivering = asyncio.get_running_loop().create_task(
+                self._deliver(), context=contextvars.Context()
+            )
 
     async def stop_background(self) -> None:
-        task, self._background = self._background, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._background, self._delivering):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._background = self._delivering = None
         with contextlib.suppress(Exception):  # a store that is down: the lease runs out
             await self.task_store.retire()
 
@@ -322,6 +353,14 @@ class Node:
                 await self._renew()
             with contextlib.suppress(StoreError):
                 await self.recover()
+            with contextlib.suppress(StoreError):  # pushes a crash or another replica left
+                await self.deliverer.sweep()
+
+    async def _deliver(self) -> None:
+        """Send the pushes owed: first whatever a previous run left owed, then as tasks move."""
+        with contextlib.suppress(StoreError):
+            await self.deliverer.sweep()
+        await self.deliverer.run()
 
     def close(self) -> None:
         self.stores.close()

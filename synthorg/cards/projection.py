@@ -114,7 +114,7 @@ def _card(
         "supportsAuthenticatedExtendedCard": True,
         "capabilities": {
             "streaming": True,  # message/stream and tasks/resubscribe
-            "pushNotifications": False,
+            "pushNotifications": True,  # tasks/pushNotificationConfig/* and delivery
             "stateTransitionHistory": True,
             "extendedAgentCard": True,
             "extensions": [{

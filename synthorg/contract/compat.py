@@ -34,6 +34,10 @@ from synthorg.generated.constants import (
     RPC_POST,
     SKILLS_NEGOTIATE,
     SKILLS_QUERY,
+    TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
+    TASKS_PUSH_NOTIFICATION_CONFIG_GET,
+    TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
+    TASKS_PUSH_NOTIFICATION_CONFIG_SET,
     TASKS_RESUBSCRIBE,
 )
 
@@ -44,11 +48,13 @@ RPC_PATH = RPC_POST.path
 # Which of our result definitions each of our methods returns (the spec's <Name>Result).
 RESULTS: Mapping[str, str] = {**RESULT_DEFINITIONS, **RESULT_DEFINITIONS_V1}
 # A peer may lack these and still take delegated tasks: they are an optional extension.
-# The SynthOrg skills extension, and streaming (a task is then followed by polling): a peer
-# without them is still compatible, with a warning; so is a peer without the extended card or
-# the 1.0 dialect (it is called in 0.3).
+# The SynthOrg skills extension, streaming and push notifications (a task is then followed
+# by polling): a peer without them is still compatible, with a warning; so is a peer without
+# the extended card or the 1.0 dialect (it is called in 0.3).
 OPTIONAL_METHODS = frozenset({
     SKILLS_QUERY, SKILLS_NEGOTIATE, MESSAGE_STREAM, TASKS_RESUBSCRIBE,
+    TASKS_PUSH_NOTIFICATION_CONFIG_SET, TASKS_PUSH_NOTIFICATION_CONFIG_GET,
+    TASKS_PUSH_NOTIFICATION_CONFIG_LIST, TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
     AGENT_GET_AUTHENTICATED_EXTENDED_CARD, *METHODS_V1,
 })
 _UNION_RESULTS = frozenset(RESULTS.values())

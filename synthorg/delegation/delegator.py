@@ -20,7 +20,12 @@ from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.clock import utc_now
 from synthorg.delegation.client import A2AClient, PeerError, default_rpc_url
 from synthorg.dialects.outbound import PeerDialect, choose
-from synthorg.generated.constants import STATE_AUTH_REQUIRED, STATE_INPUT_REQUIRED, TERMINAL_STATES
+from synthorg.generated.constants import (
+    STATE_AUTH_REQUIRED,
+    STATE_INPUT_REQUIRED,
+    TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+    TERMINAL_STATES,
+)
 from synthorg.generated.models import Task
 from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
@@ -31,6 +36,9 @@ SETTLED = TERMINAL_STATES | {STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED}
 
 class DelegationError(Exception):
     """A delegation could not be started or followed; the message is safe to show."""
+
+
+FOLLOW_CONFIG_ID = "synthorg-follow"  # the push config a follower registers downstream
 
 
 def _task_json(task: Task) -> dict[str, Any]:
@@ -148,6 +156,19 @@ class Delegator:
             blocking=blocking,
         )
         return await self.store.update(record.id, _task_json(task))
+
+    async def request_pushes(self, record: Delegation, url: str) -> bool:
+        """Ask the peer to push its task to `url`; False when it will not (the caller then
+        polls): a peer without push support, or one that refuses the url."""
+        config = {"url": url, "id": FOLLOW_CONFIG_ID}
+        try:
+            await self.client(record.peer).call(
+                TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+                {"taskId": record.remote_task_id, "pushNotificationConfig": config},
+            )
+        except (PeerError, DelegationError):
+            return False
+        return True
 
     async def refresh(self, local_id: str) -> Delegation:
         record = await self.get(local_id)

@@ -10,6 +10,7 @@ task instead of creating another.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from typing import Any
 
@@ -24,6 +25,9 @@ from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 
 FIRST_POLL, MAX_POLL = 0.2, 5.0  # seconds between polls of a downstream task that works
 MAX_POLL_FAILURES = 30  # consecutive failed polls before the task is failed here
+# Followed by push: the local record (updated by each verified push) is read this often, and
+# the peer is still polled, rarely, in case a push is lost for good.
+PUSHED_READ, PUSHED_POLL = 0.5, 30.0
 _FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
 
 
@@ -43,12 +47,21 @@ class PeerExecutor:
     pure = False  # it calls a peer
 
     def __init__(
-        self, delegator: Delegator, node_name: str | None, peer: str, agent_id: str | None
+        self,
+        delegator: Delegator,
+        node_name: str | None,
+        peer: str,
+        agent_id: str | None,
+        public_url: str | None = None,
     ) -> None:
         self._delegator = delegator
         self._node_name = node_name
         self._peer = peer
         self._agent_id = agent_id
+        # Where the peer may push to us: our receiver, under the name we know the peer by.
+        self._push_url = (
+            f"{public_url.rstrip('/')}/api/v1/webhooks/{peer}/a2a_push" if public_url else None
+        )
 
     async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
@@ -76,15 +89,22 @@ class PeerExecutor:
         except (PeerError, DelegationError) as exc:
             return Outcome(STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
         relayed = {a.artifactId: len(a.parts) for a in task.artifacts or []}
-        return await self._follow(record, relayed, progress)
+        pushed = False
+        if self._push_url and record.state not in STREAM_END_STATES:
+            pushed = await self._delegator.request_pushes(record, self._push_url)
+        return await self._follow(record, relayed, progress, pushed)
 
     async def _follow(
-        self, record: Delegation, relayed: dict[str, int], progress: Progress
+        self, record: Delegation, relayed: dict[str, int], progress: Progress,
+        pushed: bool = False,
     ) -> Outcome:
         """Poll the downstream task with backoff while it works, relaying its artifacts (and
         the parts added to them) and its progress, until it ends or waits for input. A cancel
-        of ours stops the wait at once."""
+        of ours stops the wait at once. When the peer pushes to us (`pushed`), the local
+        record, which each verified push updates, is read instead, and the peer polled only
+        every PUSHED_POLL seconds."""
         delay, failures, said = FIRST_POLL, 0, None
+        last_poll = time.monotonic()
         while True:
             remote = Task.model_validate(record.task)
             for artifact in remote.artifacts or []:
@@ -96,7 +116,13 @@ class PeerExecutor:
                 await progress.status(text)
                 said = text
             await asyncio.sleep(delay)
-            delay = min(delay * 2, MAX_POLL)
+            delay = min(delay * 2, PUSHED_READ if pushed else MAX_POLL)
+            if pushed and time.monotonic() - last_poll < PUSHED_POLL:
+                local = await self._delegator.store.get(record.id)
+                if local is not None:
+                    record = local
+                continue
+            last_poll = time.monotonic()
             try:
                 record = await self._delegator.refresh(record.id)
                 failures = 0

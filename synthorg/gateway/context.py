@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from handlers.context import RequestId, SkillOperations, TaskOperations
+from handlers.context import PushConfigOperations, RequestId, SkillOperations, TaskOperations
 from synthorg.errors import InvalidParams
 from synthorg.generated.models import AgentCard
 
@@ -23,6 +23,7 @@ class Services:
 
     tasks: TaskOperations
     skills: SkillOperations
+    push: PushConfigOperations
     cards: ExtendedCards | None = None
 
 
@@ -34,6 +35,7 @@ class CallContext(NamedTuple):
     agent_id: str | None
     tasks: TaskOperations
     skills: SkillOperations
+    push: PushConfigOperations
     last_event_id: str | None = None  # the header, for a call that resumes a stream
     cards: ExtendedCards | None = None
     scope: Mapping[str, Any] | None = None  # the ASGI scope: which local address took it

@@ -17,17 +17,25 @@ import handlers.skills_negotiate
 import handlers.skills_query
 import handlers.tasks_cancel
 import handlers.tasks_get
+import handlers.tasks_pushNotificationConfig_delete
+import handlers.tasks_pushNotificationConfig_get
+import handlers.tasks_pushNotificationConfig_list
+import handlers.tasks_pushNotificationConfig_set
 import handlers.tasks_resubscribe
 import synthorg.dialects.v1
 from handlers.context import RpcContext, Sequenced
-from synthorg.generated.constants import AGENT_GET_AUTHENTICATED_EXTENDED_CARD, MESSAGE_SEND, MESSAGE_STREAM, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, TASKS_RESUBSCRIBE, V1_CANCEL_TASK, V1_GET_EXTENDED_AGENT_CARD, V1_GET_TASK, V1_LIST_TASKS, V1_SEND_MESSAGE, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK
-from synthorg.generated.models import AgentGetAuthenticatedExtendedCardParams, AgentGetAuthenticatedExtendedCardResult, MessageSendParams, MessageSendResult, MessageStreamParams, MessageStreamResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, TasksResubscribeParams, TasksResubscribeResult, V1CancelTaskParams, V1CancelTaskResult, V1GetExtendedAgentCardParams, V1GetExtendedAgentCardResult, V1GetTaskParams, V1GetTaskResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, V1SendStreamingMessageParams, V1SendStreamingMessageResult, V1SubscribeToTaskParams, V1SubscribeToTaskResult, RpcParams, V1RpcParams
+from synthorg.generated.constants import AGENT_GET_AUTHENTICATED_EXTENDED_CARD, MESSAGE_SEND, MESSAGE_STREAM, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, TASKS_PUSH_NOTIFICATION_CONFIG_DELETE, TASKS_PUSH_NOTIFICATION_CONFIG_GET, TASKS_PUSH_NOTIFICATION_CONFIG_LIST, TASKS_PUSH_NOTIFICATION_CONFIG_SET, TASKS_RESUBSCRIBE, V1_CANCEL_TASK, V1_GET_EXTENDED_AGENT_CARD, V1_GET_TASK, V1_LIST_TASKS, V1_SEND_MESSAGE, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK
+from synthorg.generated.models import AgentGetAuthenticatedExtendedCardParams, AgentGetAuthenticatedExtendedCardResult, MessageSendParams, MessageSendResult, MessageStreamParams, MessageStreamResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, TasksPushNotificationConfigDeleteParams, TasksPushNotificationConfigDeleteResult, TasksPushNotificationConfigGetParams, TasksPushNotificationConfigGetResult, TasksPushNotificationConfigListParams, TasksPushNotificationConfigListResult, TasksPushNotificationConfigSetParams, TasksPushNotificationConfigSetResult, TasksResubscribeParams, TasksResubscribeResult, V1CancelTaskParams, V1CancelTaskResult, V1GetExtendedAgentCardParams, V1GetExtendedAgentCardResult, V1GetTaskParams, V1GetTaskResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, V1SendStreamingMessageParams, V1SendStreamingMessageResult, V1SubscribeToTaskParams, V1SubscribeToTaskResult, RpcParams, V1RpcParams
 
 MessageSendHandler = Callable[[MessageSendParams, RpcContext], Awaitable[MessageSendResult]]
 TasksGetHandler = Callable[[TasksGetParams, RpcContext], Awaitable[TasksGetResult]]
 TasksCancelHandler = Callable[[TasksCancelParams, RpcContext], Awaitable[TasksCancelResult]]
 MessageStreamHandler = Callable[[MessageStreamParams, RpcContext], AsyncIterator[Sequenced[MessageStreamResult]]]
 TasksResubscribeHandler = Callable[[TasksResubscribeParams, RpcContext], AsyncIterator[Sequenced[TasksResubscribeResult]]]
+TasksPushNotificationConfigSetHandler = Callable[[TasksPushNotificationConfigSetParams, RpcContext], Awaitable[TasksPushNotificationConfigSetResult]]
+TasksPushNotificationConfigGetHandler = Callable[[TasksPushNotificationConfigGetParams, RpcContext], Awaitable[TasksPushNotificationConfigGetResult]]
+TasksPushNotificationConfigListHandler = Callable[[TasksPushNotificationConfigListParams, RpcContext], Awaitable[TasksPushNotificationConfigListResult]]
+TasksPushNotificationConfigDeleteHandler = Callable[[TasksPushNotificationConfigDeleteParams, RpcContext], Awaitable[TasksPushNotificationConfigDeleteResult]]
 SkillsQueryHandler = Callable[[SkillsQueryParams, RpcContext], Awaitable[SkillsQueryResult]]
 SkillsNegotiateHandler = Callable[[SkillsNegotiateParams, RpcContext], Awaitable[SkillsNegotiateResult]]
 AgentGetAuthenticatedExtendedCardHandler = Callable[[AgentGetAuthenticatedExtendedCardParams, RpcContext], Awaitable[AgentGetAuthenticatedExtendedCardResult]]
@@ -42,7 +50,8 @@ V1SubscribeToTaskHandler = Callable[[V1SubscribeToTaskParams, RpcContext], Async
 
 class Route(NamedTuple):
     params: type[BaseModel]
-    handler: Callable[[Any, RpcContext], Awaitable[BaseModel]] | None
+    # A result is a model, a list of models or None (JSON null), as the spec says.
+    handler: Callable[[Any, RpcContext], Awaitable[BaseModel | list[Any] | None]] | None
     # Set instead of handler for a method that answers a stream of events.
     stream: Callable[[Any, RpcContext], AsyncIterator[Sequenced[Any]]] | None = None
 
@@ -53,6 +62,10 @@ _tasks_get: TasksGetHandler = handlers.tasks_get.handle
 _tasks_cancel: TasksCancelHandler = handlers.tasks_cancel.handle
 _message_stream: MessageStreamHandler = handlers.message_stream.handle
 _tasks_resubscribe: TasksResubscribeHandler = handlers.tasks_resubscribe.handle
+_tasks_pushNotificationConfig_set: TasksPushNotificationConfigSetHandler = handlers.tasks_pushNotificationConfig_set.handle
+_tasks_pushNotificationConfig_get: TasksPushNotificationConfigGetHandler = handlers.tasks_pushNotificationConfig_get.handle
+_tasks_pushNotificationConfig_list: TasksPushNotificationConfigListHandler = handlers.tasks_pushNotificationConfig_list.handle
+_tasks_pushNotificationConfig_delete: TasksPushNotificationConfigDeleteHandler = handlers.tasks_pushNotificationConfig_delete.handle
 _skills_query: SkillsQueryHandler = handlers.skills_query.handle
 _skills_negotiate: SkillsNegotiateHandler = handlers.skills_negotiate.handle
 _agent_getAuthenticatedExtendedCard: AgentGetAuthenticatedExtendedCardHandler = handlers.agent_getAuthenticatedExtendedCard.handle
@@ -70,6 +83,10 @@ DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     TASKS_CANCEL: Route(TasksCancelParams, _tasks_cancel),
     MESSAGE_STREAM: Route(MessageStreamParams, None, _message_stream),
     TASKS_RESUBSCRIBE: Route(TasksResubscribeParams, None, _tasks_resubscribe),
+    TASKS_PUSH_NOTIFICATION_CONFIG_SET: Route(TasksPushNotificationConfigSetParams, _tasks_pushNotificationConfig_set),
+    TASKS_PUSH_NOTIFICATION_CONFIG_GET: Route(TasksPushNotificationConfigGetParams, _tasks_pushNotificationConfig_get),
+    TASKS_PUSH_NOTIFICATION_CONFIG_LIST: Route(TasksPushNotificationConfigListParams, _tasks_pushNotificationConfig_list),
+    TASKS_PUSH_NOTIFICATION_CONFIG_DELETE: Route(TasksPushNotificationConfigDeleteParams, _tasks_pushNotificationConfig_delete),
     SKILLS_QUERY: Route(SkillsQueryParams, _skills_query),
     SKILLS_NEGOTIATE: Route(SkillsNegotiateParams, _skills_negotiate),
     AGENT_GET_AUTHENTICATED_EXTENDED_CARD: Route(AgentGetAuthenticatedExtendedCardParams, _agent_getAuthenticatedExtendedCard),

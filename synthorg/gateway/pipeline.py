@@ -231,8 +231,8 @@ async def answer(
             )
             return 200, error_body(INVALID_PARAMS, None, request_id, {"errors": issues})
         context = CallContext(
-            peer, request_id, agent_id, services.tasks, services.skills, last_event_id,
-            services.cards, scope,
+            peer, request_id, agent_id, services.tasks, services.skills, services.push,
+            last_event_id, services.cards, scope,
         )
         if route.stream is not None:
             stream = route.stream(params, context)

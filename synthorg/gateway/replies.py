@@ -60,8 +60,16 @@ def error_body(
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": body}).encode()
 
 
-def result_body(request_id: RequestId, result: BaseModel) -> bytes:
-    encoded = result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_none=True)
+def _encoded(result: BaseModel | list[Any] | None) -> bytes:
+    if result is None:
+        return b"null"
+    if isinstance(result, list):  # a list of models (tasks/pushNotificationConfig/list)
+        return b"[" + b", ".join(_encoded(item) for item in result) + b"]"
+    return result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_none=True)
+
+
+def result_body(request_id: RequestId, result: BaseModel | list[Any] | None) -> bytes:
+    encoded = _encoded(result)
     return b'{"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode() + b', "result": ' + (
         encoded + b"}"
     )

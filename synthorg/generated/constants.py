@@ -29,10 +29,14 @@ TASKS_GET: Final = 'tasks/get'
 TASKS_CANCEL: Final = 'tasks/cancel'
 MESSAGE_STREAM: Final = 'message/stream'
 TASKS_RESUBSCRIBE: Final = 'tasks/resubscribe'
+TASKS_PUSH_NOTIFICATION_CONFIG_SET: Final = 'tasks/pushNotificationConfig/set'
+TASKS_PUSH_NOTIFICATION_CONFIG_GET: Final = 'tasks/pushNotificationConfig/get'
+TASKS_PUSH_NOTIFICATION_CONFIG_LIST: Final = 'tasks/pushNotificationConfig/list'
+TASKS_PUSH_NOTIFICATION_CONFIG_DELETE: Final = 'tasks/pushNotificationConfig/delete'
 SKILLS_QUERY: Final = 'skills/query'
 SKILLS_NEGOTIATE: Final = 'skills/negotiate'
 AGENT_GET_AUTHENTICATED_EXTENDED_CARD: Final = 'agent/getAuthenticatedExtendedCard'
-METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREAM, TASKS_RESUBSCRIBE, SKILLS_QUERY, SKILLS_NEGOTIATE, AGENT_GET_AUTHENTICATED_EXTENDED_CARD})
+METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREAM, TASKS_RESUBSCRIBE, TASKS_PUSH_NOTIFICATION_CONFIG_SET, TASKS_PUSH_NOTIFICATION_CONFIG_GET, TASKS_PUSH_NOTIFICATION_CONFIG_LIST, TASKS_PUSH_NOTIFICATION_CONFIG_DELETE, SKILLS_QUERY, SKILLS_NEGOTIATE, AGENT_GET_AUTHENTICATED_EXTENDED_CARD})
 
 # Which definition each method answers (<Name>Params -> <Name>Result, aliases followed)
 RESULT_DEFINITIONS: Final = MappingProxyType({
@@ -41,6 +45,10 @@ RESULT_DEFINITIONS: Final = MappingProxyType({
     TASKS_CANCEL: 'Task',
     MESSAGE_STREAM: 'StreamEvent',
     TASKS_RESUBSCRIBE: 'StreamEvent',
+    TASKS_PUSH_NOTIFICATION_CONFIG_SET: 'TaskPushNotificationConfig',
+    TASKS_PUSH_NOTIFICATION_CONFIG_GET: 'TaskPushNotificationConfig',
+    TASKS_PUSH_NOTIFICATION_CONFIG_LIST: 'TasksPushNotificationConfigListResult',
+    TASKS_PUSH_NOTIFICATION_CONFIG_DELETE: 'TasksPushNotificationConfigDeleteResult',
     SKILLS_QUERY: 'SkillsQueryResult',
     SKILLS_NEGOTIATE: 'SkillsNegotiateResult',
     AGENT_GET_AUTHENTICATED_EXTENDED_CARD: 'AgentCard',
@@ -127,4 +135,5 @@ ADMIN_CREATE_PEER: Final = Operation('handlers.admin.create_peer', 'POST', '/api
 ADMIN_GET_PEER: Final = Operation('handlers.admin.get_peer', 'GET', '/api/v1/admin/peers/{name}', False)
 ADMIN_REPLACE_PEER: Final = Operation('handlers.admin.replace_peer', 'PUT', '/api/v1/admin/peers/{name}', True)
 ADMIN_DELETE_PEER: Final = Operation('handlers.admin.delete_peer', 'DELETE', '/api/v1/admin/peers/{name}', False)
-OPERATIONS: Final = (METRICS_SCRAPE, HEALTH_LIVE, HEALTH_READY, CARDS_COMPANY_CARD, CARDS_AGENT_CARD, RPC_POST, RPC_POST_AGENT, ADMIN_STATUS, ADMIN_LIST_SETTINGS, ADMIN_GET_SETTING, ADMIN_PUT_SETTING, ADMIN_RESET_SETTING, ADMIN_LIST_PEERS, ADMIN_CREATE_PEER, ADMIN_GET_PEER, ADMIN_REPLACE_PEER, ADMIN_DELETE_PEER,)
+PUSH_RECEIVE: Final = Operation('handlers.push.receive', 'POST', '/api/v1/webhooks/{peer}/a2a_push', True)
+OPERATIONS: Final = (METRICS_SCRAPE, HEALTH_LIVE, HEALTH_READY, CARDS_COMPANY_CARD, CARDS_AGENT_CARD, RPC_POST, RPC_POST_AGENT, ADMIN_STATUS, ADMIN_LIST_SETTINGS, ADMIN_GET_SETTING, ADMIN_PUT_SETTING, ADMIN_RESET_SETTING, ADMIN_LIST_PEERS, ADMIN_CREATE_PEER, ADMIN_GET_PEER, ADMIN_REPLACE_PEER, ADMIN_DELETE_PEER, PUSH_RECEIVE,)

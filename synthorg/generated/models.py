@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
@@ -170,6 +170,13 @@ class PushNotificationConfig(SpecModel):
     authentication: Annotated[PushNotificationAuthenticationInfo | None, NoNull] = None
 
 
+class TaskPushNotificationConfig(SpecModel):
+    """A push notification config and the task it belongs to (A2A 0.3). The node POSTs the Task to url on each of the task's state changes; a config set without id takes the task's id."""
+
+    taskId: Identifier
+    pushNotificationConfig: PushNotificationConfig
+
+
 class MessageSendConfiguration(SpecModel):
     acceptedOutputModes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=32)] | None, NoNull] = None
     blocking: Annotated[bool | None, NoNull] = None
@@ -243,6 +250,36 @@ class TasksResubscribeParams(SpecModel):
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
+class TasksPushNotificationConfigSetParams(SpecModel):
+    """Register (or replace, by id) a push notification config on the caller's task. A url the node may not reach (not http(s), or resolving to a loopback, private, link-local or metadata address, unless it is a catalog peer's host or a2a.push_allow_private_networks is true) is refused with -32602."""
+
+    method: Literal['tasks/pushNotificationConfig/set']
+    taskId: Identifier
+    pushNotificationConfig: PushNotificationConfig
+
+
+class TasksPushNotificationConfigGetParams(SpecModel):
+    """One push notification config of the caller's task: pushNotificationConfigId, or the task's id when omitted."""
+
+    method: Literal['tasks/pushNotificationConfig/get']
+    id: Identifier
+    pushNotificationConfigId: Annotated[Identifier | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class TasksPushNotificationConfigListParams(SpecModel):
+    method: Literal['tasks/pushNotificationConfig/list']
+    id: Identifier
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class TasksPushNotificationConfigDeleteParams(SpecModel):
+    method: Literal['tasks/pushNotificationConfig/delete']
+    id: Identifier
+    pushNotificationConfigId: Identifier
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
 class SkillsQueryParams(SpecModel):
     method: Literal['skills/query']
     skill: SkillName
@@ -260,7 +297,7 @@ class AgentGetAuthenticatedExtendedCardParams(SpecModel):
     method: Literal['agent/getAuthenticatedExtendedCard']
 
 
-RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | MessageStreamParams | TasksResubscribeParams | SkillsQueryParams | SkillsNegotiateParams | AgentGetAuthenticatedExtendedCardParams, Field(discriminator='method')]
+RpcParams = Annotated[MessageSendParams | TasksGetParams | TasksCancelParams | MessageStreamParams | TasksResubscribeParams | TasksPushNotificationConfigSetParams | TasksPushNotificationConfigGetParams | TasksPushNotificationConfigListParams | TasksPushNotificationConfigDeleteParams | SkillsQueryParams | SkillsNegotiateParams | AgentGetAuthenticatedExtendedCardParams, Field(discriminator='method')]
 
 
 class SkillsQueryResult(SpecModel):
@@ -319,7 +356,19 @@ MessageStreamResult = StreamEvent
 TasksResubscribeResult = StreamEvent
 
 
-RpcResult = StreamEvent | SkillsQueryResult | SkillsNegotiateResult | AgentCard
+TasksPushNotificationConfigSetResult = TaskPushNotificationConfig
+
+
+TasksPushNotificationConfigGetResult = TaskPushNotificationConfig
+
+
+TasksPushNotificationConfigListResult = Annotated[list[TaskPushNotificationConfig], Field(max_length=16)]
+
+
+TasksPushNotificationConfigDeleteResult: TypeAlias = None
+
+
+RpcResult = StreamEvent | SkillsQueryResult | SkillsNegotiateResult | AgentCard | TaskPushNotificationConfig | TasksPushNotificationConfigListResult | TasksPushNotificationConfigDeleteResult
 
 
 V1TaskState = Literal['TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_REJECTED', 'TASK_STATE_AUTH_REQUIRED']
@@ -607,6 +656,34 @@ class TasksResubscribeRequest(SpecModel):
     params: TasksResubscribeParams
 
 
+class TasksPushNotificationConfigSetRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/pushNotificationConfig/set']
+    params: TasksPushNotificationConfigSetParams
+
+
+class TasksPushNotificationConfigGetRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/pushNotificationConfig/get']
+    params: TasksPushNotificationConfigGetParams
+
+
+class TasksPushNotificationConfigListRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/pushNotificationConfig/list']
+    params: TasksPushNotificationConfigListParams
+
+
+class TasksPushNotificationConfigDeleteRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: RequestId
+    method: Literal['tasks/pushNotificationConfig/delete']
+    params: TasksPushNotificationConfigDeleteParams
+
+
 class SkillsQueryRequest(SpecModel):
     jsonrpc: Literal['2.0']
     id: Annotated[RequestId | None, NoNull] = None
@@ -683,7 +760,7 @@ class V1SubscribeToTaskRequest(SpecModel):
     params: V1SubscribeToTaskParams
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest | V1SendStreamingMessageRequest | V1SubscribeToTaskRequest, Field(discriminator='method')]
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | TasksPushNotificationConfigSetRequest | TasksPushNotificationConfigGetRequest | TasksPushNotificationConfigListRequest | TasksPushNotificationConfigDeleteRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest | V1SendStreamingMessageRequest | V1SubscribeToTaskRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
@@ -798,6 +875,7 @@ class A2AConfig(SpecModel):
     node_name: Annotated[PeerName | None, NoNull] = None
     public_url: Annotated[Annotated[str, Field(min_length=1, max_length=2048)] | None, NoNull] = None
     dev_allow_without_catalog: bool = False
+    push_allow_private_networks: bool = False
     client_timeout_seconds: Annotated[float, Field(ge=0.1, le=600)] = 30.0
     push_verification_clock_skew_seconds: Annotated[int, Field(ge=0, le=86400)] = 300
     card_cache_max_entries: Annotated[int, Field(ge=1, le=100000)] = 512
@@ -1083,6 +1161,13 @@ class HealthStatus(SpecModel):
     status: Literal['ok', 'ready', 'unavailable']
 
 
+class PushRefusal(SpecModel):
+    """Why a push was refused: invalid_body (400), unauthorized (401: the reason is in the node's event), replayed (409), too_large (413)."""
+
+    error: Literal['invalid_body', 'unauthorized', 'replayed', 'too_large']
+    message: str
+
+
 class AdminError(SpecModel):
     """Why an admin request was refused. error is a short code; message says it for people; key names the setting or field at fault and allowed its allowed values, when there is one."""
 
@@ -1103,6 +1188,7 @@ Artifact.model_rebuild()
 Task.model_rebuild()
 PushNotificationAuthenticationInfo.model_rebuild()
 PushNotificationConfig.model_rebuild()
+TaskPushNotificationConfig.model_rebuild()
 MessageSendConfiguration.model_rebuild()
 TaskStatusUpdateEvent.model_rebuild()
 TaskArtifactUpdateEvent.model_rebuild()
@@ -1111,6 +1197,10 @@ TasksGetParams.model_rebuild()
 TasksCancelParams.model_rebuild()
 MessageStreamParams.model_rebuild()
 TasksResubscribeParams.model_rebuild()
+TasksPushNotificationConfigSetParams.model_rebuild()
+TasksPushNotificationConfigGetParams.model_rebuild()
+TasksPushNotificationConfigListParams.model_rebuild()
+TasksPushNotificationConfigDeleteParams.model_rebuild()
 SkillsQueryParams.model_rebuild()
 SkillsNegotiateParams.model_rebuild()
 AgentGetAuthenticatedExtendedCardParams.model_rebuild()
@@ -1144,6 +1234,10 @@ TasksGetRequest.model_rebuild()
 TasksCancelRequest.model_rebuild()
 MessageStreamRequest.model_rebuild()
 TasksResubscribeRequest.model_rebuild()
+TasksPushNotificationConfigSetRequest.model_rebuild()
+TasksPushNotificationConfigGetRequest.model_rebuild()
+TasksPushNotificationConfigListRequest.model_rebuild()
+TasksPushNotificationConfigDeleteRequest.model_rebuild()
 SkillsQueryRequest.model_rebuild()
 SkillsNegotiateRequest.model_rebuild()
 V1SendMessageRequest.model_rebuild()
@@ -1201,6 +1295,7 @@ PeerCreate.model_rebuild()
 PeerReplace.model_rebuild()
 AdminStatus.model_rebuild()
 HealthStatus.model_rebuild()
+PushRefusal.model_rebuild()
 AdminError.model_rebuild()
 
 
@@ -1296,6 +1391,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerSkill',
     'PushNotificationAuthenticationInfo',
     'PushNotificationConfig',
+    'PushRefusal',
     'ROLE_AGENT',
     'ROLE_USER',
     'RequestId',
@@ -1333,6 +1429,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'TASK_STATE_WORKING',
     'Task',
     'TaskArtifactUpdateEvent',
+    'TaskPushNotificationConfig',
     'TaskState',
     'TaskStatus',
     'TaskStatusUpdateEvent',
@@ -1342,6 +1439,18 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'TasksGetParams',
     'TasksGetRequest',
     'TasksGetResult',
+    'TasksPushNotificationConfigDeleteParams',
+    'TasksPushNotificationConfigDeleteRequest',
+    'TasksPushNotificationConfigDeleteResult',
+    'TasksPushNotificationConfigGetParams',
+    'TasksPushNotificationConfigGetRequest',
+    'TasksPushNotificationConfigGetResult',
+    'TasksPushNotificationConfigListParams',
+    'TasksPushNotificationConfigListRequest',
+    'TasksPushNotificationConfigListResult',
+    'TasksPushNotificationConfigSetParams',
+    'TasksPushNotificationConfigSetRequest',
+    'TasksPushNotificationConfigSetResult',
     'TasksResubscribeParams',
     'TasksResubscribeRequest',
     'TasksResubscribeResult',
@@ -1566,7 +1675,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'public',
     'public_url',
     'pushNotificationConfig',
+    'pushNotificationConfigId',
     'pushNotifications',
+    'push_allow_private_networks',
     'push_verification_clock_skew_seconds',
     'python',
     'query',
@@ -1575,6 +1686,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'reason',
     'referenceTaskIds',
     'rejected',
+    'replayed',
     'required',
     'result',
     'returnImmediately',
@@ -1612,6 +1724,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'tasks',
     'tasks/cancel',
     'tasks/get',
+    'tasks/pushNotificationConfig/delete',
+    'tasks/pushNotificationConfig/get',
+    'tasks/pushNotificationConfig/list',
+    'tasks/pushNotificationConfig/set',
     'tasks/resubscribe',
     'tenant',
     'text',

@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 from synthorg.store.audit import AuditStore
 from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import DelegationStore
+from synthorg.store.push import PushConfigStore, PushOutbox, PushReceipts
 from synthorg.store.settings import SettingsStore
 from synthorg.store.tasks import TaskStore
 
@@ -48,6 +49,15 @@ class Stores(Protocol):
 
     @property
     def delegations(self) -> DelegationStore: ...
+
+    @property
+    def push_configs(self) -> PushConfigStore: ...
+
+    @property
+    def push_outbox(self) -> PushOutbox: ...
+
+    @property
+    def push_receipts(self) -> PushReceipts: ...
 
     @property
     def settings(self) -> SettingsStore: ...

@@ -10,7 +10,7 @@ log (POLL_SECONDS), so followers need no channel between processes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 
 from pydantic import TypeAdapter
@@ -34,11 +34,18 @@ class TaskStreams:
         # Reads in flight, by (peer, task, after): the followers of one task woken by one
         # write share one read of the log and one parse of its events.
         self._reads: dict[tuple[str, str, int], asyncio.Future[list[Sequenced[StreamEvent]]]] = {}
+        self._listeners: list[Callable[[str], None]] = []
+
+    def on_write(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(task_id)` on every write in this process (the push deliverer)."""
+        self._listeners.append(listener)
 
     def notify(self, task_id: str) -> None:
         """Something was logged for the task: wake its followers in this process."""
         for woken in self._waiting.get(task_id, ()):
             woken.set()
+        for listener in self._listeners:
+            listener(task_id)
 
     async def follow(
         self, peer: str, task_id: str, after: int

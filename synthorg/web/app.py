@@ -3,6 +3,7 @@
     /api/v1/a2a...      the gateway (synthorg.gateway.endpoint): gates, body, pipeline
     /openapi.*, /spec/, /docs   the published contract (synthorg.web.spec_routes)
     /api/v1/admin/...   the admin gate (synthorg.admin.gate), then the admin operations
+    /api/v1/webhooks/.. signed pushes: the body buffered (synthorg.web.webhooks), then verified
     anything else       the card operations, or 404 / 405
 
 No framework sits on the hot path: the gateway is reached by one string comparison.
@@ -21,6 +22,7 @@ from synthorg.gateway.endpoint import Gateway
 from synthorg.generated.constants import RPC_POST, Operation
 from synthorg.web.router import Endpoint, Router
 from synthorg.web.spec_routes import SpecRoutes
+from synthorg.web.webhooks import WebhookBodies
 
 RPC_PREFIX = RPC_POST.path.rstrip("/")
 
@@ -34,13 +36,15 @@ class NodeApp:
         document: Mapping[str, Any],
         on_start: Callable[[], Awaitable[None]] | None = None,
         on_stop: Callable[[], Awaitable[None]] | None = None,
+        max_push_body: int = 1024 * 1024,
     ) -> None:
         self._gateway: ASGIApp = gateway
         self.on_start, self.on_stop = on_start, on_stop
         # The gateway serves its operations itself; the router serves the others.
         router = Router({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
         self._others: ASGIApp = SpecRoutes(
-            AdminGate(router, token_provider=lambda: admin_token), document=document
+            AdminGate(WebhookBodies(router, max_push_body), token_provider=lambda: admin_token),
+            document=document,
         )
 
     def observed(self, wrap: Callable[[ASGIApp], ASGIApp]) -> NodeApp:

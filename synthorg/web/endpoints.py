@@ -18,17 +18,27 @@ import handlers.admin
 import handlers.cards
 import handlers.health
 import handlers.metrics
-from handlers.context import AdminContext, CardsContext, HealthContext, HttpRequest, MetricsContext
+import handlers.push
+from handlers.context import (
+    AdminContext,
+    CardsContext,
+    HealthContext,
+    HttpRequest,
+    MetricsContext,
+    PushReceiverContext,
+)
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
 from synthorg.generated import constants as spec
 from synthorg.generated.constants import OPERATIONS, Operation
 from synthorg.web.router import Endpoint, HttpCall
+from synthorg.web.webhooks import SCOPE_PUSH_BODY
 
 GATEWAY = "gateway"  # the JSON-RPC operations: served by the gateway endpoint
 CardHandler = Callable[[HttpRequest, CardsContext], Awaitable[Response]]
 AdminHandler = Callable[[HttpRequest, AdminContext], Awaitable[Response]]
 HealthHandler = Callable[[HttpRequest, HealthContext], Awaitable[Response]]
 MetricsHandler = Callable[[HttpRequest, MetricsContext], Awaitable[Response]]
+PushHandler = Callable[[HttpRequest, PushReceiverContext], Awaitable[Response]]
 
 
 def _card(handler: CardHandler, ctx: CardsContext) -> Endpoint:
@@ -67,6 +77,13 @@ def _metrics(handler: MetricsHandler, ctx: MetricsContext,
     return endpoint
 
 
+def _push(handler: PushHandler, ctx: PushReceiverContext) -> Endpoint:
+    async def endpoint(scope: Scope, params: Mapping[str, str]) -> Response:
+        return await handler(HttpCall(scope, params, scope.get(SCOPE_PUSH_BODY, b"")), ctx)
+
+    return endpoint
+
+
 def _admin(handler: AdminHandler, ctx: AdminContext) -> Endpoint:
     async def endpoint(scope: Scope, params: Mapping[str, str]) -> Response:
         if scope.get(SCOPE_ADMIN) is not True:  # only the admin gate admits: fail closed
@@ -77,7 +94,7 @@ def _admin(handler: AdminHandler, ctx: AdminContext) -> Endpoint:
 
 
 def operation_endpoints(
-    cards: CardsContext, admin: AdminContext, health: HealthContext,
+    cards: CardsContext, admin: AdminContext, health: HealthContext, push: PushReceiverContext,
     metrics: tuple[MetricsContext, Callable[[Scope], bool]] | None = None,
 ) -> dict[Operation, Endpoint | str]:
     """Every operation of the spec -> its endpoint (GATEWAY for the JSON-RPC ones).
@@ -101,6 +118,7 @@ def operation_endpoints(
         spec.ADMIN_GET_PEER: _admin(handlers.admin.get_peer, admin),
         spec.ADMIN_REPLACE_PEER: _admin(handlers.admin.replace_peer, admin),
         spec.ADMIN_DELETE_PEER: _admin(handlers.admin.delete_peer, admin),
+        spec.PUSH_RECEIVE: _push(handlers.push.receive, push),
     }
     check_complete(table)
     return table

@@ -20,6 +20,7 @@ from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
 from synthorg.contract.spec import all_definitions, bundled_openapi
 from synthorg.node import Health, Node
 from synthorg.observability.log import LOGGER_NAME
+from synthorg.push.receiver import PushReceiver, ReceiverContext
 from synthorg.settings.definitions.a2a import definitions
 from synthorg.web.endpoints import operation_endpoints
 from synthorg.web.router import Router
@@ -261,7 +262,11 @@ def test_admin_handlers_fail_closed_without_the_gate(admin: Admin) -> None:
     """Were the admin gate ever missing, the admin operations would still refuse."""
     node = admin.node
     api = AdminApi(node.admin, node.settings, node.discovery, node.enabled)
-    operations = operation_endpoints(node.cards, api, Health(node.stores))
+    operations = operation_endpoints(
+        node.cards, api, Health(node.stores), ReceiverContext(PushReceiver(
+            node.catalog, node.stores.push_receipts, node.stores.delegations, lambda: 300
+        ))
+    )
     admin.app = Router({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
     expect_error(admin.request("GET", SETTINGS), 401, "unauthorized")
     expect_error(admin.request("DELETE", MAX_PARTS), 401, "unauthorized")

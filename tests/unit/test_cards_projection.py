@@ -203,7 +203,7 @@ def test_cards_declare_capabilities_extension_and_the_three_headers(config: Node
     assert card["preferredTransport"] == "JSONRPC"
     capabilities = card["capabilities"]
     assert capabilities["streaming"] is True  # message/stream, tasks/resubscribe
-    assert capabilities["pushNotifications"] is False
+    assert capabilities["pushNotifications"] is True
     [extension] = capabilities["extensions"]
     assert extension["uri"] == SKILLS_EXTENSION_URI
     assert extension["required"] is False

@@ -147,7 +147,7 @@ def test_generating_warns_but_succeeds_when_a_handler_is_missing(
 def test_dispatch_table_covers_exactly_the_params_union() -> None:
     union = all_definitions()["RpcParams"][1]["oneOf"]
     assert [method for method, _ in methods()] == list(DISPATCH)
-    assert len(DISPATCH) == len(union) == 8
+    assert len(DISPATCH) == len(union) == 12
     for method, model_name in methods():
         route = DISPATCH[method]
         assert route.params is getattr(models, model_name)
@@ -393,6 +393,9 @@ def test_params_union_is_discriminated_by_method() -> None:
             "skill": "s",
             "peerName": "p",
             "message": text_message(),
+            "taskId": "t",
+            "pushNotificationConfig": {"url": "https://hooks.example/"},
+            "pushNotificationConfigId": "c",
         }
         required = set(all_definitions()[model_name][1].get("required", [])) | {"method"}
         value = PARAMS_ADAPTER.validate_python({k: v for k, v in data.items() if k in required})
@@ -430,6 +433,7 @@ def test_a2a_config_defaults_match_the_spec() -> None:
         "enabled": False,
         "max_request_body_bytes": 1048576,
         "dev_allow_without_catalog": False,
+        "push_allow_private_networks": False,
         "client_timeout_seconds": 30.0,
         "push_verification_clock_skew_seconds": 300,
         "card_cache_max_entries": 512,

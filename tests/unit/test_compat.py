@@ -31,6 +31,9 @@ V1_METHODS = (
     "SendStreamingMessage", "SubscribeToTask",
 )
 EXTENDED_CARD = "agent/getAuthenticatedExtendedCard"
+PUSH_METHODS = tuple(
+    f"tasks/pushNotificationConfig/{verb}" for verb in ("set", "get", "list", "delete")
+)
 WE_REJECT = "the peer may send it; we reject unknown members"
 
 
@@ -75,8 +78,8 @@ def test_our_own_contract_is_compatible_with_itself() -> None:
     assert report.compatible and not report.has_warnings
     assert report.verdict == "compatible"
     assert [m.method for m in report.methods] == [
-        *CORE, "message/stream", "tasks/resubscribe", "skills/query", "skills/negotiate",
-        *V1_METHODS[:4], EXTENDED_CARD, *V1_METHODS[4:],
+        *CORE, "message/stream", "tasks/resubscribe", *PUSH_METHODS, "skills/query",
+        "skills/negotiate", *V1_METHODS[:4], EXTENDED_CARD, *V1_METHODS[4:],
     ]
     for entry in report.methods:
         assert entry.offered and entry.findings == []
@@ -132,14 +135,14 @@ def test_a_peer_without_a_core_method_is_incompatible() -> None:
 def test_methods_only_the_peer_has_are_listed() -> None:
     def add(document: dict[str, Any]) -> None:
         extra = copy.deepcopy(schemas(document)["TasksGetRequest"])
-        extra["properties"]["method"] = {"const": "tasks/pushNotificationConfig/get"}
-        schemas(document)["PushConfigGetRequest"] = extra
+        extra["properties"]["method"] = {"const": "tasks/list"}
+        schemas(document)["TasksListRequest"] = extra
         schemas(document)["JsonRpcRequest"]["oneOf"].append(
-            {"$ref": "#/components/schemas/PushConfigGetRequest"}
+            {"$ref": "#/components/schemas/TasksListRequest"}
         )
 
     report = check(peer(add))
-    assert report.peer_only == ["tasks/pushNotificationConfig/get"]
+    assert report.peer_only == ["tasks/list"]
     assert report.compatible and not report.has_warnings
 
 
@@ -163,8 +166,8 @@ def test_a_generic_envelope_with_a_params_union_is_understood() -> None:
     report = check(peer(generic))
     offered = [m.method for m in report.methods if m.offered]
     assert offered == [  # the 0.3 union only
-        *CORE, "message/stream", "tasks/resubscribe", "skills/query", "skills/negotiate",
-        EXTENDED_CARD,
+        *CORE, "message/stream", "tasks/resubscribe", *PUSH_METHODS, "skills/query",
+        "skills/negotiate", EXTENDED_CARD,
     ]
     assert report.compatible
 
@@ -466,10 +469,11 @@ def test_the_table() -> None:
         "tasks/cancel       yes            ok       warning",
         "message/stream     yes            ok       warning",
         "tasks/resubscribe  yes            ok       warning",
+        *(f"{method} yes ok ok" for method in PUSH_METHODS),
         "skills/query       yes            ok       ok",
         "skills/negotiate   no (optional)  -        -",
     ]
-    assert [squeeze(line) for line in text.splitlines()[:11]] == [squeeze(x) for x in expected]
+    assert [squeeze(line) for line in text.splitlines()[:15]] == [squeeze(x) for x in expected]
     assert (
         "  warning: tasks/get result.contextId: we require it; the peer's schema makes it "
         "optional" in text
@@ -477,7 +481,8 @@ def test_the_table() -> None:
     assert text.endswith("verdict: compatible, with warnings")
     as_json = report.as_dict()
     assert as_json["compatible"] is True
-    assert as_json["methods"][6]["offered"] is False
+    by_method = {m["method"]: m for m in as_json["methods"]}
+    assert by_method["skills/negotiate"]["offered"] is False
 
 
 # -- the CLI: synthorg-a2a spec [check] -------------------------------------------------------

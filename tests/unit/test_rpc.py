@@ -80,7 +80,7 @@ def rpc(node: Node, body: bytes | str | Any, peer: str = PEER) -> tuple[int, dic
         raw = body
     else:
         raw = json.dumps(body).encode("utf-8")
-    services = Services(node.tasks, node.skills)
+    services = Services(node.tasks, node.skills, node.push)
     status, answer = asyncio.run(pipeline.answer(raw, peer, None, services))
     envelope = json.loads(answer, parse_constant=_not_json)  # the wire carries strict JSON
     errors = sorted(RESPONSE_SCHEMA.iter_errors(envelope), key=str)

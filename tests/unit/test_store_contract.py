@@ -202,3 +202,64 @@ def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
     with pytest.raises(LookupError):
         run(one.delegations.update("missing", task))
     assert run(one.delegations.get("missing")) is None
+
+
+# -- push notification configs --------------------------------------------------------------
+
+
+def test_push_configs_are_scoped_to_the_owning_peer_and_bounded(bundles: Bundles) -> None:
+    from synthorg.store.push import MAX_CONFIGS_PER_TASK
+
+    one, two = bundles.open(), bundles.open()
+    config = {"id": "c-1", "url": "https://hooks.example/a", "token": "tok"}
+    assert run(one.push_configs.put("peer-a", "t-1", config))
+    assert run(two.push_configs.get("peer-a", "t-1", "c-1")) == config
+    assert run(two.push_configs.get("peer-b", "t-1", "c-1")) is None  # another peer's
+    replaced = {**config, "url": "https://hooks.example/b"}
+    assert run(one.push_configs.put("peer-a", "t-1", replaced))
+    assert run(two.push_configs.of_task("peer-a", "t-1")) == [replaced]
+    assert run(two.push_configs.of_task("peer-b", "t-1")) == []
+    assert [c.config for c in run(two.push_configs.for_task("t-1"))] == [replaced]
+    # another peer cannot overwrite it by id
+    run(one.push_configs.put("peer-b", "t-1", {**config, "url": "https://evil.example/"}))
+    assert run(two.push_configs.get("peer-a", "t-1", "c-1")) == replaced
+    for n in range(2, MAX_CONFIGS_PER_TASK + 1):
+        assert run(one.push_configs.put("peer-a", "t-1", {**config, "id": f"c-{n:02}"}))
+    assert not run(one.push_configs.put("peer-a", "t-1", {**config, "id": "c-extra"}))
+    assert run(one.push_configs.put("peer-a", "t-1", {**config, "token": "new"}))  # replace ok
+    assert not run(one.push_configs.delete("peer-b", "t-1", "c-1"))
+    assert run(two.push_configs.delete("peer-a", "t-1", "c-1"))
+    assert run(one.push_configs.get("peer-a", "t-1", "c-1")) is None
+
+
+def test_push_outbox_enqueues_once_per_status_and_claims_with_a_lease(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    run(one.push_configs.put("peer-a", "t-1", {"id": "c-1", "url": "https://h.example/"}))
+    run(one.push_configs.put("peer-a", "t-1", {"id": "c-2", "url": "https://h.example/"}))
+    assert run(one.push_outbox.enqueue("t-1", "working@1", '{"v": 1}', 100.0)) == 2
+    assert run(two.push_outbox.enqueue("t-1", "working@1", '{"v": 1}', 100.0)) == 0  # again
+    assert run(one.push_outbox.enqueue("t-none", "working@1", "{}", 100.0)) == 0  # no config
+    claimed = run(one.push_outbox.claim(100.0, 30.0, 10))
+    assert sorted(d.config["id"] for d in claimed if d.config) == ["c-1", "c-2"]
+    assert {d.peer for d in claimed} == {"peer-a"} and {d.attempts for d in claimed} == {0}
+    assert run(two.push_outbox.claim(120.0, 30.0, 10)) == []  # held by the lease
+    first, second = claimed
+    run(one.push_outbox.delivered(first.id))
+    run(one.push_outbox.retry(second.id, 140.0, "HTTP 503"))
+    assert run(two.push_outbox.state(first.id)) == ("delivered", 1)
+    assert run(two.push_outbox.claim(139.0, 30.0, 10)) == []
+    [again] = run(two.push_outbox.claim(140.0, 30.0, 10))
+    assert again.id == second.id and again.attempts == 1
+    run(two.push_outbox.failed(again.id, "HTTP 400"))
+    assert run(one.push_outbox.state(again.id)) == ("failed", 2)
+    assert run(one.push_outbox.claim(1000.0, 30.0, 10)) == []
+    assert run(one.push_outbox.owners()) == [("peer-a", "t-1")]
+
+
+def test_push_receipts_refuse_a_delivery_id_seen_before(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    assert run(one.push_receipts.first("peer-a", "d-1", 100.0, None))
+    assert not run(two.push_receipts.first("peer-a", "d-1", 101.0, None))
+    assert run(two.push_receipts.first("peer-b", "d-1", 101.0, None))  # per peer
+    # receipts older than the window are forgotten
+    assert run(one.push_receipts.first("peer-a", "d-1", 500.0, 200.0))

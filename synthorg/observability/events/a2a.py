@@ -25,3 +25,9 @@ INTERNAL_ERROR: Final = "a2a.inbound.internal_error"
 # One per HTTP request, when its response is done (synthorg.observability.access): operation,
 # method, status, peer_name, duration_ms, bytes_in, bytes_out, reason (a refusal's).
 INBOUND_COMPLETED: Final = "a2a.inbound.completed"
+# Push notifications: delivery_id, task_id, target host, attempt and reason where they apply.
+PUSH_DELIVERED: Final = "a2a.push.delivered"
+PUSH_RETRY_SCHEDULED: Final = "a2a.push.retry_scheduled"
+PUSH_FAILED: Final = "a2a.push.failed"
+PUSH_RECEIVED: Final = "a2a.push.received"
+PUSH_REJECTED: Final = "a2a.push.rejected"

@@ -11,6 +11,7 @@ from synthorg.store.postgres.catalog import PgCatalog
 from synthorg.store.postgres.database import Connection, PgDatabase
 from synthorg.store.postgres.delegations import PgDelegationStore
 from synthorg.store.postgres.options import PgOptions
+from synthorg.store.postgres.push import PgPushConfigStore, PgPushOutbox, PgPushReceipts
 from synthorg.store.postgres.revisions import PgRevisions
 from synthorg.store.postgres.settings import PgSettingsStore
 from synthorg.store.postgres.tasks import PgTaskStore
@@ -33,6 +34,9 @@ class PgStores:
         self.tasks = PgTaskStore(self.db, self.runner)
         self.delegations = PgDelegationStore(self.db)
         self.settings = PgSettingsStore(self.db, self.revisions)
+        self.push_configs = PgPushConfigStore(self.db)
+        self.push_outbox = PgPushOutbox(self.db)
+        self.push_receipts = PgPushReceipts(self.db)
         self.audit = PgAuditStore(self.db)
 
     def __repr__(self) -> str:

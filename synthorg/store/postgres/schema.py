@@ -138,10 +138,54 @@ _V2 = (
     )""",
 )
 
+# v3: a peer's own rate limit (requests per second), overriding a2a.peer_rate_limit_per_second.
+_V3 = ("ALTER TABLE peers ADD COLUMN rate_limit DOUBLE PRECISION",)
+
+# v4: push notification configs, each under the task (and the peer owning it) it belongs to.
+_V4 = (
+    """CREATE TABLE push_configs (
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        peer TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (task_id, config_id)
+    )""",
+)
+
+# v5: the push outbox (one row per delivery owed: a config, a status the task reached) and
+# the receipts of pushes received.
+_V5 = (
+    """CREATE TABLE push_outbox (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        status_key TEXT NOT NULL,
+        body TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at DOUBLE PRECISION NOT NULL,
+        outcome TEXT,
+        last_error TEXT,
+        created_at TEXT NOT NULL,
+        UNIQUE (task_id, config_id, status_key)
+    )""",
+    "CREATE INDEX push_outbox_due ON push_outbox (next_at) WHERE outcome IS NULL",
+    # the delivery ids of verified pushes received, per peer (replays are refused)
+    """CREATE TABLE push_receipts (
+        peer TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        received_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (peer, delivery_id)
+    )""",
+    "CREATE INDEX push_receipts_age ON push_receipts (received_at)",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
-    ("per-peer rate limit", ("ALTER TABLE peers ADD COLUMN rate_limit DOUBLE PRECISION",)),
+    ("per-peer rate limit", _V3),
+    ("push notification configs", _V4),
+    ("push outbox and receipts", _V5),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

@@ -11,6 +11,7 @@ from synthorg.store.sqlite.audit import SqliteAuditStore
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
 from synthorg.store.sqlite.delegations import SqliteDelegationStore
+from synthorg.store.sqlite.push import SqlitePushConfigStore, SqlitePushOutbox, SqlitePushReceipts
 from synthorg.store.sqlite.revisions import Revisions, request_scope
 from synthorg.store.sqlite.schema import SCHEMA_VERSION, migrate, version
 from synthorg.store.sqlite.settings import SqliteSettingsStore
@@ -41,6 +42,18 @@ class SqliteStores:
     @cached_property
     def delegations(self) -> SqliteDelegationStore:
         return SqliteDelegationStore(self.db)
+
+    @cached_property
+    def push_configs(self) -> SqlitePushConfigStore:
+        return SqlitePushConfigStore(self.db)
+
+    @cached_property
+    def push_outbox(self) -> SqlitePushOutbox:
+        return SqlitePushOutbox(self.db)
+
+    @cached_property
+    def push_receipts(self) -> SqlitePushReceipts:
+        return SqlitePushReceipts(self.db)
 
     @cached_property
     def settings(self) -> SqliteSettingsStore:

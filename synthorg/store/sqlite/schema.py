@@ -113,7 +113,46 @@ _V4 = (
 # v5: a peer's own rate limit (requests per second), overriding a2a.peer_rate_limit_per_second.
 _V5 = ("ALTER TABLE peers ADD COLUMN rate_limit REAL",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+# v6: push notification configs, each under the task (and the peer owning it) it belongs to.
+_V6 = (
+    """CREATE TABLE push_configs (
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        peer TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (task_id, config_id)
+    ) WITHOUT ROWID""",
+)
+
+# v7: the push outbox (one row per delivery owed: a config, a status the task reached) and
+# the receipts of pushes received.
+_V7 = (
+    """CREATE TABLE push_outbox (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        status_key TEXT NOT NULL,
+        body TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at REAL NOT NULL,
+        outcome TEXT,
+        last_error TEXT,
+        created_at TEXT NOT NULL,
+        UNIQUE (task_id, config_id, status_key)
+    )""",
+    "CREATE INDEX push_outbox_due ON push_outbox (next_at) WHERE outcome IS NULL",
+    # the delivery ids of verified pushes received, per peer (replays are refused)
+    """CREATE TABLE push_receipts (
+        peer TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        received_at REAL NOT NULL,
+        PRIMARY KEY (peer, delivery_id)
+    )""",
+    "CREATE INDEX push_receipts_age ON push_receipts (received_at)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,30 @@
+"""POST /api/v1/webhooks/{peer}/a2a_push: a signed push from a federation member.
+
+Unauthenticated by the gates: the signature is the credential. 204 once verified (and
+applied); 401 when it cannot be verified, 409 for a delivery id already received, 400 for a
+verified body that is not a Task; each refusal is an event naming its reason.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.responses import Response
+
+from handlers.context import HttpRequest, PushReceiverContext
+
+_HEADERS = {"Cache-Control": "no-store"}
+_ERRORS = {400: "invalid_body", 401: "unauthorized", 409: "replayed"}
+_MESSAGES = {
+    400: "The push is not a Task",
+    401: "The push cannot be verified",
+    409: "This delivery id was already received",
+}
+
+
+async def receive(request: HttpRequest, ctx: PushReceiverContext) -> Response:
+    status = await ctx.receive(request)
+    if status == 204:
+        return Response(status_code=204, headers=_HEADERS)
+    body = json.dumps({"error": _ERRORS[status], "message": _MESSAGES[status]})
+    return Response(body, status, media_type="application/json", headers=_HEADERS)

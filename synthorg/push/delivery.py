@@ -1,0 +1,219 @@
+"""Push delivery: the outbox filled as tasks change, and the sender that drains it.
+
+Every write of a task in this process wakes `task_written`; the task is read and, when it
+has configs, one outbox row per config is added for the status it reached (a status already
+enqueued for a config is not again, so a re-read or a sweep is harmless). A sweep at start and
+once per lease enqueues what a crash or another replica left out, so every status a config
+was set for is pushed at least once across restarts.
+
+The sender claims due rows (each claim holds a row for CLAIM_LEASE; a sender that dies leaves
+it due again), POSTs the Task JSON to the config's url, connecting to the address the SSRF
+guard resolved (pinned: no second lookup), at most PER_TARGET at once per host and port, and
+retries failures with exponential backoff and full jitter up to MAX_ATTEMPTS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from synthorg.generated.constants import PEER_NAME_HEADER
+from synthorg.observability.events import a2a as events
+from synthorg.observability.log import emit
+from synthorg.push.signing import (
+    DELIVERY_ID_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    TOKEN_HEADER,
+    signature,
+)
+from synthorg.push.ssrf import Target, TargetGuard, TargetRefused
+from synthorg.store.catalog import Catalog
+from synthorg.store.push import Delivery, PushConfigStore, PushOutbox
+from synthorg.store.tasks import TaskStore
+
+MAX_ATTEMPTS = 8
+BACKOFF_BASE = 0.5  # seconds before the first retry, doubling each time
+BACKOFF_CAP = 300.0
+PER_TARGET = 4  # concurrent deliveries to one host and port
+BATCH = 64  # rows claimed at once
+CLAIM_LEASE = 30.0  # a claimed row is due again after this if its sender vanished
+IDLE_POLL = 1.0  # seconds between claims when nothing wakes the sender (retries, replicas)
+RETRY_STATUSES = frozenset({408, 425, 429})
+
+
+def backoff(attempts: int, rng: Callable[[], float] = random.random) -> float:
+    """Seconds before retry number `attempts` (1-based): full jitter under a doubling cap."""
+    return float(rng() * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempts - 1)))
+
+
+class Deliverer:
+    def __init__(
+        self,
+        tasks: TaskStore,
+        configs: PushConfigStore,
+        outbox: PushOutbox,
+        guard: TargetGuard,
+        catalog: Catalog,
+        node_name: str | None,
+        timeout: Callable[[], float],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._tasks, self._configs, self._outbox = tasks, configs, outbox
+        self._guard, self._catalog, self._node_name = guard, catalog, node_name
+        self._timeout, self._clock = timeout, clock
+        self._wake = asyncio.Event()
+        self._targets: dict[tuple[str, int], asyncio.Semaphore] = {}
+        self._jobs: set[asyncio.Task[Any]] = set()
+        self._client: httpx.AsyncClient | None = None
+
+    # -- filling the outbox -----------------------------------------------------------------
+
+    def task_written(self, task_id: str) -> None:
+        """A write of the task in this process (called synchronously by the task streams)."""
+        self._spawn(self.enqueue(task_id))
+
+    async def enqueue(self, task_id: str) -> None:
+        owners = {stored.peer for stored in await self._configs.for_task(task_id)}
+        for peer in owners:
+            stored = await self._tasks.get(peer, task_id)
+            if stored is None:
+                continue
+            task = stored.task
+            body = task.__pydantic_serializer__.to_json(task, by_alias=True, exclude_none=True)
+            key = f"{task.status.state}@{task.status.timestamp or ''}"
+            if await self._outbox.enqueue(task_id, key, body.decode(), self._clock()):
+                self._wake.set()
+
+    async def sweep(self) -> None:
+        for _, task_id in await self._outbox.owners():
+            await self.enqueue(task_id)
+
+    # -- draining it ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Claim and send until cancelled."""
+        self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        try:
+            while True:
+                self._wake.clear()
+                with contextlib.suppress(Exception):  # a store outage: the next turn retries
+                    for delivery in await self._outbox.claim(self._clock(), CLAIM_LEASE, BATCH):
+                        self._spawn(self._deliver(delivery))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), IDLE_POLL)
+        finally:
+            for job in list(self._jobs):
+                job.cancel()
+            await self._client.aclose()
+
+    def _spawn(self, coro: Any) -> None:
+        job = asyncio.get_running_loop().create_task(coro)
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+
+    async def _deliver(self, delivery: Delivery) -> None:
+        config = delivery.config
+        if config is None:  # deleted since: nothing to send, nothing to retry
+            await self._outbox.failed(delivery.id, "the push config was deleted")
+            return
+        try:
+            target = await self._guard.check(str(config["url"]))
+        except TargetRefused as refused:
+            await self._give_up(delivery, str(refused))
+            return
+        gate = self._targets.setdefault((target.host, target.port), asyncio.Semaphore(PER_TARGET))
+        async with gate:
+            try:
+                status = await self._post(target, config, delivery)
+            except (httpx.HTTPError, OSError) as exc:
+                await self._failed_attempt(delivery, target, type(exc).__name__)
+                return
+        if 200 <= status < 300 or status == 409:  # 409: the receiver has this delivery id
+            await self._outbox.delivered(delivery.id)
+            emit(events.PUSH_DELIVERED, delivery_id=delivery.id, task_id=delivery.task_id,
+                 host=target.host, status=status, attempt=delivery.attempts + 1)
+        elif status >= 500 or status in RETRY_STATUSES:
+            await self._failed_attempt(delivery, target, f"HTTP {status}")
+        else:
+            await self._give_up(delivery, f"HTTP {status}")
+
+    async def _failed_attempt(self, delivery: Delivery, target: Target, reason: str) -> None:
+        attempts = delivery.attempts + 1
+        if attempts >= MAX_ATTEMPTS:
+            await self._give_up(delivery, reason)
+            return
+        delay = backoff(attempts)
+        await self._outbox.retry(delivery.id, self._clock() + delay, reason)
+        emit(events.PUSH_RETRY_SCHEDULED, level="warning", delivery_id=delivery.id,
+             task_id=delivery.task_id, host=target.host, attempt=attempts, reason=reason,
+             retry_in_seconds=round(delay, 3))
+
+    async def _give_up(self, delivery: Delivery, reason: str) -> None:
+        await self._outbox.failed(delivery.id, reason)
+        emit(events.PUSH_FAILED, level="warning", delivery_id=delivery.id,
+             task_id=delivery.task_id, attempt=delivery.attempts + 1, reason=reason)
+
+    async def _post(self, target: Target, config: dict[str, Any], delivery: Delivery) -> int:
+        body = delivery.body.encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Host": _host_header(target),
+            DELIVERY_ID_HEADER: delivery.id,
+        }
+        if self._node_name:
+            headers[PEER_NAME_HEADER] = self._node_name
+        if config.get("token"):
+            headers[TOKEN_HEADER] = str(config["token"])
+        authorization = _authorization(config.get("authentication"))
+        if authorization:
+            headers["Authorization"] = authorization
+        record = self._catalog.get(target.peer) if target.peer else None
+        if record is not None:  # a federation member: sign with the link secret
+            timestamp = str(int(self._clock()))
+            headers[TIMESTAMP_HEADER] = timestamp
+            headers[SIGNATURE_HEADER] = signature(record.secret, timestamp, body)
+        assert self._client is not None
+        response = await self._client.post(
+            _pinned_url(target, str(config["url"])), content=body, headers=headers,
+            timeout=self._timeout(),
+            extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
+        )
+        return response.status_code
+
+
+def _authorization(auth: Any) -> str | None:
+    if not isinstance(auth, dict) or not auth.get("credentials"):
+        return None
+    credentials = str(auth["credentials"])
+    for scheme in auth.get("schemes", []):
+        if scheme.lower() == "bearer":
+            return f"Bearer {credentials}"
+        if scheme.lower() == "basic":
+            # credentials as user:password, or already encoded
+            if ":" in credentials:
+                credentials = base64.b64encode(credentials.encode()).decode()
+            return f"Basic {credentials}"
+    return None
+
+
+def _host_header(target: Target) -> str:
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    default = 443 if target.scheme == "https" else 80
+    return host if target.port == default else f"{host}:{target.port}"
+
+
+def _pinned_url(target: Target, url: str) -> str:
+    """The url with its host replaced by the address the guard resolved."""
+    parts = urlsplit(url)
+    address = target.addresses[0]
+    netloc = f"[{address}]:{target.port}" if ":" in address else f"{address}:{target.port}"
+    return urlunsplit((target.scheme, netloc, parts.path or "/", parts.query, ""))

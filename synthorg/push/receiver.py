@@ -1,0 +1,132 @@
+"""The receiving end of signed pushes: `POST /api/v1/webhooks/{peer}/a2a_push`.
+
+A push is verified before anything it says is used: the peer must be in the catalog, the
+signature (HMAC-SHA256 of timestamp + body with the link secret) must match in constant
+time, the timestamp must lie within `a2a.push_verification_clock_skew_seconds` of now (read
+at each request; 0 turns the freshness check off), and its delivery id must be new for the
+peer (kept durably, so a replay to another worker or after a restart is refused too). Each
+refusal is an event with its reason. A verified push updates the delegation record of the
+downstream task it names, if this node has one; otherwise it is recorded as an event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from handlers.context import HttpRequest
+from synthorg.generated.models import Task
+from synthorg.names import canonical_peer_name
+from synthorg.observability.events import a2a as events
+from synthorg.observability.log import emit
+from synthorg.push.signing import (
+    DELIVERY_ID_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    signature_matches,
+)
+from synthorg.store.catalog import Catalog
+from synthorg.store.delegations import DelegationStore
+from synthorg.store.push import PushReceipts
+
+MAX_DELIVERY_ID = 128
+RECENT_DELEGATIONS = 1000  # how far back a push looks for the delegation it updates
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: int  # 204 accepted, 400 not a Task, 401 unverifiable, 409 replayed
+    reason: str = ""
+
+
+def _number(text: str | None) -> int | None:
+    if text is None or not text.isdigit() or len(text) > 12:
+        return None
+    return int(text)
+
+
+class PushReceiver:
+    def __init__(
+        self,
+        catalog: Catalog,
+        receipts: PushReceipts,
+        delegations: DelegationStore,
+        clock_skew: Callable[[], int],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._catalog, self._receipts, self._delegations = catalog, receipts, delegations
+        self._skew, self._clock = clock_skew, clock
+
+    async def receive(
+        self,
+        peer_name: str,
+        body: bytes,
+        timestamp: str | None,
+        presented: str | None,
+        delivery_id: str | None,
+    ) -> Verdict:
+        canonical = canonical_peer_name(peer_name)
+        record = self._catalog.get(canonical) if canonical else None
+        if record is None:
+            return self._refused(401, "unknown_peer", peer_name)
+        when = _number(timestamp)
+        if when is None or not presented or not delivery_id:
+            return self._refused(401, "missing_signature", record.name)
+        if len(delivery_id) > MAX_DELIVERY_ID:
+            return self._refused(401, "bad_delivery_id", record.name)
+        if not signature_matches(record.secret, str(timestamp), body, presented):
+            return self._refused(401, "bad_signature", record.name)
+        now = self._clock()
+        skew = self._skew()  # read at every request: a runtime settings write applies now
+        if skew > 0 and abs(now - when) > skew:
+            return self._refused(401, "stale_timestamp", record.name)
+        # A receipt older than twice the window can only come with a stale timestamp.
+        keep_after = now - 2 * skew if skew > 0 else None
+        if not await self._receipts.first(record.name, delivery_id, now, keep_after):
+            return self._refused(409, "replayed", record.name, delivery_id)
+        try:
+            task = Task.model_validate_json(body)
+        except ValidationError:
+            return self._refused(400, "not_a_task", record.name, delivery_id)
+        await self._apply(record.name, task, delivery_id)
+        return Verdict(204)
+
+    async def _apply(self, peer: str, task: Task, delivery_id: str) -> None:
+        updated = None
+        for delegation in await self._delegations.recent(RECENT_DELEGATIONS):
+            if delegation.peer == peer and delegation.remote_task_id == task.id:
+                updated = await self._delegations.update(
+                    delegation.id, task.model_dump(mode="json", exclude_none=True)
+                )
+                break
+        emit(events.PUSH_RECEIVED, peer_name=peer, delivery_id=delivery_id, task_id=task.id,
+             state=task.status.state, delegation_id=updated.id if updated else None)
+
+    def _refused(
+        self, status: int, reason: str, peer: str, delivery_id: str | None = None
+    ) -> Verdict:
+        emit(events.PUSH_REJECTED, level="warning", peer_name=peer[:64], status=status,
+             reason=reason, delivery_id=delivery_id)
+        return Verdict(status, reason)
+
+
+class ReceiverContext:
+    """`handlers.context.PushReceiverContext`: the request's peer, body and headers."""
+
+    def __init__(self, receiver: PushReceiver) -> None:
+        self._receiver = receiver
+
+    async def receive(self, request: HttpRequest) -> int:
+        def header(name: str) -> str | None:
+            values = request.header_values(name.lower())
+            return values[0] if len(values) == 1 else None  # a repeated header: unverifiable
+
+        verdict = await self._receiver.receive(
+            request.path_params.get("peer", ""), request.body, header(TIMESTAMP_HEADER),
+            header(SIGNATURE_HEADER), header(DELIVERY_ID_HEADER),
+        )
+        return verdict.status
+

@@ -1,0 +1,157 @@
+"""Push notification configs in PostgreSQL, shared by every replica."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from synthorg.clock import utc_now
+from synthorg.store.postgres.database import Connection, PgDatabase
+from synthorg.store.push import MAX_CONFIGS_PER_TASK, Delivery, StoredConfig
+
+
+class PgPushConfigStore:
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def put(self, peer: str, task_id: str, config: dict[str, Any]) -> bool:
+        config_id = config["id"]
+
+        async def job(conn: Connection) -> bool:
+            # The task's row lock orders two replicas adding configs to one task.
+            await conn.execute("SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE", task_id)
+            others = await conn.fetchval(
+                "SELECT count(*) FROM push_configs WHERE task_id = $1 AND config_id != $2",
+                task_id, config_id,
+            )
+            if others >= MAX_CONFIGS_PER_TASK:
+                return False
+            await conn.execute(
+                "INSERT INTO push_configs (task_id, config_id, peer, body, updated_at) "
+                "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (task_id, config_id) DO UPDATE SET "
+                "body = excluded.body, updated_at = excluded.updated_at "
+                "WHERE push_configs.peer = excluded.peer",
+                task_id, config_id, peer, json.dumps(config), utc_now(),
+            )
+            return True
+
+        return await self._db.transaction(job)
+
+    async def get(self, peer: str, task_id: str, config_id: str) -> dict[str, Any] | None:
+        row = await self._db.fetchrow(
+            "SELECT body FROM push_configs WHERE task_id = $1 AND config_id = $2 AND peer = $3",
+            task_id, config_id, peer,
+        )
+        return None if row is None else dict(json.loads(row[0]))
+
+    async def of_task(self, peer: str, task_id: str) -> list[dict[str, Any]]:
+        rows = await self._db.fetch(
+            "SELECT body FROM push_configs WHERE task_id = $1 AND peer = $2 ORDER BY config_id",
+            task_id, peer,
+        )
+        return [dict(json.loads(row[0])) for row in rows]
+
+    async def delete(self, peer: str, task_id: str, config_id: str) -> bool:
+        status = await self._db.execute(
+            "DELETE FROM push_configs WHERE task_id = $1 AND config_id = $2 AND peer = $3",
+            task_id, config_id, peer,
+        )
+        return status != "DELETE 0"
+
+    async def for_task(self, task_id: str) -> list[StoredConfig]:
+        rows = await self._db.fetch(
+            "SELECT peer, body FROM push_configs WHERE task_id = $1 ORDER BY config_id",
+            task_id,
+        )
+        return [StoredConfig(row[0], task_id, json.loads(row[1])) for row in rows]
+
+
+class PgPushOutbox:
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
+        async def job(conn: Connection) -> int:
+            configs = await conn.fetch(
+                "SELECT config_id FROM push_configs WHERE task_id = $1", task_id
+            )
+            added = 0
+            for row in configs:
+                status = await conn.execute(
+                    "INSERT INTO push_outbox (id, task_id, config_id, status_key, body, next_at, "
+                    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                    "ON CONFLICT (task_id, config_id, status_key) DO NOTHING",
+                    uuid.uuid4().hex, task_id, row[0], status_key, body, now, utc_now(),
+                )
+                added += status != "INSERT 0 0"
+            return added
+
+        return await self._db.transaction(job)
+
+    async def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
+        # SKIP LOCKED: replicas claiming together take different deliveries.
+        rows = await self._db.fetch(
+            "WITH due AS (SELECT id FROM push_outbox WHERE outcome IS NULL AND next_at <= $1 "
+            "ORDER BY next_at LIMIT $2 FOR UPDATE SKIP LOCKED), "
+            "claimed AS (UPDATE push_outbox o SET next_at = $3 FROM due WHERE o.id = due.id "
+            "RETURNING o.id, o.task_id, o.config_id, o.body, o.attempts) "
+            "SELECT k.id, k.task_id, c.peer, c.body, k.body, k.attempts FROM claimed k "
+            "LEFT JOIN push_configs c ON c.task_id = k.task_id AND c.config_id = k.config_id",
+            now, limit, now + lease,
+        )
+        return [
+            Delivery(r[0], r[1], r[2] or "", None if r[3] is None else json.loads(r[3]), r[4],
+                     r[5])
+            for r in rows
+        ]
+
+    async def delivered(self, delivery_id: str) -> None:
+        await self._db.execute(
+            "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 WHERE id = $1",
+            delivery_id,
+        )
+
+    async def retry(self, delivery_id: str, next_at: float, error: str) -> None:
+        await self._db.execute(
+            "UPDATE push_outbox SET attempts = attempts + 1, next_at = $1, last_error = $2 "
+            "WHERE id = $3",
+            next_at, error, delivery_id,
+        )
+
+    async def failed(self, delivery_id: str, error: str) -> None:
+        await self._db.execute(
+            "UPDATE push_outbox SET outcome = 'failed', attempts = attempts + 1, "
+            "last_error = $1 WHERE id = $2",
+            error, delivery_id,
+        )
+
+    async def owners(self) -> list[tuple[str, str]]:
+        rows = await self._db.fetch("SELECT DISTINCT peer, task_id FROM push_configs")
+        return [(row[0], row[1]) for row in rows]
+
+    async def state(self, delivery_id: str) -> tuple[str | None, int] | None:
+        row = await self._db.fetchrow(
+            "SELECT outcome, attempts FROM push_outbox WHERE id = $1", delivery_id
+        )
+        return None if row is None else (row[0], int(row[1]))
+
+
+class PgPushReceipts:
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def first(
+        self, peer: str, delivery_id: str, now: float, keep_after: float | None
+    ) -> bool:
+        async def job(conn: Connection) -> bool:
+            if keep_after is not None:
+                await conn.execute("DELETE FROM push_receipts WHERE received_at < $1", keep_after)
+            status = await conn.execute(
+                "INSERT INTO push_receipts (peer, delivery_id, received_at) VALUES ($1, $2, $3) "
+                "ON CONFLICT (peer, delivery_id) DO NOTHING",
+                peer, delivery_id, now,
+            )
+            return bool(status != "INSERT 0 0")
+
+        return await self._db.transaction(job)

@@ -1,0 +1,165 @@
+"""Push notification configs in SQLite: reads on the event loop, writes group-committed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from typing import Any
+
+from synthorg.clock import utc_now
+from synthorg.store.push import MAX_CONFIGS_PER_TASK, Delivery, StoredConfig
+from synthorg.store.sqlite.database import Database
+
+
+class SqlitePushConfigStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def put(self, peer: str, task_id: str, config: dict[str, Any]) -> bool:
+        config_id = config["id"]
+
+        def job(conn: sqlite3.Connection) -> bool:
+            others = conn.execute(
+                "SELECT count(*) FROM push_configs WHERE task_id = ? AND config_id != ?",
+                (task_id, config_id),
+            ).fetchone()[0]
+            if others >= MAX_CONFIGS_PER_TASK:
+                return False
+            conn.execute(
+                "INSERT INTO push_configs (task_id, config_id, peer, body, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id, config_id) DO UPDATE SET "
+                "body = excluded.body, updated_at = excluded.updated_at "
+                "WHERE push_configs.peer = excluded.peer",
+                (task_id, config_id, peer, json.dumps(config), utc_now()),
+            )
+            return True
+
+        return await self._db.write(job)
+
+    async def get(self, peer: str, task_id: str, config_id: str) -> dict[str, Any] | None:
+        row = self._db.query_one(
+            "SELECT body FROM push_configs WHERE task_id = ? AND config_id = ? AND peer = ?",
+            (task_id, config_id, peer),
+        )
+        return None if row is None else dict(json.loads(row[0]))
+
+    async def of_task(self, peer: str, task_id: str) -> list[dict[str, Any]]:
+        rows = self._db.query(
+            "SELECT body FROM push_configs WHERE task_id = ? AND peer = ? ORDER BY config_id",
+            (task_id, peer),
+        )
+        return [dict(json.loads(row[0])) for row in rows]
+
+    async def delete(self, peer: str, task_id: str, config_id: str) -> bool:
+        def job(conn: sqlite3.Connection) -> bool:
+            return conn.execute(
+                "DELETE FROM push_configs WHERE task_id = ? AND config_id = ? AND peer = ?",
+                (task_id, config_id, peer),
+            ).rowcount > 0
+
+        return await self._db.write(job)
+
+    async def for_task(self, task_id: str) -> list[StoredConfig]:
+        rows = self._db.query(
+            "SELECT peer, body FROM push_configs WHERE task_id = ? ORDER BY config_id",
+            (task_id,),
+        )
+        return [StoredConfig(row[0], task_id, json.loads(row[1])) for row in rows]
+
+
+class SqlitePushOutbox:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            configs = conn.execute(
+                "SELECT config_id FROM push_configs WHERE task_id = ?", (task_id,)
+            ).fetchall()
+            added = 0
+            for (config_id,) in configs:
+                added += conn.execute(
+                    "INSERT INTO push_outbox (id, task_id, config_id, status_key, body, next_at, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (task_id, config_id, status_key) DO NOTHING",
+                    (uuid.uuid4().hex, task_id, config_id, status_key, body, now, utc_now()),
+                ).rowcount
+            return added
+
+        return await self._db.write(job)
+
+    async def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
+        def job(conn: sqlite3.Connection) -> list[Delivery]:
+            rows = conn.execute(
+                "SELECT o.id, o.task_id, c.peer, c.body, o.body, o.attempts FROM push_outbox o "
+                "LEFT JOIN push_configs c ON c.task_id = o.task_id AND c.config_id = o.config_id "
+                "WHERE o.outcome IS NULL AND o.next_at <= ? ORDER BY o.next_at LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            conn.executemany(
+                "UPDATE push_outbox SET next_at = ? WHERE id = ?",
+                [(now + lease, row[0]) for row in rows],
+            )
+            return [
+                Delivery(r[0], r[1], r[2] or "", None if r[3] is None else json.loads(r[3]),
+                         r[4], r[5])
+                for r in rows
+            ]
+
+        return await self._db.write(job)
+
+    async def _set(self, sql: str, params: tuple[Any, ...]) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute(sql, params)
+
+        await self._db.write(job)
+
+    async def delivered(self, delivery_id: str) -> None:
+        await self._set(
+            "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 WHERE id = ?",
+            (delivery_id,),
+        )
+
+    async def retry(self, delivery_id: str, next_at: float, error: str) -> None:
+        await self._set(
+            "UPDATE push_outbox SET attempts = attempts + 1, next_at = ?, last_error = ? "
+            "WHERE id = ?",
+            (next_at, error, delivery_id),
+        )
+
+    async def failed(self, delivery_id: str, error: str) -> None:
+        await self._set(
+            "UPDATE push_outbox SET outcome = 'failed', attempts = attempts + 1, last_error = ? "
+            "WHERE id = ?",
+            (error, delivery_id),
+        )
+
+    async def owners(self) -> list[tuple[str, str]]:
+        rows = self._db.query("SELECT DISTINCT peer, task_id FROM push_configs")
+        return [(row[0], row[1]) for row in rows]
+
+    async def state(self, delivery_id: str) -> tuple[str | None, int] | None:
+        row = self._db.query_one(
+            "SELECT outcome, attempts FROM push_outbox WHERE id = ?", (delivery_id,)
+        )
+        return None if row is None else (row[0], int(row[1]))
+
+
+class SqlitePushReceipts:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def first(
+        self, peer: str, delivery_id: str, now: float, keep_after: float | None
+    ) -> bool:
+        def job(conn: sqlite3.Connection) -> bool:
+            if keep_after is not None:
+                conn.execute("DELETE FROM push_receipts WHERE received_at < ?", (keep_after,))
+            return conn.execute(
+                "INSERT INTO push_receipts (peer, delivery_id, received_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (peer, delivery_id) DO NOTHING",
+                (peer, delivery_id, now),
+            ).rowcount > 0
+
+        return await self._db.write(job)

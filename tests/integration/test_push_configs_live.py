@@ -1,0 +1,157 @@
+"""tasks/pushNotificationConfig/set|get|list|delete on a live node: A2A 0.3 shapes, owner
+scoping (another peer's task is not found), the SSRF guard at set time, and the config that
+message/send's configuration registers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.helpers import (
+    TASK_NOT_FOUND,
+    Json,
+    call,
+    create_task,
+    expect_error,
+    expect_result,
+    message,
+)
+from tests.integration.live import LiveNode
+from tests.support.catalog import add_peer
+
+PEER, KEY = "peer-push", "key-push-5d1c9e7a3b2f"
+OTHER, OTHER_KEY = "peer-other", "key-other-7b3a1c9e5d2f"
+INVALID_PARAMS = -32602
+
+CONFIG = f"""\
+a2a:
+  enabled: true
+  allowed_peers: [{PEER}, {OTHER}]
+agents:
+  - {{id: echo, name: Echo, executor: {{kind: echo}}}}
+"""
+
+PUBLIC_URL = "https://93.184.215.14/hook"  # a literal public address: no DNS in tests
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
+    data_dir: Path = tmp_path_factory.mktemp("push-configs")
+    add_peer(data_dir, PEER, KEY)
+    add_peer(data_dir, OTHER, OTHER_KEY)
+    with LiveNode(data_dir, CONFIG) as live:
+        yield live
+
+
+@pytest.fixture()
+def client(node: LiveNode) -> Iterator[httpx.Client]:
+    with node.client(PEER, KEY) as peer_client:
+        yield peer_client
+
+
+@pytest.fixture()
+def other(node: LiveNode) -> Iterator[httpx.Client]:
+    with node.client(OTHER, OTHER_KEY) as other_client:
+        yield other_client
+
+
+def raw_result(response: httpx.Response) -> Any:
+    assert response.status_code == 200, response.text
+    body = json.loads(response.content)
+    assert "error" not in body, body
+    return body["result"]
+
+
+def set_config(client: httpx.Client, task_id: str, config: Json) -> httpx.Response:
+    return call(client, "tasks/pushNotificationConfig/set",
+                {"taskId": task_id, "pushNotificationConfig": config})
+
+
+def test_set_get_list_delete_round_trip(client: httpx.Client) -> None:
+    task = create_task(client, agent_id="echo")
+    stored = expect_result(set_config(client, task["id"], {"url": PUBLIC_URL, "token": "t-1"}))
+    # without an id the config takes the task's
+    assert stored == {"taskId": task["id"],
+                      "pushNotificationConfig": {"url": PUBLIC_URL, "id": task["id"],
+                                                 "token": "t-1"}}
+    second = {"url": PUBLIC_URL, "id": "second",
+              "authentication": {"schemes": ["Bearer"], "credentials": "c"}}
+    expect_result(set_config(client, task["id"], second))
+    got = expect_result(call(client, "tasks/pushNotificationConfig/get", {"id": task["id"]}))
+    assert got == stored
+    got = expect_result(call(client, "tasks/pushNotificationConfig/get",
+                             {"id": task["id"], "pushNotificationConfigId": "second"}))
+    assert got["pushNotificationConfig"] == second
+    listed = raw_result(call(client, "tasks/pushNotificationConfig/list", {"id": task["id"]}))
+    assert [c["pushNotificationConfig"]["id"] for c in listed] == sorted([task["id"], "second"])
+    deleted = call(client, "tasks/pushNotificationConfig/delete",
+                   {"id": task["id"], "pushNotificationConfigId": "second"})
+    assert raw_result(deleted) is None
+    listed = raw_result(call(client, "tasks/pushNotificationConfig/list", {"id": task["id"]}))
+    assert [c["pushNotificationConfig"]["id"] for c in listed] == [task["id"]]
+    missing = call(client, "tasks/pushNotificationConfig/get",
+                   {"id": task["id"], "pushNotificationConfigId": "second"})
+    expect_error(missing, code=INVALID_PARAMS, request_id=1)
+
+
+def test_another_peers_task_is_not_found(client: httpx.Client, other: httpx.Client) -> None:
+    task = create_task(client, agent_id="echo")
+    expect_result(set_config(client, task["id"], {"url": PUBLIC_URL}))
+    for response in (
+        set_config(other, task["id"], {"url": PUBLIC_URL}),
+        call(other, "tasks/pushNotificationConfig/get", {"id": task["id"]}),
+        call(other, "tasks/pushNotificationConfig/list", {"id": task["id"]}),
+        call(other, "tasks/pushNotificationConfig/delete",
+             {"id": task["id"], "pushNotificationConfigId": task["id"]}),
+    ):
+        expect_error(response, code=TASK_NOT_FOUND, request_id=1)
+    listed = raw_result(call(client, "tasks/pushNotificationConfig/list", {"id": task["id"]}))
+    assert len(listed) == 1
+
+
+@pytest.mark.parametrize("url,reason", [
+    ("ftp://93.184.215.14/x", "http or https"),
+    ("http://127.0.0.1:6379/hook", "127.0.0.1"),
+    ("http://10.1.2.3/hook", "10.1.2.3"),
+    ("http://169.254.169.254/latest/meta-data", "169.254.169.254"),
+    ("http://[::1]/hook", "::1"),
+    ("http://[::ffff:192.168.0.1]/hook", "::ffff:c0a8:1"),
+    ("http://localhost/hook", "resolves to"),
+])
+def test_targets_on_private_networks_are_refused_at_set_time(
+    client: httpx.Client, url: str, reason: str
+) -> None:
+    task = create_task(client, agent_id="echo")
+    error = expect_error(set_config(client, task["id"], {"url": url}), code=INVALID_PARAMS,
+                         request_id=1)
+    assert reason in error["message"]
+    listed = raw_result(call(client, "tasks/pushNotificationConfig/list", {"id": task["id"]}))
+    assert listed == []
+
+
+def test_authentication_needs_a_scheme_the_node_sends(client: httpx.Client) -> None:
+    task = create_task(client, agent_id="echo")
+    bad = {"url": PUBLIC_URL, "authentication": {"schemes": ["Digest"], "credentials": "x"}}
+    expect_error(set_config(client, task["id"], bad), code=INVALID_PARAMS, request_id=1)
+
+
+def test_message_send_registers_its_push_config(client: httpx.Client) -> None:
+    params = {"message": message("hi", agent_id="echo"),
+              "configuration": {"pushNotificationConfig": {"url": PUBLIC_URL, "id": "p"}}}
+    task = expect_result(call(client, "message/send", params))
+    got = expect_result(call(client, "tasks/pushNotificationConfig/get",
+                             {"id": task["id"], "pushNotificationConfigId": "p"}))
+    assert got["pushNotificationConfig"]["url"] == PUBLIC_URL
+    refused = {"message": message("hi", agent_id="echo"),
+               "configuration": {"pushNotificationConfig": {"url": "http://127.0.0.1/x"}}}
+    expect_error(call(client, "message/send", refused), code=INVALID_PARAMS, request_id=1)
+
+
+def test_a_catalog_peers_endpoint_is_allowed_on_a_private_address(client: httpx.Client) -> None:
+    task = create_task(client, agent_id="echo")  # the catalog peers' endpoint: 127.0.0.1:9
+    expect_result(set_config(client, task["id"], {"url": "http://127.0.0.1:9/api/v1/x"}))

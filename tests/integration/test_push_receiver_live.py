@@ -1,0 +1,128 @@
+"""The signed push receiver, `POST /api/v1/webhooks/{peer}/a2a_push`, on live nodes: forged,
+stale, replayed and unknown-peer pushes refused (401/409, each reason an event), a verified
+one accepted; and one node pushing to another's receiver, signed with their link secret."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from synthorg.push.signing import signature
+from tests.integration.helpers import call, expect_result, message
+from tests.integration.live import LiveNode
+from tests.support.catalog import add_peer
+from tests.support.node import cli
+
+SENDER, LINK = "node-sender", "link-secret-5a9c3e7b1d2f"
+CALLER, CALLER_KEY = "peer-caller", "key-caller-8b2d6f4a1c3e"
+RECEIVED, REJECTED = "a2a.push.received", "a2a.push.rejected"
+
+RECEIVER_CONFIG = f"""\
+a2a:
+  enabled: true
+  node_name: node-receiver
+  allowed_peers: [{SENDER}]
+"""
+
+TASK = {"kind": "task", "id": "t-remote", "contextId": "c-1",
+        "status": {"state": "completed"}}
+
+
+@pytest.fixture(scope="module")
+def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
+    data_dir: Path = tmp_path_factory.mktemp("push-receiver")
+    add_peer(data_dir, SENDER, LINK)
+    with LiveNode(data_dir, RECEIVER_CONFIG) as live:
+        yield live
+
+
+def push(node: LiveNode, peer: str = SENDER, *, secret: str = LINK, body: bytes | None = None,
+         timestamp: int | None = None, delivery_id: str | None = None,
+         signed: bool = True) -> tuple[httpx.Response, str]:
+    raw = body if body is not None else json.dumps(TASK).encode()
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    delivery = delivery_id or uuid.uuid4().hex
+    headers = {"Content-Type": "application/json", "X-A2A-Delivery-Id": delivery,
+               "X-A2A-Timestamp": stamp}
+    if signed:
+        headers["X-A2A-Signature"] = signature(secret, stamp, raw)
+    response = httpx.post(f"{node.url}/api/v1/webhooks/{peer}/a2a_push", content=raw,
+                          headers=headers, timeout=10)
+    return response, delivery
+
+
+def test_a_verified_push_is_accepted_once_and_its_replay_refused(receiver: LiveNode) -> None:
+    response, delivery = push(receiver)
+    assert response.status_code == 204, response.text
+    event = receiver.wait_for_event(RECEIVED, delivery_id=delivery)
+    assert event["task_id"] == "t-remote" and event["state"] == "completed"
+    again, _ = push(receiver, delivery_id=delivery)
+    assert again.status_code == 409 and again.json()["error"] == "replayed"
+    receiver.wait_for_event(REJECTED, delivery_id=delivery, reason="replayed")
+
+
+@pytest.mark.parametrize("kwargs,reason", [
+    ({"peer": "node-stranger"}, "unknown_peer"),
+    ({"secret": "not-the-link-secret"}, "bad_signature"),
+    ({"signed": False}, "missing_signature"),
+    ({"timestamp": int(time.time()) - 3600}, "stale_timestamp"),
+])
+def test_an_unverifiable_push_is_refused_with_401(
+    receiver: LiveNode, kwargs: dict[str, object], reason: str
+) -> None:
+    before = len(receiver.events(REJECTED))
+    response, delivery = push(receiver, **kwargs)  # type: ignore[arg-type]
+    assert response.status_code == 401 and response.json()["error"] == "unauthorized"
+    receiver.wait_for_events(REJECTED, before + 1)
+    assert receiver.events(REJECTED)[-1]["reason"] == reason
+    assert receiver.find_event(RECEIVED, delivery_id=delivery) is None
+
+
+def test_a_body_changed_after_signing_is_refused(receiver: LiveNode) -> None:
+    stamp = str(int(time.time()))
+    raw = json.dumps(TASK).encode()
+    headers = {"X-A2A-Delivery-Id": uuid.uuid4().hex, "X-A2A-Timestamp": stamp,
+               "X-A2A-Signature": signature(LINK, stamp, raw)}
+    forged = raw.replace(b"completed", b"failed\x20\x20\x20")
+    response = httpx.post(f"{receiver.url}/api/v1/webhooks/{SENDER}/a2a_push", content=forged,
+                          headers=headers, timeout=10)
+    assert response.status_code == 401
+
+
+def test_one_node_pushes_to_anothers_receiver_signed(tmp_path: Path) -> None:
+    receiver_dir, sender_dir = tmp_path / "receiver", tmp_path / "sender"
+    add_peer(receiver_dir, SENDER, LINK)
+    with LiveNode(receiver_dir, RECEIVER_CONFIG) as receiver:
+        add_peer(sender_dir, "node-receiver", LINK, endpoint=receiver.url)
+        add_peer(sender_dir, CALLER, CALLER_KEY)
+        sender_config = f"""\
+a2a:
+  enabled: true
+  node_name: {SENDER}
+  allowed_peers: [{CALLER}]
+agents:
+  - {{id: echo, name: Echo, executor: {{kind: echo}}}}
+"""
+        with LiveNode(sender_dir, sender_config) as sender, \
+                sender.client(CALLER, CALLER_KEY) as client:
+            url = f"{receiver.url}/api/v1/webhooks/{SENDER}/a2a_push"
+            params = {"message": message("hi", agent_id="echo"),
+                      "configuration": {"pushNotificationConfig": {"url": url}}}
+            task = expect_result(call(client, "message/send", params))
+            event = receiver.wait_for_event(RECEIVED, task_id=task["id"])
+            sender.wait_for_event("a2a.push.delivered", delivery_id=event["delivery_id"])
+    assert event["state"] == "completed" and event["peer_name"] == SENDER
+
+
+def test_a_skew_of_zero_turns_the_freshness_check_off(tmp_path: Path) -> None:
+    add_peer(tmp_path, SENDER, LINK)
+    cli(tmp_path, "settings", "set", "a2a.push_verification_clock_skew_seconds", "0")
+    with LiveNode(tmp_path, RECEIVER_CONFIG) as node:
+        response, _ = push(node, timestamp=int(time.time()) - 86400 * 30)
+        assert response.status_code == 204
