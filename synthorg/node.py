@@ -42,6 +42,7 @@ from synthorg.observability.tracing import Tracing
 from synthorg.push.configs import PushConfigs
 from synthorg.push.delivery import Deliverer
 from synthorg.push.receiver import PushReceiver, ReceiverContext
+from synthorg.push.sealing import SealedConfigs, Sealer
 from synthorg.push.ssrf import TargetGuard
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.skills import SkillDirectory
@@ -197,9 +198,11 @@ class Node:
             streams=streams,
         )
         guard = TargetGuard(catalog.addresses(), lambda: config.a2a.push_allow_private_networks)
+        sealer = Sealer(stores.box)  # push config secrets are kept encrypted
+        push_configs = SealedConfigs(stores.push_configs, sealer)
         deliverer = Deliverer(
-            stores.tasks, stores.push_configs, stores.push_outbox, guard, catalog, node_name,
-            lambda: settings.client_timeout_seconds,
+            stores.tasks, push_configs, stores.push_outbox, guard, catalog, node_name,
+            lambda: settings.client_timeout_seconds, sealer.open,
         )
         streams.on_write(deliverer.task_written)
         discovery = CardDiscovery(
@@ -229,7 +232,7 @@ class Node:
                 SettingsAdmin(settings, audit),
                 PeersAdmin(catalog, audit, [admin_token]),
             ),
-            push=PushConfigs(stores.tasks, stores.push_configs, guard, deliverer.enqueue),
+            push=PushConfigs(stores.tasks, push_configs, guard, deliverer.enqueue),
             deliverer=deliverer,
             metrics=metrics,
             traced=traced,

@@ -65,9 +65,11 @@ class Deliverer:
         catalog: Catalog,
         node_name: str | None,
         timeout: Callable[[], float],
+        open_secrets: Callable[[dict[str, Any]], dict[str, Any]],  # configs are stored sealed
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._tasks, self._configs, self._outbox = tasks, configs, outbox
+        self._open_secrets = open_secrets
         self._guard, self._catalog, self._node_name = guard, catalog, node_name
         self._timeout, self._clock = timeout, clock
         self._wake = asyncio.Event()
@@ -121,10 +123,10 @@ class Deliverer:
         job.add_done_callback(self._jobs.discard)
 
     async def _deliver(self, delivery: Delivery) -> None:
-        config = delivery.config
-        if config is None:  # deleted since: nothing to send, nothing to retry
+        if delivery.config is None:  # deleted since: nothing to send, nothing to retry
             await self._outbox.failed(delivery.id, "the push config was deleted")
             return
+        config = self._open_secrets(delivery.config)
         try:
             target = await self._guard.check(str(config["url"]))
         except TargetRefused as refused:

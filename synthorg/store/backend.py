@@ -14,6 +14,7 @@ from synthorg.store.audit import AuditStore
 from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import DelegationStore
 from synthorg.store.push import PushConfigStore, PushOutbox, PushReceipts
+from synthorg.store.secretbox import SecretBox
 from synthorg.store.settings import SettingsStore
 from synthorg.store.tasks import TaskStore
 
@@ -49,6 +50,11 @@ class Stores(Protocol):
 
     @property
     def delegations(self) -> DelegationStore: ...
+
+    @property
+    def box(self) -> SecretBox:
+        """The node's key for secrets at rest (link secrets, push config secrets)."""
+        ...
 
     @property
     def push_configs(self) -> PushConfigStore: ...

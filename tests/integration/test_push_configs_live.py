@@ -5,6 +5,7 @@ message/send's configuration registers."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,23 @@ def test_message_send_registers_its_push_config(client: httpx.Client) -> None:
 def test_a_catalog_peers_endpoint_is_allowed_on_a_private_address(client: httpx.Client) -> None:
     task = create_task(client, agent_id="echo")  # the catalog peers' endpoint: 127.0.0.1:9
     expect_result(set_config(client, task["id"], {"url": "http://127.0.0.1:9/api/v1/x"}))
+
+
+def test_push_secrets_are_kept_sealed_on_disk(node: LiveNode, client: httpx.Client) -> None:
+    """A config's token and credentials are encrypted at rest, as link secrets are; their
+    owner still reads them back as set."""
+    task = create_task(client, agent_id="echo")
+    token, credentials = "tok-CANARY-4e1f0b", "cred-CANARY-9a7d2c"
+    config = {"url": PUBLIC_URL, "id": "sealed", "token": token,
+              "authentication": {"schemes": ["Bearer"], "credentials": credentials}}
+    expect_result(set_config(client, task["id"], config))
+    got = expect_result(call(client, "tasks/pushNotificationConfig/get",
+                             {"id": task["id"], "pushNotificationConfigId": "sealed"}))
+    assert got["pushNotificationConfig"] == config
+    with sqlite3.connect(node.data_dir / "synthorg.db") as db:
+        (body,) = db.execute(
+            "SELECT body FROM push_configs WHERE task_id = ? AND config_id = 'sealed'",
+            (task["id"],),
+        ).fetchone()
+    assert token not in body and credentials not in body
+    assert json.loads(body)["url"] == PUBLIC_URL

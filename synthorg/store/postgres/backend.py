@@ -30,6 +30,7 @@ class PgStores:
         self.db = PgDatabase(options)
         self.runner = runner or Runner()
         self.revisions = PgRevisions(self.db)
+        self.box = box
         self.catalog = PgCatalog(self.db, box, self.revisions)
         self.tasks = PgTaskStore(self.db, self.runner)
         self.delegations = PgDelegationStore(self.db)

@@ -31,9 +31,13 @@ class SqliteStores:
         self._revisions = Revisions(self.db)
 
     @cached_property
-    def catalog(self) -> SqliteCatalog:
+    def box(self) -> SecretBox:
         # Built at first use: the key file is created only by what needs it.
-        return SqliteCatalog(self.db, SecretBox.for_data_dir(self.data_dir), self._revisions)
+        return SecretBox.for_data_dir(self.data_dir)
+
+    @cached_property
+    def catalog(self) -> SqliteCatalog:
+        return SqliteCatalog(self.db, self.box, self._revisions)
 
     @cached_property
     def tasks(self) -> SqliteTaskStore:
