@@ -7,7 +7,7 @@ it, so the arrows run one way: the gateway calls handlers, handlers call service
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from synthorg.generated.models import (
     AgentCard,
@@ -21,29 +21,10 @@ from synthorg.generated.models import (
     TaskPushNotificationConfig,
 )
 from synthorg.sequenced import Sequenced as Sequenced  # what streaming handlers yield
+from synthorg.tasks.query import TaskPage as TaskPage
+from synthorg.tasks.query import TaskQuery as TaskQuery
 
 RequestId = str | int | None
-
-
-class TaskQuery(NamedTuple):
-    """Which of the caller's tasks to list, one page at a time (every filter optional)."""
-
-    context_id: str | None = None
-    state: str | None = None  # a TaskState
-    status_since: str | None = None  # ISO 8601: the status changed at or after it
-    page_size: int = 50
-    page_token: str = ""  # a previous page's next_page_token; empty for the first
-    history_length: int | None = None
-    include_artifacts: bool = False
-
-
-class TaskPage(NamedTuple):
-    """One page of the caller's tasks, newest first."""
-
-    tasks: list[Task]
-    next_page_token: str  # empty on the last page
-    page_size: int
-    total_size: int
 
 
 class TaskOperations(Protocol):
@@ -197,8 +178,12 @@ class CardsContext(Protocol):
 class PushReceiverContext(Protocol):
     """Verifies a signed push from a federation member and applies it."""
 
-    async def receive(self, request: HttpRequest) -> int:
-        """204 accepted, 400 not a Task, 401 unverifiable, 409 replayed."""
+    async def receive(
+        self, peer: str, body: bytes, timestamp: str | None, signature: str | None,
+        delivery_id: str | None,
+    ) -> int:
+        """204 accepted, 400 not a Task, 401 unverifiable, 409 replayed (the headers: None
+        when absent or repeated)."""
         ...
 
 

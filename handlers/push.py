@@ -12,6 +12,7 @@ import json
 from starlette.responses import Response
 
 from handlers.context import HttpRequest, PushReceiverContext
+from synthorg.push.signing import DELIVERY_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 _HEADERS = {"Cache-Control": "no-store"}
 _ERRORS = {400: "invalid_body", 401: "unauthorized", 409: "replayed"}
@@ -22,8 +23,17 @@ _MESSAGES = {
 }
 
 
+def _single(request: HttpRequest, name: str) -> str | None:
+    values = request.header_values(name.lower())
+    return values[0] if len(values) == 1 else None  # a repeated header: unverifiable
+
+
 async def receive(request: HttpRequest, ctx: PushReceiverContext) -> Response:
-    status = await ctx.receive(request)
+    status = await ctx.receive(
+        request.path_params.get("peer", ""), request.body,
+        _single(request, TIMESTAMP_HEADER), _single(request, SIGNATURE_HEADER),
+        _single(request, DELIVERY_ID_HEADER),
+    )
     if status == 204:
         return Response(status_code=204, headers=_HEADERS)
     body = json.dumps({"error": _ERRORS[status], "message": _MESSAGES[status]})

@@ -257,7 +257,7 @@ class Node:
             lambda: self.settings.push_verification_clock_skew_seconds,
         )
         route = MetricsRoute(self.metrics, self.config.observability.metrics_public,
-                             self.admin_token.matches)
+                             self.admin_token.matches_authorization)
         operations = operation_endpoints(self.cards, admin, Health(self.stores),
                                          ReceiverContext(receiver), (route, route.admits))
         app = NodeApp(gateway, operations, self.admin_token, bundled_openapi(),

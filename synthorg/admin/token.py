@@ -55,6 +55,11 @@ class AdminToken:
         """Constant time in the presented value's content: digests are compared, not tokens."""
         return hmac.compare_digest(hashlib.sha256(presented).digest(), self.digest)
 
+    def matches_authorization(self, value: bytes) -> bool:
+        """True for an `Authorization: Bearer <this token>` header value."""
+        credential = bearer_credential(value)
+        return credential is not None and self.matches(credential)
+
     def matches_text(self, presented: str) -> bool:
         # surrogateescape: header text decoded that way maps back to the bytes that were sent.
         return self.matches(presented.encode("utf-8", "surrogateescape"))

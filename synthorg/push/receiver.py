@@ -17,15 +17,11 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from handlers.context import HttpRequest
 from synthorg.generated.models import Task
 from synthorg.names import canonical_peer_name
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.push.signing import (
-    DELIVERY_ID_HEADER,
-    SIGNATURE_HEADER,
-    TIMESTAMP_HEADER,
     signature_matches,
 )
 from synthorg.store.catalog import Catalog
@@ -119,14 +115,9 @@ class ReceiverContext:
     def __init__(self, receiver: PushReceiver) -> None:
         self._receiver = receiver
 
-    async def receive(self, request: HttpRequest) -> int:
-        def header(name: str) -> str | None:
-            values = request.header_values(name.lower())
-            return values[0] if len(values) == 1 else None  # a repeated header: unverifiable
-
-        verdict = await self._receiver.receive(
-            request.path_params.get("peer", ""), request.body, header(TIMESTAMP_HEADER),
-            header(SIGNATURE_HEADER), header(DELIVERY_ID_HEADER),
-        )
+    async def receive(
+        self, peer: str, body: bytes, timestamp: str | None, signature: str | None,
+        delivery_id: str | None,
+    ) -> int:
+        verdict = await self._receiver.receive(peer, body, timestamp, signature, delivery_id)
         return verdict.status
-

@@ -7,10 +7,10 @@ import base64
 import binascii
 from datetime import UTC, datetime
 
-from handlers.context import TaskPage, TaskQuery
 from synthorg.errors import InvalidParams
 from synthorg.generated.models import Task
 from synthorg.store.tasks import TaskFilter, TaskStore
+from synthorg.tasks.query import TaskPage, TaskQuery
 
 _TOKEN_PREFIX = "c1:"
 

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from weakref import WeakValueDictionary
 
-from handlers.context import TaskPage, TaskQuery
 from synthorg.clock import new_id, utc_now
 from synthorg.errors import (
     DelegationLoop,
@@ -61,6 +60,7 @@ from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
 from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome
 from synthorg.tasks.hops import loop_refusal
 from synthorg.tasks.progress import StoredProgress
+from synthorg.tasks.query import TaskPage, TaskQuery
 from synthorg.tasks.streams import TaskStreams
 
 MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
