@@ -40,6 +40,7 @@ class ScriptedServer:
         self.received: list[Received] = []
         self.card: dict[str, Any] | None = None  # served at CARD_PATH when set, else 404
         self.card_reads = 0
+        self.card_hold: threading.Event | None = None  # set: card reads wait for it
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,6 +55,8 @@ class ScriptedServer:
                 if self.command == "GET" and self.path == CARD_PATH:
                     # The card the delegator reads to pick a dialect: outside the script.
                     outer.card_reads += 1
+                    if outer.card_hold is not None:
+                        outer.card_hold.wait(30)
                     card = json.dumps(outer.card).encode() if outer.card else b"{}"
                     self.send_response(200 if outer.card else 404)
                     self.send_header("Content-Type", "application/json")
