@@ -30,6 +30,7 @@ from jsonschema import Draft202012Validator
 from schemathesis.checks import CHECKS, CheckContext, load_all_checks, max_response_time
 from schemathesis.schemas import APIOperation
 from schemathesis.specs.openapi.schemas import OpenApiSchema
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.contract.spec import bundled_openapi
 from synthorg.store.secretbox import SecretBox
@@ -328,3 +329,39 @@ class Outcomes:
                 label = f"error{envelope['error'].get('code')}"
         self.seen[label] += 1
         self.seen[f"{case.operation.label}: {label}"] += 1
+
+
+class DeferredApp:
+    """An ASGI app whose target is set by a fixture once the node exists.
+
+    The schema has to exist when the module is imported (for `@schema.parametrize()`), the node
+    only once a fixture runs; `schemathesis.pytest.from_fixture` would bridge that, but it fails
+    under pytest 9 (it reads `request.node._nodeid`, which pytest 9 removed).
+
+    The lifespan is answered here and never reaches the node. Schemathesis keeps a started
+    lifespan alive on its own event-loop thread for the rest of the process, so the node's
+    background work (runner heartbeats, push delivery) would write to the node's SQLite
+    connection from that thread while a test writes to it from its own, between cases. The
+    contract is about requests; the lifespan's work is tested on live nodes.
+    """
+
+    def __init__(self) -> None:
+        self.target: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _answer_lifespan(receive, send)
+            return
+        if self.target is None:
+            raise RuntimeError("the node fixture has not set the app yet")
+        await self.target(scope, receive, send)
+
+
+async def _answer_lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

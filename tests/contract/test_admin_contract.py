@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 import schemathesis
 from schemathesis.specs.openapi.checks import use_after_free
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.admin.token import TOKEN_FILENAME
 from synthorg.contract.spec import bundled_openapi
@@ -29,6 +28,7 @@ from tests.contract.support import (
     SECRET,
     STATEFUL_SETTINGS,
     AnyCase,
+    DeferredApp,
     Outcomes,
     load_schema,
     prepare_data_dir,
@@ -40,11 +40,11 @@ PEER_ENDPOINT = "http://127.0.0.1:9"  # as prepare_data_dir writes it
 SETTING_PATH = "/api/v1/admin/settings/{name}"
 
 
-class AdminApp:
+class AdminApp(DeferredApp):
     """The node's ASGI app, set by the fixture; it also knows the token the node generated."""
 
     def __init__(self) -> None:
-        self.target: ASGIApp | None = None
+        super().__init__()
         self.node: Node | None = None
         self.headers: dict[str, str] = {}
 
@@ -58,11 +58,6 @@ class AdminApp:
         catalog.put(PEER, PEER_ENDPOINT, "api_key", SECRET)
         for view in self.node.settings.all():
             self.node.settings.reset(view.definition.name)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.target is None:
-            raise RuntimeError("the admin_node fixture has not set the app yet")
-        await self.target(scope, receive, send)
 
 
 APP = AdminApp()

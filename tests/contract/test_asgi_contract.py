@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.node import Node
 from tests.contract.support import (
@@ -23,6 +22,7 @@ from tests.contract.support import (
     SECRET,
     STATEFUL_SETTINGS,
     AnyCase,
+    DeferredApp,
     Outcomes,
     load_schema,
     prepare_data_dir,
@@ -30,23 +30,6 @@ from tests.contract.support import (
 
 HEADERS = {"X-A2A-Peer-Name": PEER, "X-API-Key": SECRET}
 OUTCOMES = Outcomes()
-
-
-class DeferredApp:
-    """An ASGI app whose target is set by a fixture once the node exists.
-
-    The schema has to exist when the module is imported (for `@schema.parametrize()`), the node
-    only once a fixture runs; `schemathesis.pytest.from_fixture` would bridge that, but it fails
-    under pytest 9 (it reads `request.node._nodeid`, which pytest 9 removed).
-    """
-
-    def __init__(self) -> None:
-        self.target: ASGIApp | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.target is None:
-            raise RuntimeError("the asgi_node fixture has not set the app yet")
-        await self.target(scope, receive, send)
 
 
 APP = DeferredApp()
