@@ -489,8 +489,9 @@ def test_the_wal_stays_bounded_under_steady_writes(
 
     largest = run(steady())
     # 400 commits of several pages each would reach ~16 MiB; a checkpoint every 50 commits
-    # keeps the WAL near one checkpoint's worth (~2 MiB).
-    assert largest < 4 * 1024 * 1024, largest
+    # keeps the WAL within two periods (~4 MiB), however the checkpoint's thread is scheduled:
+    # writes wait for a checkpoint that falls a whole period behind.
+    assert largest < 5 * 1024 * 1024, largest
 
 
 def test_a_failed_commit_acknowledges_nothing(data_dir: Path) -> None:

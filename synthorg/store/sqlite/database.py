@@ -14,7 +14,9 @@ event loop, with no thread hop per call.
   `CHECKPOINT_EVERY` commits, off the request path: a passive one copies the bulk while
   writes go on, then writes are held for a short restarting one that copies the rest, so
   the next write starts the WAL from its beginning. Without that last step, under steady
-  load the WAL would never be caught up and would grow without end.
+  load the WAL would never be caught up and would grow without end. Writes are also held
+  when a whole period of commits passes while a checkpoint still runs, so the WAL stays
+  within about two periods however slowly the checkpoint's thread is scheduled.
 
 `write_blocking` is the plain path for the CLI and for start-up: one job, one transaction,
 waiting on the lock with SQLite's own busy timeout.
@@ -225,7 +227,12 @@ class Database:
 
     def _committed(self) -> None:
         self._commits += 1
-        if self._commits < self.checkpoint_every or self._checkpointing:
+        if self._commits < self.checkpoint_every:
+            return
+        if self._checkpointing:
+            # A whole period of commits while the last checkpoint still runs (a starved
+            # worker thread): hold writes until it is done, or the WAL would keep growing.
+            self._held = True
             return
         self._commits = 0
         try:
