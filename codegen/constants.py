@@ -5,7 +5,7 @@
   `x-enum-descriptions`, as OpenAPI tooling spells them);
 - task states, and which of them are terminal;
 - the peer-name and agent-id patterns;
-- the header names of the `apiKey` security schemes;
+- the header names of the `apiKey` security schemes, and of the operations' header parameters;
 - every operation: its operationId, HTTP method and path template;
 - which result definition each method answers (the `<Name>Params` -> `<Name>Result` rule).
 """
@@ -142,6 +142,23 @@ def _headers(document: dict[str, Any]) -> list[str]:
     ]
 
 
+def _header_parameters(document: dict[str, Any]) -> list[str]:
+    """Header parameters the operations declare (X-A2A-Signature -> A2A_SIGNATURE_HEADER)."""
+    shared = document["components"].get("parameters", {})
+    names: dict[str, None] = {}
+    for item in document["paths"].values():
+        for operation in [item, *(item[m] for m in _HTTP_METHODS if m in item)]:
+            for parameter in operation.get("parameters", []):
+                if "$ref" in parameter:
+                    parameter = shared[parameter["$ref"].rsplit("/", 1)[-1]]
+                if parameter.get("in") == "header":
+                    names[parameter["name"]] = None
+    return [
+        f"{re.sub(r'^X_', '', name.replace('-', '_').upper())}_HEADER: Final = {name!r}"
+        for name in names
+    ]
+
+
 def operations(document: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     """(operationId, HTTP method, path, takes a body) in document order."""
     found = []
@@ -205,6 +222,8 @@ def render_constants() -> str:
     blocks.append(
         "# Request headers of the security schemes, as the spec spells them\n"
         + "\n".join(_headers(document))
+        + "\n# Header parameters of the operations\n"
+        + "\n".join(_header_parameters(document))
     )
     constants = [operation_constant(op[0]) for op in ops]
     if len(set(constants)) != len(constants):

@@ -36,6 +36,7 @@ from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.generated.constants import (
     INVALID_REQUEST,
+    LAST_EVENT_ID_HEADER,
     RATE_LIMITED,
     RPC_POST,
     UNKNOWN_AGENT,
@@ -56,6 +57,7 @@ from synthorg.observability.log import emit
 RPC_PATH = RPC_POST.path  # "/api/v1/a2a/"
 RPC_PATHS = frozenset({RPC_PATH, RPC_PATH.rstrip("/")})
 AGENT_PATH_PREFIX = f"{RPC_PATH}agents/"
+LAST_EVENT_ID = LAST_EVENT_ID_HEADER.lower()  # header_map keys are lowercase
 # One non-empty segment, optionally followed by "/".
 _AGENT_PATH = re.compile(re.escape(AGENT_PATH_PREFIX) + r"([^/]+)/?")
 _LOGGABLE = re.compile(r"[^A-Za-z0-9._-]")
@@ -169,7 +171,7 @@ class Gateway:
             await _unknown_agent(send, path, peer)
             return
         reply = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
-            body, peer, agent, config.services, headers.get("last-event-id"),
+            body, peer, agent, config.services, headers.get(LAST_EVENT_ID),
             version=headers.get("a2a-version"), scope=scope,
         )
         if isinstance(reply, EventStream):  # message/stream, tasks/resubscribe

@@ -116,6 +116,13 @@ AGENT_ID_PATTERN: Final = '^[a-z0-9][a-z0-9_-]{0,62}$'
 # Request headers of the security schemes, as the spec spells them
 PEER_NAME_HEADER: Final = 'X-A2A-Peer-Name'
 API_KEY_HEADER: Final = 'X-API-Key'
+# Header parameters of the operations
+IF_NONE_MATCH_HEADER: Final = 'If-None-Match'
+LAST_EVENT_ID_HEADER: Final = 'Last-Event-ID'
+A2A_TIMESTAMP_HEADER: Final = 'X-A2A-Timestamp'
+A2A_SIGNATURE_HEADER: Final = 'X-A2A-Signature'
+A2A_DELIVERY_ID_HEADER: Final = 'X-A2A-Delivery-Id'
+A2A_NOTIFICATION_TOKEN_HEADER: Final = 'X-A2A-Notification-Token'
 
 # Operations (spec/openapi.yaml)
 METRICS_SCRAPE: Final = Operation('handlers.metrics.scrape', 'GET', '/metrics', False)

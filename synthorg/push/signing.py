@@ -9,10 +9,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-TOKEN_HEADER = "X-A2A-Notification-Token"
-DELIVERY_ID_HEADER = "X-A2A-Delivery-Id"
-TIMESTAMP_HEADER = "X-A2A-Timestamp"
-SIGNATURE_HEADER = "X-A2A-Signature"
+# The header names are the receiver operation's parameters in the spec.
+from synthorg.generated.constants import A2A_DELIVERY_ID_HEADER as DELIVERY_ID_HEADER
+from synthorg.generated.constants import A2A_NOTIFICATION_TOKEN_HEADER as TOKEN_HEADER
+from synthorg.generated.constants import A2A_SIGNATURE_HEADER as SIGNATURE_HEADER
+from synthorg.generated.constants import A2A_TIMESTAMP_HEADER as TIMESTAMP_HEADER
+
+__all__ = [
+    "DELIVERY_ID_HEADER", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "TOKEN_HEADER", "signature",
+]
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
