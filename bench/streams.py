@@ -2,7 +2,11 @@
 agent reports progress, the node's RSS growth per stream, and how late each status event
 reaches each subscriber (its receipt against the timestamp the node wrote into it).
 
-    .venv/bin/python -m bench.streams [--streams N] [--chunks K] [--seconds S]
+The subscribers are spread over several client processes (`--clients`): one Python process
+reading a thousand streams falls behind by itself, and its lateness would be counted as the
+node's.
+
+    .venv/bin/python -m bench.streams [--streams N] [--clients C] [--chunks K] [--seconds S]
 
 The issue's goals: RSS growth < 64 KiB per stream; p99 of event delivery < 50 ms.
 """
@@ -12,12 +16,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import secrets
 import statistics
 import sys
 import tempfile
 import time
 from datetime import datetime
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import httpx
@@ -51,53 +58,79 @@ def parse_ts(text: str) -> float:
 
 
 async def subscriber(client: httpx.AsyncClient, task_id: str, opened: asyncio.Event,
-                     ready: list[int], total: int, lags: list[float]) -> None:
+                     all_open: Event, lags: list[float]) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/resubscribe", "params": {"id": task_id}}
     async with client.stream("POST", "/api/v1/a2a/", json=body) as response:
-        lines = response.aiter_lines()
         first = True
-        async for line in lines:
+        async for line in response.aiter_lines():
             if not line.startswith("data:"):
                 continue
             received = time.time()
-            result = json.loads(line[5:])["result"]
             if first:
                 first = False
-                ready.append(1)
-                if len(ready) == total:
-                    opened.set()
+                opened.set()
                 continue
-            status = result.get("status") if result.get("kind") == "status-update" else None
-            if status and status.get("timestamp") and opened.is_set():
+            if '"status-update"' not in line or not all_open.is_set():
+                continue
+            status = json.loads(line[5:])["result"].get("status") or {}
+            if status.get("timestamp"):
                 lags.append(received - parse_ts(status["timestamp"]))
 
 
-async def run(node: NodeProcess, key: str, streams: int) -> dict[str, float]:
+async def subscribe(url: str, key: str, task_id: str, streams: int, ready: Queue[int],
+                    all_open: Event) -> list[float]:
     limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
     headers = {"X-A2A-Peer-Name": PEER, "X-API-Key": key}
-    async with httpx.AsyncClient(base_url=node.url, headers=headers, limits=limits,
-                                 timeout=httpx.Timeout(120.0)) as client:
-        assert node.proc is not None
-        before = rss_kib(node.proc.pid)
-        params = {"message": {"kind": "message", "messageId": secrets.token_hex(8),
-                              "role": "user", "parts": [{"kind": "text", "text": "tick"}],
-                              "metadata": {"agentId": "ticker"}},
-                  "configuration": {"blocking": False}}
-        sent = await client.post("/api/v1/a2a/", json={"jsonrpc": "2.0", "id": 1,
-                                                        "method": "message/send",
-                                                        "params": params})
-        task_id = sent.json()["result"]["id"]
-        opened = asyncio.Event()
-        ready: list[int] = []
-        lags: list[float] = []
-        tasks = [asyncio.ensure_future(subscriber(client, task_id, opened, ready, streams, lags))
-                 for _ in range(streams)]
-        await asyncio.wait_for(opened.wait(), 120)
-        during = rss_kib(node.proc.pid)
+    lags: list[float] = []
+    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
+                                 timeout=httpx.Timeout(300.0)) as client:
+        opened = [asyncio.Event() for _ in range(streams)]
+        tasks = [asyncio.ensure_future(subscriber(client, task_id, o, all_open, lags))
+                 for o in opened]
+        for o in opened:
+            await asyncio.wait_for(o.wait(), 120)
+        ready.put(streams)
         await asyncio.wait_for(asyncio.gather(*tasks), 300)
-    lags.sort()
+    return lags
+
+
+def client_process(url: str, key: str, task_id: str, streams: int, ready: Queue[int],
+                   all_open: Event, results: Queue[list[float]]) -> None:
+    results.put(asyncio.run(subscribe(url, key, task_id, streams, ready, all_open)))
+
+
+def start_task(node: NodeProcess, key: str) -> str:
+    params = {"message": {"kind": "message", "messageId": secrets.token_hex(8),
+                          "role": "user", "parts": [{"kind": "text", "text": "tick"}],
+                          "metadata": {"agentId": "ticker"}},
+              "configuration": {"blocking": False}}
+    sent = httpx.post(f"{node.url}/api/v1/a2a/",
+                      headers={"X-A2A-Peer-Name": PEER, "X-API-Key": key},
+                      json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
+                            "params": params}, timeout=30)
+    return str(sent.json()["result"]["id"])
+
+
+def run(node: NodeProcess, key: str, streams: int, clients: int) -> dict[str, float]:
+    assert node.proc is not None
+    before = rss_kib(node.proc.pid)
+    task_id = start_task(node, key)
+    context = multiprocessing.get_context("spawn")
+    ready, results, all_open = context.Queue(), context.Queue(), context.Event()
+    shares = [streams // clients + (1 if i < streams % clients else 0) for i in range(clients)]
+    procs = [context.Process(target=client_process,
+                             args=(node.url, key, task_id, share, ready, all_open, results))
+             for share in shares if share]
+    for proc in procs:
+        proc.start()
+    opened = sum(ready.get(timeout=180) for _ in procs)
+    during = rss_kib(node.proc.pid)
+    all_open.set()
+    lags = sorted(lag for _ in procs for lag in results.get(timeout=600))
+    for proc in procs:
+        proc.join(30)
     return {
-        "streams": streams,
+        "streams": opened,
         "rss_before_kib": before,
         "rss_open_kib": during,
         "rss_per_stream_kib": (during - before) / streams,
@@ -110,6 +143,7 @@ async def run(node: NodeProcess, key: str, streams: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.streams")
     parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=4, help="client processes")
     parser.add_argument("--chunks", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
@@ -120,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                                                chunks=args.chunks))
         cli(data, "peers", "add", PEER, "--endpoint", "http://127.0.0.1:9", stdin=key)
         with node:
-            result = asyncio.run(run(node, key, args.streams))
+            result = run(node, key, args.streams, max(1, args.clients))
     for name, value in result.items():
         print(f"{name:22} {value:.2f}" if isinstance(value, float) else f"{name:22} {value}")
     ok_rss = result["rss_per_stream_kib"] < 64

@@ -3,10 +3,10 @@ response, its `id` the event's sequence number in the task's log (what `Last-Eve
 names when the caller resumes), `: keep-alive` comments while the task is quiet, and the
 end of the response after the final event.
 
-Memory per stream is bounded: a pump moves events from the task's follower into a queue of
-QUEUE_SIZE, and the follower reads the durable log a page at a time, so a reader that does
-not keep up only holds its place in the log. A caller that goes away ends its stream (and
-its follower) at once.
+Memory per stream is bounded: the writer sends each event as the task's follower yields it
+and waits while the reader's socket drains, and the follower reads the durable log a page at
+a time, so a reader that does not keep up only holds its place in the log. A caller that
+goes away ends its stream (and its follower) at once.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,14 +28,13 @@ from synthorg.observability.log import emit
 from synthorg.sequenced import Sequenced
 
 KEEPALIVE_SECONDS = 15.0
-QUEUE_SIZE = 16
+FAIR_EVERY = 16  # events a writer sends before it lets the loop turn
 HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-store"),
     (b"x-accel-buffering", b"no"),  # a proxy in front must not hold events back
 ]
 KEEPALIVE = b": keep-alive\n\n"
-_END = object()
 
 
 # Characters some line readers split on although SSE does not (NEL, LINE and PARAGRAPH
@@ -77,6 +77,7 @@ class EventStream:
     ) -> None:
         self.request_id, self._first, self._rest = request_id, first, rest
         self._peer, self._keepalive = peer, keepalive_seconds
+        self._last_write = time.monotonic()
 
     @classmethod
     def refusal(cls, request_id: RequestId, error: bytes, peer: str) -> EventStream:
@@ -84,52 +85,72 @@ class EventStream:
 
     async def respond(self, send: Send, receive: Receive) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
-        queue: asyncio.Queue[object] = asyncio.Queue(QUEUE_SIZE)
-        pump = asyncio.ensure_future(self._pump(queue))
+        first = self._first
+        await _body(send, first if isinstance(first, bytes) else frame(self.request_id, first))
+        lock = asyncio.Lock()  # one body message at a time: the writer's, or a keep-alive
+        writer = asyncio.ensure_future(self._write(send, lock))
         gone = asyncio.ensure_future(_disconnect(receive))
         try:
-            first = self._first
-            await _body(send, first if isinstance(first, bytes) else frame(self.request_id, first))
             while True:
-                getter = asyncio.ensure_future(queue.get())
+                due = self._keepalive - self._quiet_for()
+                if due <= 0 and not lock.locked() and not writer.done():
+                    async with lock:
+                        await _body(send, KEEPALIVE)
+                        self._last_write = time.monotonic()
+                    continue
+                # Woken once per keep-alive period, not per event (the writer sends those);
+                # a writer held by a slow reader is not quiet, so no keep-alive is owed.
                 done, _ = await asyncio.wait(
-                    {getter, gone}, timeout=self._keepalive,
+                    {writer, gone}, timeout=due if due > 0 else self._keepalive,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
-                if getter not in done:
-                    getter.cancel()
-                    if gone in done:
-                        return  # the caller left: nothing more to send
-                    await _body(send, KEEPALIVE)
-                    continue
-                item = getter.result()
-                if item is _END:
-                    break
-                if isinstance(item, Sequenced):
-                    await _body(send, frame(self.request_id, item))
-                else:  # the follower failed (e.g. the store went away): say so, and end
-                    await _body(send, b"data: %s\n\n" % error_body(
-                        INTERNAL_ERROR, None, self.request_id
-                    ))
-                    break
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if writer in done:
+                    if writer.result():
+                        await send({"type": "http.response.body", "body": b"",
+                                    "more_body": False})
+                    return
+                if gone in done:
+                    return  # the caller left: nothing more to send
         finally:
             gone.cancel()
-            pump.cancel()
-            await asyncio.wait({pump})
+            writer.cancel()
+            await asyncio.wait({writer})
             with contextlib.suppress(Exception):
                 await _aclose(self._rest)
 
-    async def _pump(self, queue: asyncio.Queue[object]) -> None:
-        try:
-            async for item in self._rest:
-                await queue.put(item)  # waits while the reader is behind: bounded
-        except Exception as exc:
-            emit(events.INTERNAL_ERROR, level="error", peer_name=self._peer,
-                 request_id=self.request_id, error=type(exc).__name__, reason="stream_failed")
-            await queue.put(exc)
-            return
-        await queue.put(_END)
+    def _quiet_for(self) -> float:
+        return time.monotonic() - self._last_write
+
+    async def _write(self, send: Send, lock: asyncio.Lock) -> bool:
+        """Send each event as the follower yields it. A reader that does not keep up holds
+        `send` (the server waits for its socket to drain), so the follower reads no further:
+        nothing queues. True when the stream ended; False after the follower failed."""
+        events_ = aiter(self._rest)
+        sent = 0
+        while True:
+            try:
+                item = await anext(events_)
+            except StopAsyncIteration:
+                return True
+            except Exception as exc:  # the follower failed (the store went away): say so, end
+                emit(events.INTERNAL_ERROR, level="error", peer_name=self._peer,
+                     request_id=self.request_id, error=type(exc).__name__,
+                     reason="stream_failed")
+                async with lock:
+                    await _body(send, b"data: %s\n\n" % error_body(
+                        INTERNAL_ERROR, None, self.request_id
+                    ))
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return False
+            data = frame(self.request_id, item)
+            async with lock:
+                await _body(send, data)
+                self._last_write = time.monotonic()
+            sent += 1
+            if sent % FAIR_EVERY == 0:
+                # A replay from a log read without waiting, to a reader that keeps up, never
+                # waits either: let the loop's other work in now and then.
+                await asyncio.sleep(0)
 
 
 async def _body(send: Send, chunk: bytes) -> None:

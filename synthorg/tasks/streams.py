@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import suppress
 
 from pydantic import TypeAdapter
 
@@ -50,6 +49,7 @@ class TaskStreams:
     async def follow(
         self, peer: str, task_id: str, after: int
     ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        loop = asyncio.get_running_loop()
         woken = asyncio.Event()
         self._waiting.setdefault(task_id, set()).add(woken)
         try:
@@ -62,8 +62,13 @@ class TaskStreams:
                     if ends_stream(item.event):
                         return
                 if len(page) < PAGE:
-                    with suppress(TimeoutError):
-                        await asyncio.wait_for(woken.wait(), self._poll)
+                    # A timer, not wait_for: wait_for makes a task per wait, and a write
+                    # wakes every follower of the task.
+                    timer = loop.call_later(self._poll, woken.set)
+                    try:
+                        await woken.wait()
+                    finally:
+                        timer.cancel()
         finally:
             waiting = self._waiting.get(task_id)
             if waiting is not None:
@@ -72,13 +77,42 @@ class TaskStreams:
                     del self._waiting[task_id]
 
     async def _page(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
+        """One read of the log shared by the followers that ask for it in the same loop turn:
+        the first reads it, the others take its result. A read that does not wait (SQLite) is
+        done before the next follower asks, so they share it without waking again; a read
+        that waits (PostgreSQL) is waited for. When the first reader fails or goes away, the
+        others read for themselves."""
         key = (peer, task_id, after)
-        pending = self._reads.get(key)
-        if pending is None:
-            pending = asyncio.ensure_future(self._read(peer, task_id, after))
-            self._reads[key] = pending
-            pending.add_done_callback(lambda _: self._reads.pop(key, None))
-        return await asyncio.shield(pending)
+        while (shared := self._reads.get(key)) is not None:
+            if not shared.done():
+                await asyncio.wait((shared,))  # never cancels the reader's read
+            if not shared.cancelled() and shared.exception() is None:
+                return shared.result()
+            if self._reads.get(key) is shared:  # the reader went away: read again
+                del self._reads[key]
+        loop = asyncio.get_running_loop()
+        shared = loop.create_future()
+        self._reads[key] = shared
+        try:
+            page = await self._read(peer, task_id, after)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                shared.set_exception(exc)
+                shared.exception()  # marked retrieved: the others read again, as said above
+            else:
+                shared.cancel()
+            raise
+        finally:
+            # Kept for the rest of this loop turn, for the followers woken by the same write.
+            loop.call_soon(self._forget, key, shared)
+        shared.set_result(page)
+        return page
+
+    def _forget(
+        self, key: tuple[str, str, int], shared: asyncio.Future[list[Sequenced[StreamEvent]]]
+    ) -> None:
+        if self._reads.get(key) is shared:
+            del self._reads[key]
 
     async def _read(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
         page = await self._store.events_after(peer, task_id, after, PAGE)
