@@ -43,10 +43,10 @@ _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"),
                 (b"\xe2\x80\xa9", b"\\u2029"))
 
 
-def frame(request_id: RequestId, item: Sequenced[Any]) -> bytes:
+def frame(request_id: RequestId, item: Sequenced[Any], encoded_id: bytes | None = None) -> bytes:
     if item.raw is not None:  # as logged: the same bytes for every subscriber
         data = b'{"jsonrpc": "2.0", "id": %s, "result": %s}' % (
-            json.dumps(request_id).encode(), item.raw
+            encoded_id if encoded_id is not None else json.dumps(request_id).encode(), item.raw
         )
     else:
         event: BaseModel = item.event
@@ -126,6 +126,7 @@ class EventStream:
         `send` (the server waits for its socket to drain), so the follower reads no further:
         nothing queues. True when the stream ended; False after the follower failed."""
         events_ = aiter(self._rest)
+        encoded_id = json.dumps(self.request_id).encode()
         sent = 0
         while True:
             try:
@@ -142,7 +143,7 @@ class EventStream:
                     ))
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return False
-            data = frame(self.request_id, item)
+            data = frame(self.request_id, item, encoded_id)
             async with lock:
                 await _body(send, data)
                 self._last_write = time.monotonic()

@@ -34,10 +34,23 @@ class TaskStreams:
         # write share one read of the log and one parse of its events.
         self._reads: dict[tuple[str, str, int], asyncio.Future[list[Sequenced[StreamEvent]]]] = {}
         self._listeners: list[Callable[[str], None]] = []
+        # One timer for every follower, not one per wait: a write wakes all the followers of
+        # its task, and a timer each would be made and cancelled for every event.
+        self._ticker: asyncio.TimerHandle | None = None
 
     def on_write(self, listener: Callable[[str], None]) -> None:
         """Call `listener(task_id)` on every write in this process (the push deliverer)."""
         self._listeners.append(listener)
+
+    def _tick(self) -> None:
+        """Wake every follower to read its log: another process's writes are not notified."""
+        for waiting in self._waiting.values():
+            for woken in waiting:
+                woken.set()
+        self._ticker = (
+            asyncio.get_running_loop().call_later(self._poll, self._tick)
+            if self._waiting else None
+        )
 
     def notify(self, task_id: str) -> None:
         """Something was logged for the task: wake its followers in this process."""
@@ -49,9 +62,10 @@ class TaskStreams:
     async def follow(
         self, peer: str, task_id: str, after: int
     ) -> AsyncIterator[Sequenced[StreamEvent]]:
-        loop = asyncio.get_running_loop()
         woken = asyncio.Event()
         self._waiting.setdefault(task_id, set()).add(woken)
+        if self._ticker is None:
+            self._ticker = asyncio.get_running_loop().call_later(self._poll, self._tick)
         try:
             while True:
                 woken.clear()  # before the read: a write after it wakes the wait below
@@ -62,13 +76,7 @@ class TaskStreams:
                     if ends_stream(item.event):
                         return
                 if len(page) < PAGE:
-                    # A timer, not wait_for: wait_for makes a task per wait, and a write
-                    # wakes every follower of the task.
-                    timer = loop.call_later(self._poll, woken.set)
-                    try:
-                        await woken.wait()
-                    finally:
-                        timer.cancel()
+                    await woken.wait()  # a write here, or the next poll tick
         finally:
             waiting = self._waiting.get(task_id)
             if waiting is not None:
