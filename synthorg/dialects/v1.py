@@ -24,6 +24,7 @@ import handlers.tasks_get
 import handlers.tasks_list
 import handlers.tasks_resubscribe
 from handlers.context import RpcContext, Sequenced, TaskQuery
+from synthorg.cards.v1 import card_v1_json
 from synthorg.generated.constants import (
     AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
     MESSAGE_SEND,
@@ -323,39 +324,3 @@ async def get_extended_agent_card(
     card = await handlers.agent_getAuthenticatedExtendedCard.handle(ours, ctx)
     document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
     return V1AgentCard.model_validate(card_v1_json(document))
-
-
-# -- cards --------------------------------------------------------------------------------
-
-_CARD_MEMBERS = (
-    "name", "description", "supportedInterfaces", "provider", "version", "documentationUrl",
-    "defaultInputModes", "defaultOutputModes", "iconUrl",
-)
-_SKILL_MEMBERS = ("id", "name", "description", "tags", "examples", "inputModes", "outputModes")
-_CAPABILITY_MEMBERS = ("streaming", "pushNotifications", "extendedAgentCard", "extensions")
-
-
-def _scheme_v1(scheme: Mapping[str, Any]) -> Json | None:
-    if scheme.get("type") == "apiKey":
-        inner = _copy(scheme, {"location": scheme["in"], "name": scheme["name"]}, "description")
-        return {"apiKeySecurityScheme": inner}
-    if scheme.get("type") == "http":
-        inner = _copy(scheme, {"scheme": scheme["scheme"]}, "bearerFormat", "description")
-        return {"httpAuthSecurityScheme": inner}
-    return None  # a kind this node does not use
-
-
-def card_v1_json(card: Mapping[str, Any]) -> Json:
-    """A card (0.3 members and supportedInterfaces) with 1.0's members only."""
-    out = _copy(card, {}, *_CARD_MEMBERS)
-    out["capabilities"] = _copy(card["capabilities"], {}, *_CAPABILITY_MEMBERS)
-    out["skills"] = [_copy(skill, {}, *_SKILL_MEMBERS) for skill in card["skills"]]
-    schemes = {name: _scheme_v1(s) for name, s in card.get("securitySchemes", {}).items()}
-    if schemes:
-        out["securitySchemes"] = {name: s for name, s in schemes.items() if s is not None}
-    if "security" in card:
-        out["securityRequirements"] = [
-            {"schemes": {name: {"list": scopes} for name, scopes in requirement.items()}}
-            for requirement in card["security"]
-        ]
-    return out

@@ -595,7 +595,7 @@ class V1ListTasksResult(SpecModel):
 
 
 class V1AgentCard(SpecModel):
-    """An A2A 1.0 agent card in the protobuf JSON mapping: what GetExtendedAgentCard answers. The same projection of the company YAML as AgentCard (the public card, which carries both versions' members), written with 1.0's members only."""
+    """An A2A 1.0 agent card in the protobuf JSON mapping: what GetExtendedAgentCard answers, and the public card asked for with A2A-Version: 1.0. The same projection of the company YAML as AgentCard (the public card, which carries both versions' members), written with 1.0's members only."""
 
     name: Annotated[str, Field(min_length=1, max_length=255)]
     description: CardText

@@ -1,6 +1,10 @@
 """A small reverse proxy for conformance kits: it forwards every request to a node and adds
 our peer headers (`X-A2A-Peer-Name`, `X-API-Key`), which a kit cannot send itself. The
-node's card url points at the proxy (`a2a.public_url`), so the kit calls through it."""
+node's card url points at the proxy (`a2a.public_url`), so the kit calls through it.
+
+`card_version` is the A2A-Version the proxy adds to a card fetch that carries none: a 1.0
+client must send the header with each request, and the 1.0 kit fetches the card without it,
+which would get the combined 0.3 + 1.0 document instead of the 1.0 one it validates."""
 
 from __future__ import annotations
 
@@ -18,8 +22,9 @@ Scope = dict[str, Any]
 
 
 class HeaderProxy:
-    def __init__(self, peer: str, key: str) -> None:
+    def __init__(self, peer: str, key: str, card_version: str | None = None) -> None:
         self.peer, self.key = peer, key
+        self.card_version = card_version
         self.target = ""
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -47,7 +52,14 @@ class HeaderProxy:
             if k.decode("latin-1").lower() not in HOP_BY_HOP
         ]
         headers += [("X-A2A-Peer-Name", self.peer), ("X-API-Key", self.key)]
-        url = self.target + scope["raw_path"].decode("latin-1")
+        path = scope["raw_path"].decode("latin-1")
+        if (
+            self.card_version is not None
+            and path.startswith("/.well-known/")
+            and not any(name.lower() == "a2a-version" for name, _ in headers)
+        ):
+            headers.append(("A2A-Version", self.card_version))
+        url = self.target + path
         if scope.get("query_string"):
             url += "?" + scope["query_string"].decode("latin-1")
         async with httpx.AsyncClient(timeout=60) as client:

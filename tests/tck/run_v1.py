@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         return 2
     shutil.rmtree(WORK, ignore_errors=True)
     (WORK / "reports").mkdir(parents=True)
-    proxy = HeaderProxy(PEER, KEY)
+    proxy = HeaderProxy(PEER, KEY, card_version="1.0")
     config = CONFIG.format(public_url=proxy.url, peer=PEER)
     with NodeProcess(WORK / "data", config) as node:
         cli(node.data_dir, "peers", "add", PEER, "--endpoint", "http://127.0.0.1:9", stdin=KEY)
