@@ -52,7 +52,7 @@ def error_body(
     error: RpcErrorSpec,
     message: str | None = None,
     request_id: RequestId = None,
-    data: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | list[dict[str, Any]] | None = None,
 ) -> bytes:
     body: dict[str, Any] = {"code": error.code, "message": message or error.message}
     if data is not None:

@@ -792,7 +792,32 @@ class ErrorData(SpecModel):
 class JsonRpcError(SpecModel):
     code: ErrorCode
     message: str
-    data: Annotated[ErrorData | None, NoNull] = None
+    data: Annotated[ErrorData | V1ErrorDetails | None, NoNull] = None
+
+
+class V1ErrorInfo(SpecModel):
+    """google.rpc.ErrorInfo. reason: the code's x-enum-varnames name in UPPER_SNAKE_CASE (-32001 TASK_NOT_FOUND). domain: a2a-protocol.org for the codes A2A 1.0 defines (-32001, -32002, -32005 ContentTypeNotSupported in 1.0, -32009), synthorg for this node's own and JSON-RPC's. metadata: the error's machine-readable extras (a limit, a reason), as strings."""
+
+    at_type: Literal['type.googleapis.com/google.rpc.ErrorInfo'] = Field(alias='@type')
+    reason: Annotated[str, Field(pattern='^[A-Z][A-Z0-9_]{0,62}$')]
+    domain: Literal['a2a-protocol.org', 'synthorg']
+    metadata: Annotated[Annotated[dict[str, Annotated[str, Field(max_length=256)]], Field(max_length=8, fail_fast=True)] | None, NoNull] = None
+
+
+class V1BadRequest(SpecModel):
+    """google.rpc.BadRequest: each params validation issue as a field violation (field: the issue's loc joined with dots; description: its msg; reason: its type)."""
+
+    at_type: Literal['type.googleapis.com/google.rpc.BadRequest'] = Field(alias='@type')
+    fieldViolations: list[V1FieldViolation]
+
+
+V1ErrorDetails = Annotated[list[V1ErrorInfo | V1BadRequest], Field(min_length=1, max_length=2)]
+
+
+class V1FieldViolation(SpecModel):
+    field: str
+    description: str
+    reason: Annotated[str | None, NoNull] = None
 
 
 class JsonRpcErrorResponse(SpecModel):
@@ -1252,6 +1277,9 @@ JsonRpcSuccessResponse.model_rebuild()
 ValidationIssue.model_rebuild()
 ErrorData.model_rebuild()
 JsonRpcError.model_rebuild()
+V1ErrorInfo.model_rebuild()
+V1BadRequest.model_rebuild()
+V1FieldViolation.model_rebuild()
 JsonRpcErrorResponse.model_rebuild()
 CompanyFile.model_rebuild()
 ObservabilityConfig.model_rebuild()
@@ -1307,6 +1335,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     '0.3.0',
     '1.0',
     '2.0',
+    '@type',
     'A2AConfig',
     'A2AVersion',
     'APIKeySecurityScheme',
@@ -1462,10 +1491,14 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1AgentCard',
     'V1Artifact',
     'V1ArtifactUpdatePayload',
+    'V1BadRequest',
     'V1CancelTaskParams',
     'V1CancelTaskRequest',
     'V1CancelTaskResult',
     'V1DataPart',
+    'V1ErrorDetails',
+    'V1ErrorInfo',
+    'V1FieldViolation',
     'V1Filename',
     'V1GetExtendedAgentCardParams',
     'V1GetExtendedAgentCardRequest',
@@ -1513,6 +1546,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1UrlPart',
     'ValidationIssue',
     'a2a',
+    'a2a-protocol.org',
     'a2a.card_cache_max_entries',
     'a2a.client_timeout_seconds',
     'a2a.max_message_parts',
@@ -1572,6 +1606,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'description',
     'dev_allow_without_catalog',
     'documentationUrl',
+    'domain',
     'echo',
     'enabled',
     'endpoint',
@@ -1583,6 +1618,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'extendedAgentCard',
     'extensions',
     'failed',
+    'field',
+    'fieldViolations',
     'file',
     'filename',
     'final',
@@ -1718,6 +1755,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'submitted',
     'supportedInterfaces',
     'supportsAuthenticatedExtendedCard',
+    'synthorg',
     'tags',
     'task',
     'taskId',
@@ -1737,6 +1775,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'totalSize',
     'transport',
     'type',
+    'type.googleapis.com/google.rpc.BadRequest',
+    'type.googleapis.com/google.rpc.ErrorInfo',
     'unauthorized',
     'unavailable',
     'unknown',

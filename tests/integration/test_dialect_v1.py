@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from synthorg.cards.validation import spec_issues
 from tests.integration.helpers import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -132,6 +133,43 @@ def test_same_message_id_is_the_same_task_in_both_dialects(client_a: httpx.Clien
     msg = v1_message("once")
     first = v1_send(client_a, msg)
     assert v1_send(client_a, msg)["id"] == first["id"]
+
+
+ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+def test_1_0_errors_carry_an_error_info_array_and_0_3_errors_do_not(
+    client_a: httpx.Client,
+) -> None:
+    missing = {"id": "no-such-task-errinfo"}
+    error = expect_error(v1_call(client_a, "GetTask", missing), code=TASK_NOT_FOUND, request_id=1)
+    assert error["data"] == [
+        {"@type": ERROR_INFO, "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org"}
+    ]
+    assert spec_issues({"jsonrpc": "2.0", "id": 1, "error": error}, "JsonRpcErrorResponse") == []
+    # The same method name routed without the header is still the 1.0 dialect.
+    bare = expect_error(v1_call(client_a, "GetTask", missing, version=""), code=TASK_NOT_FOUND,
+                        request_id=1)
+    assert bare["data"][0]["reason"] == "TASK_NOT_FOUND"
+    old = expect_error(get_task(client_a, "no-such-task-errinfo"), code=TASK_NOT_FOUND,
+                       request_id=1)
+    assert "data" not in old or isinstance(old["data"], dict)
+
+
+def test_1_0_invalid_params_list_their_issues_as_field_violations(
+    client_a: httpx.Client,
+) -> None:
+    bad = {"message": {"messageId": "m", "role": "user", "parts": [{"text": "x"}]}}
+    error = expect_error(v1_call(client_a, "SendMessage", bad), code=INVALID_PARAMS, request_id=1)
+    info, violations = error["data"]
+    assert (info["@type"], info["reason"], info["domain"]) == (
+        ERROR_INFO, "INVALID_PARAMS", "synthorg")
+    assert violations["@type"] == "type.googleapis.com/google.rpc.BadRequest"
+    assert any(v["field"].startswith("message.role") for v in violations["fieldViolations"])
+    assert spec_issues({"jsonrpc": "2.0", "id": 1, "error": error}, "JsonRpcErrorResponse") == []
+    unknown = expect_error(v1_call(client_a, "NoSuchMethod", {}), code=METHOD_NOT_FOUND,
+                           request_id=1)
+    assert unknown["data"][0]["reason"] == "METHOD_NOT_FOUND"
 
 
 @pytest.mark.parametrize(
