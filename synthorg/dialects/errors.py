@@ -15,6 +15,7 @@ from synthorg.generated import constants
 from synthorg.generated.constants import (
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
+    V1_CONTENT_TYPE_NOT_SUPPORTED,
     VERSION_NOT_SUPPORTED,
     RpcErrorSpec,
 )
@@ -22,24 +23,25 @@ from synthorg.generated.models import V1BadRequest, V1ErrorInfo, V1FieldViolatio
 
 A2A_DOMAIN = "a2a-protocol.org"
 NODE_DOMAIN = "synthorg"
-_A2A_CODES = frozenset(spec.code for spec in (TASK_NOT_FOUND, TASK_NOT_CANCELABLE,
-                                               VERSION_NOT_SUPPORTED))
+# By the whole spec, not the code: -32005 is A2A's ContentTypeNotSupported in 1.0 and this
+# node's RateLimited otherwise.
+_A2A_ERRORS = frozenset({TASK_NOT_FOUND, TASK_NOT_CANCELABLE, VERSION_NOT_SUPPORTED,
+                         V1_CONTENT_TYPE_NOT_SUPPORTED})
 _REASONS = {
-    value: name for name, value in vars(constants).items() if isinstance(value, RpcErrorSpec)
+    value: name.removeprefix("V1_")
+    for name, value in vars(constants).items()
+    if isinstance(value, RpcErrorSpec)
 }
 _MAX_METADATA = 8
 
 
-def error_details(
-    error: RpcErrorSpec, data: Mapping[str, Any] | None, *, a2a: bool = False
-) -> list[dict[str, Any]]:
-    """The 1.0 `error.data` for an error and its 0.3 `data`; `a2a`: the code is one A2A 1.0
-    defines under this meaning even where 0.3 gave it another (-32005)."""
+def error_details(error: RpcErrorSpec, data: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The 1.0 `error.data` for an error and its 0.3 `data`."""
     extras = {k: str(v)[:256] for k, v in (data or {}).items() if k != "errors"}
     info = V1ErrorInfo.model_validate({
         "@type": "type.googleapis.com/google.rpc.ErrorInfo",
         "reason": _REASONS.get(error, "ERROR"),
-        "domain": A2A_DOMAIN if a2a or error.code in _A2A_CODES else NODE_DOMAIN,
+        "domain": A2A_DOMAIN if error in _A2A_ERRORS else NODE_DOMAIN,
         **({"metadata": dict(list(extras.items())[:_MAX_METADATA])} if extras else {}),
     })
     details = [info.model_dump(mode="json", by_alias=True, exclude_none=True)]

@@ -100,6 +100,9 @@ PEER_UNAVAILABLE: Final = RpcErrorSpec(-32021, "The peer's card is not available
 DELEGATION_LOOP: Final = RpcErrorSpec(-32030, 'Delegation loop or hop limit reached')
 VERSION_NOT_SUPPORTED: Final = RpcErrorSpec(-32009, 'A2A-Version not supported: use 0.3 or 1.0')
 
+# A2A 1.0's meanings of codes answered otherwise in 0.3 (jsonrpc.json, V1ErrorCode)
+V1_CONTENT_TYPE_NOT_SUPPORTED: Final = RpcErrorSpec(-32005, 'Content type not supported: use application/json')
+
 # Task states (spec/schemas/a2a.json)
 STATE_SUBMITTED: Final = 'submitted'
 STATE_WORKING: Final = 'working'

@@ -887,6 +887,9 @@ A2AVersion = Literal['0.3', '1.0']
 ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32010, -32011, -32012, -32020, -32021, -32030, -32009]
 
 
+V1ErrorCode = Literal[-32005]
+
+
 class ValidationIssue(SpecModel):
     loc: list[str | int]
     msg: str
@@ -1632,6 +1635,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1DeleteTaskPushNotificationConfigParams',
     'V1DeleteTaskPushNotificationConfigRequest',
     'V1DeleteTaskPushNotificationConfigResult',
+    'V1ErrorCode',
     'V1ErrorDetails',
     'V1ErrorInfo',
     'V1FieldViolation',

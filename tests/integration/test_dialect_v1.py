@@ -14,6 +14,7 @@ import pytest
 from synthorg.cards.validation import spec_issues
 from tests.integration.helpers import (
     INVALID_PARAMS,
+    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
@@ -154,6 +155,23 @@ def test_1_0_errors_carry_an_error_info_array_and_0_3_errors_do_not(
     old = expect_error(get_task(client_a, "no-such-task-errinfo"), code=TASK_NOT_FOUND,
                        request_id=1)
     assert "data" not in old or isinstance(old["data"], dict)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/xml", ""])
+def test_a_1_0_request_with_a_wrong_content_type_gets_1_0s_code(
+    client_a: httpx.Client, content_type: str
+) -> None:
+    body = json.dumps(envelope("SendMessage", {"message": v1_message("ct")}, 1)).encode()
+    headers = {"Content-Type": content_type, "A2A-Version": "1.0"}
+    response = client_a.post(RPC, content=body, headers=headers)
+    error = expect_error(response, code=-32005, status=415)
+    assert error["data"] == [{"@type": ERROR_INFO, "reason": "CONTENT_TYPE_NOT_SUPPORTED",
+                              "domain": "a2a-protocol.org"}]
+    # 0.3, or no version: -32600 as before
+    for version in ("0.3", None):
+        headers = {"Content-Type": content_type, **({"A2A-Version": version} if version else {})}
+        old = client_a.post(RPC, content=body, headers=headers)
+        assert "data" not in expect_error(old, code=INVALID_REQUEST, status=415)
 
 
 def test_1_0_invalid_params_list_their_issues_as_field_violations(
