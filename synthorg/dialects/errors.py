@@ -16,6 +16,7 @@ from synthorg.generated.constants import (
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
     V1_CONTENT_TYPE_NOT_SUPPORTED,
+    V1_UNSUPPORTED_OPERATION,
     VERSION_NOT_SUPPORTED,
     RpcErrorSpec,
 )
@@ -26,7 +27,7 @@ NODE_DOMAIN = "synthorg"
 # By the whole spec, not the code: -32005 is A2A's ContentTypeNotSupported in 1.0 and this
 # node's RateLimited otherwise.
 _A2A_ERRORS = frozenset({TASK_NOT_FOUND, TASK_NOT_CANCELABLE, VERSION_NOT_SUPPORTED,
-                         V1_CONTENT_TYPE_NOT_SUPPORTED})
+                         V1_CONTENT_TYPE_NOT_SUPPORTED, V1_UNSUPPORTED_OPERATION})
 _REASONS = {
     value: name.removeprefix("V1_")
     for name, value in vars(constants).items()

@@ -29,6 +29,7 @@ import handlers.tasks_pushNotificationConfig_set
 import handlers.tasks_resubscribe
 from handlers.context import RpcContext, Sequenced, TaskQuery
 from synthorg.cards.v1 import card_v1_json
+from synthorg.errors import UnsupportedOperation
 from synthorg.generated.constants import (
     AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
     MESSAGE_SEND,
@@ -40,6 +41,7 @@ from synthorg.generated.constants import (
     TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
     TASKS_PUSH_NOTIFICATION_CONFIG_SET,
     TASKS_RESUBSCRIBE,
+    TERMINAL_STATES,
 )
 from synthorg.generated.models import (
     AgentGetAuthenticatedExtendedCardParams,
@@ -301,7 +303,14 @@ async def subscribe_to_task(
     params: V1SubscribeToTaskParams, ctx: RpcContext
 ) -> AsyncIterator[Sequenced[V1SubscribeToTaskResult]]:
     ours = TasksResubscribeParams(method=TASKS_RESUBSCRIBE, id=params.id)
+    resuming = ctx.last_event_id is not None
     async for item in handlers.tasks_resubscribe.handle(ours, ctx):
+        # 1.0 refuses to follow a task that is already final (0.3 answers it and ends);
+        # a resumed stream (Last-Event-ID) still gets the events it missed.
+        event = item.event
+        if not resuming and isinstance(event, Task) and event.status.state in TERMINAL_STATES:
+            raise UnsupportedOperation()
+        resuming = True
         yield _event_v1(item)
 
 

@@ -23,6 +23,7 @@ from synthorg.generated.constants import (
     TASK_TERMINAL,
     UNKNOWN_AGENT,
     UNKNOWN_PEER,
+    V1_UNSUPPORTED_OPERATION,
     RpcErrorSpec,
 )
 
@@ -39,6 +40,7 @@ RPC_ERRORS: Mapping[type[errors.SynthorgError], RpcErrorSpec] = {
     errors.DelegationLoop: DELEGATION_LOOP,
     errors.UnknownPeer: UNKNOWN_PEER,
     errors.PeerUnavailable: PEER_UNAVAILABLE,
+    errors.UnsupportedOperation: V1_UNSUPPORTED_OPERATION,  # raised in the 1.0 dialect only
 }
 
 

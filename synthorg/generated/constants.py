@@ -102,6 +102,7 @@ VERSION_NOT_SUPPORTED: Final = RpcErrorSpec(-32009, 'A2A-Version not supported: 
 
 # A2A 1.0's meanings of codes answered otherwise in 0.3 (jsonrpc.json, V1ErrorCode)
 V1_CONTENT_TYPE_NOT_SUPPORTED: Final = RpcErrorSpec(-32005, 'Content type not supported: use application/json')
+V1_UNSUPPORTED_OPERATION: Final = RpcErrorSpec(-32004, 'Unsupported operation: the task is in a terminal state')
 
 # Task states (spec/schemas/a2a.json)
 STATE_SUBMITTED: Final = 'submitted'

@@ -887,7 +887,7 @@ A2AVersion = Literal['0.3', '1.0']
 ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32010, -32011, -32012, -32020, -32021, -32030, -32009]
 
 
-V1ErrorCode = Literal[-32005]
+V1ErrorCode = Literal[-32005, -32004]
 
 
 class ValidationIssue(SpecModel):

@@ -275,3 +275,28 @@ def test_subscribe_to_task_follows_a_task_in_1_0(client_a: httpx.Client) -> None
     events = v1_stream(client_a, "SubscribeToTask", {"id": task["id"]})
     assert events[0]["task"]["id"] == task["id"]
     assert events[0]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+def stream_data(client: httpx.Client, method: str, params: Json,
+                headers: dict[str, str]) -> list[Json]:
+    """The JSON of each event of a stream (results or errors), in order."""
+    with client.stream("POST", RPC, json=envelope(method, params), headers=headers) as answer:
+        assert answer.status_code == 200
+        lines = [line for line in answer.iter_lines() if line.startswith("data:")]
+    return [json.loads(line[len("data:"):]) for line in lines]
+
+
+def test_subscribe_to_a_final_task_is_unsupported_in_1_0_only(client_a: httpx.Client) -> None:
+    task = v1_send(client_a, v1_message("done"))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    [refusal] = stream_data(client_a, "SubscribeToTask", {"id": task["id"]}, V1)
+    assert refusal["error"]["code"] == -32004
+    assert refusal["error"]["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
+    assert refusal["error"]["data"][0]["domain"] == "a2a-protocol.org"
+    # 0.3's tasks/resubscribe still answers the final task and ends
+    old = stream_data(client_a, "tasks/resubscribe", {"id": task["id"]}, {})
+    assert old[-1]["result"]["status"]["state"] == "completed"
+    # a resumed 1.0 stream (Last-Event-ID) still gets the events after it
+    resumed = stream_data(client_a, "SubscribeToTask", {"id": task["id"]},
+                          {**V1, "Last-Event-ID": "0"})
+    assert resumed and all("result" in event for event in resumed)
