@@ -252,6 +252,8 @@ async def answer(
                 if type(error) not in RPC_ERRORS:
                     raise
                 spec, message, data = rpc_error(error)
+                if v1:  # 1.0 clients read a refusal before the stream as a plain answer
+                    return 200, refused(spec, message, data)
                 return EventStream.refusal(request_id, refused(spec, message, data), peer)
             return EventStream(request_id, first, stream, peer)
         assert route.handler is not None

@@ -289,8 +289,16 @@ def stream_data(client: httpx.Client, method: str, params: Json,
 def test_subscribe_to_a_final_task_is_unsupported_in_1_0_only(client_a: httpx.Client) -> None:
     task = v1_send(client_a, v1_message("done"))
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    [refusal] = stream_data(client_a, "SubscribeToTask", {"id": task["id"]}, V1)
-    assert refusal["error"]["code"] == -32004
+    # refused before any event: a plain JSON-RPC answer, not a stream
+    answer = client_a.post(RPC, json=envelope("SubscribeToTask", {"id": task["id"]}),
+                           headers=V1)
+    assert answer.headers["content-type"].startswith("application/json")
+    refusal = expect_error(answer, code=-32004, request_id=1)
+    assert refusal["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
+    missing = client_a.post(RPC, json=envelope("SubscribeToTask", {"id": "no-such-task"}),
+                            headers=V1)
+    expect_error(missing, code=TASK_NOT_FOUND, request_id=1)
+    refusal = {"error": refusal}
     assert refusal["error"]["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
     assert refusal["error"]["data"][0]["domain"] == "a2a-protocol.org"
     # 0.3's tasks/resubscribe still answers the final task and ends
