@@ -365,14 +365,19 @@ async def get_extended_agent_card(
 # lists them: a config set in either dialect reads the same in the other.
 
 
-def push_config_v1(config: TaskPushNotificationConfig) -> V1TaskPushNotificationConfig:
-    document = config.model_dump(mode="json", by_alias=True, exclude_none=True)
-    inner = document["pushNotificationConfig"]
-    out = _copy(inner, {"taskId": document["taskId"], "url": inner["url"]}, "id", "token")
-    auth = inner.get("authentication")
+def push_config_v1_json(config: Mapping[str, Any]) -> Json:
+    """0.3's PushNotificationConfig as 1.0's config members (taskId not included)."""
+    out = _copy(config, {"url": config["url"]}, "id", "token")
+    auth = config.get("authentication")
     if auth and auth["schemes"]:
         out["authentication"] = _copy(auth, {"scheme": auth["schemes"][0]}, "credentials")
-    return V1TaskPushNotificationConfig.model_validate(out)
+    return out
+
+
+def push_config_v1(config: TaskPushNotificationConfig) -> V1TaskPushNotificationConfig:
+    document = config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    inner = push_config_v1_json(document["pushNotificationConfig"])
+    return V1TaskPushNotificationConfig.model_validate({"taskId": document["taskId"], **inner})
 
 
 def _push_config_v03(config: Mapping[str, Any]) -> Json:
