@@ -49,8 +49,9 @@ fuzz: venv
 		$(BIN)/pytest tests/contract -p no:cacheprovider -x -q
 
 # The A2A 1.0 conformance kit (../shared/a2a-tck/1.0-dev, run where it lies) against a live
-# node through a proxy adding the peer headers: JSON-RPC, MUST level (tests/tck/run_v1.py).
-# Reports: build/tck-v1/reports. TCK_V1_DIR=<kit> picks another checkout of the kit.
+# node through the same proxy as `make tck` (conformance/): JSON-RPC, MUST level.
+# Reports: .tck/v1/reports. TCK_V1_DIR=<kit> picks another checkout of the kit;
+# TCK_ARGS are passed on (e.g. TCK_ARGS='--level should', or '-- -k card').
 TCK_V1_DIR ?= $(firstword $(wildcard ../shared/a2a-tck/1.0-dev ../../shared/a2a-tck/1.0-dev))
 TCK1_VENV := .venv-tck1
 TCK1_STAMP := $(TCK1_VENV)/.installed
@@ -63,7 +64,8 @@ $(TCK1_STAMP): Makefile
 	touch $@
 
 tck-v1: venv tck1-venv
-	TCK_V1_DIR=$(abspath $(TCK_V1_DIR)) $(BIN)/python -m tests.tck.run_v1 $(TCK_ARGS)
+	$(BIN)/python -m conformance.run_tck --dialect 1.0 --tck-dir $(abspath $(TCK_V1_DIR)) \
+		--tck-python $(TCK1_VENV)/bin/python $(TCK_ARGS)
 
 bench: venv
 	$(BIN)/python -m bench.live $(BENCH_ARGS)

@@ -92,16 +92,16 @@ def method_constant(params_model: str) -> str:
     return upper_snake(params_model.removesuffix("Params"))
 
 
-def _error_codes() -> list[str]:
-    schema = all_definitions()["ErrorCode"][1]
+def _error_codes(definition: str = "ErrorCode", prefix: str = "") -> list[str]:
+    schema = all_definitions()[definition][1]
     codes = schema["enum"]
     names = schema.get("x-enum-varnames", [])
     messages = schema.get("x-enum-descriptions", [])
     if not len(codes) == len(names) == len(messages):
-        raise ConstantsError("ErrorCode needs a name (x-enum-varnames) and a message "
+        raise ConstantsError(f"{definition} needs a name (x-enum-varnames) and a message "
                              "(x-enum-descriptions) for every code")
     return [
-        f"{upper_snake(name)}: Final = RpcErrorSpec({code!r}, {message!r})"
+        f"{prefix}{upper_snake(name)}: Final = RpcErrorSpec({code!r}, {message!r})"
         for code, name, message in zip(codes, names, messages, strict=True)
     ]
 
@@ -214,6 +214,10 @@ def render_constants() -> str:
     blocks.append(
         "# JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)\n"
         + "\n".join(_error_codes())
+    )
+    blocks.append(
+        "# A2A 1.0's meanings of codes answered otherwise in 0.3 (jsonrpc.json, V1ErrorCode)\n"
+        + "\n".join(_error_codes("V1ErrorCode", "V1_"))
     )
     blocks.append("# Task states (spec/schemas/a2a.json)\n" + "\n".join(_states()))
     blocks.append("# A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)\n"

@@ -257,7 +257,11 @@ def _class_source(name: str, schema: dict[str, Any], discriminated: set[str]) ->
         if keyword.iskeyword(prop) or prop in _SHADOWING:
             attr = f"{prop}_"
             field_args.append(f"alias={prop!r}")
-        if not prop.isidentifier():
+        if prop.startswith("@") and prop[1:].isidentifier():
+            # A JSON-LD style key (protobuf JSON's "@type"): the attribute is at_<name>.
+            attr = f"at_{prop[1:]}"
+            field_args.append(f"alias={prop!r}")
+        elif not prop.isidentifier():
             raise CodegenError(f"{name}.{prop}: not a valid identifier")
         if prop in required:
             default = None

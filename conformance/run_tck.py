@@ -1,11 +1,17 @@
-"""`make tck`: a fresh node, the header proxy in front of it (its URL is the card's url, via
-`a2a.public_url`), and the official A2A TCK run against the proxy, category by category.
+"""`make tck` and `make tck-v1`: a fresh node, the header proxy in front of it (its URL is the
+card's url, via `a2a.public_url`), and an official A2A conformance kit run against the proxy.
 
     python -m conformance.run_tck --tck-dir ../shared/a2a-tck/0.3.x \\
         --tck-python .tck/venv/bin/python --categories mandatory,capabilities
+    python -m conformance.run_tck --dialect 1.0 --tck-dir ../shared/a2a-tck/1.0-dev \\
+        --tck-python .venv-tck1/bin/python [--level must] [--transport jsonrpc] [-- pytest args]
 
-Everything it writes lives under .tck/ (git-ignored); the node and the proxy are stopped at
-the end, whatever happens. The exit status is the TCK's worst.
+The 0.3 kit runs category by category (its `run_tck.py`) against a node whose default agent
+waits for input, so the kit can continue and cancel its tasks. The 1.0 kit (its pytest suite,
+at one requirement level) runs against a `conformance` agent, which answers as the kit's
+messageId prefixes ask; the proxy asks for the 1.0 card for it. Everything the run writes
+lives under .tck/ (git-ignored; 1.0: .tck/v1, its reports in .tck/v1/reports); the node and
+the proxy are stopped at the end, whatever happens. The exit status is the kit's worst.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from tests.support.node import ROOT, NodeProcess, cli
 
 WORK = ROOT / ".tck"
 PEER = "tck"
-CONFIG = """\
+DIALECTS = ("0.3", "1.0")
+CONFIG_0_3 = """\
 a2a:
   enabled: true
   node_name: tck-node
@@ -42,6 +49,15 @@ agents:
       entrypoint: examples.slow_writer:factory
       options: {{seconds: 0.5, chunks: 2}}
 """
+CONFIG_1_0 = """\
+a2a:
+  enabled: true
+  node_name: tck-node
+  public_url: {public_url}
+  allowed_peers: [{peer}]
+agents:
+  - {{id: conformance, name: Conformance, executor: {{kind: conformance}}}}
+"""
 _SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|xpassed)")
 
 
@@ -51,37 +67,50 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def main() -> int:
+def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m conformance.run_tck")
+    parser.add_argument("--dialect", choices=DIALECTS, default="0.3")
     parser.add_argument("--tck-dir", type=Path, required=True)
     parser.add_argument("--tck-python", type=Path, required=True)
-    parser.add_argument("--categories", default="mandatory,capabilities")
-    args = parser.parse_args()
-    data = WORK / "data"
+    parser.add_argument("--categories", default="mandatory,capabilities", help="0.3 only")
+    parser.add_argument("--level", default="must", help="1.0 only")
+    parser.add_argument("--transport", default="jsonrpc", help="1.0 only")
+    parser.add_argument("pytest_args", nargs="*", help="1.0 only: passed on to pytest")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    v1 = args.dialect == "1.0"
+    work = WORK / "v1" if v1 else WORK
+    if v1 and not (args.tck_dir / "tests" / "compatibility").is_dir():
+        print(f"no A2A 1.0 conformance kit at {args.tck_dir}", file=sys.stderr)
+        return 2
+    data = work / "data"
     shutil.rmtree(data, ignore_errors=True)
     data.mkdir(parents=True)
     key = secrets.token_urlsafe(24)
-    key_file = WORK / "peer.key"
+    key_file = work / "peer.key"
     key_file.write_text(key)
     proxy_port = free_port()
     public_url = f"http://127.0.0.1:{proxy_port}"
-    node = NodeProcess(data, CONFIG.format(public_url=public_url, peer=PEER))
+    config = (CONFIG_1_0 if v1 else CONFIG_0_3).format(public_url=public_url, peer=PEER)
+    node = NodeProcess(data, config)
     cli(data, "peers", "add", PEER, "--endpoint", "http://127.0.0.1:9", stdin=key)
-    worst = 0
     with node:
-        proxy = subprocess.Popen(
-            [sys.executable, "-m", "conformance.proxy", "--listen", str(proxy_port),
-             "--target", node.url, "--peer", PEER, "--key-file", str(key_file)],
-            cwd=ROOT,
-        )
+        command = [sys.executable, "-m", "conformance.proxy", "--listen", str(proxy_port),
+                   "--target", node.url, "--peer", PEER, "--key-file", str(key_file)]
+        proxy = subprocess.Popen([*command, *(["--card-version", "1.0"] if v1 else [])],
+                                 cwd=ROOT)
         try:
             _wait_for_port(proxy_port)
-            for category in args.categories.split(","):
-                worst = max(worst, _run(args, category, f"{public_url}/api/v1/a2a/"))
+            if v1:
+                return _run_v1(args, work, public_url)
+            return max(_run_0_3(args, category, f"{public_url}/api/v1/a2a/")
+                       for category in args.categories.split(","))
         finally:
             proxy.terminate()
             proxy.wait(timeout=10)
-    return worst
 
 
 def _wait_for_port(port: int, timeout: float = 15.0) -> None:
@@ -95,14 +124,19 @@ def _wait_for_port(port: int, timeout: float = 15.0) -> None:
     raise RuntimeError(f"the proxy did not listen on {port}")
 
 
-def _run(args: argparse.Namespace, category: str, sut_url: str) -> int:
-    venv_bin = args.tck_python.absolute().parent  # not resolved: the venv is the point
+def _kit_env(tck_python: Path) -> dict[str, str]:
+    venv_bin = tck_python.absolute().parent  # not resolved: the venv is the point
     # The kit runs `pytest` from PATH: its own venv's, not whatever else is installed.
-    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-           "VIRTUAL_ENV": str(venv_bin.parent)}
+    return {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+            "VIRTUAL_ENV": str(venv_bin.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _run_0_3(args: argparse.Namespace, category: str, sut_url: str) -> int:
+    python = args.tck_python.absolute()
     run = subprocess.run(
-        [str(venv_bin / "python"), "run_tck.py", "--sut-url", sut_url, "--category", category],
-        cwd=args.tck_dir, capture_output=True, text=True, check=False, env=env,
+        [str(python), "run_tck.py", "--sut-url", sut_url, "--category", category],
+        cwd=args.tck_dir, capture_output=True, text=True, check=False,
+        env=_kit_env(args.tck_python),
     )
     (WORK / f"{category}.log").write_text(run.stdout + run.stderr)
     counts = {kind: int(n) for n, kind in _SUMMARY.findall(run.stdout)}
@@ -110,5 +144,21 @@ def _run(args: argparse.Namespace, category: str, sut_url: str) -> int:
     return run.returncode
 
 
+def _run_v1(args: argparse.Namespace, work: Path, sut_host: str) -> int:
+    reports = work / "reports"
+    shutil.rmtree(reports, ignore_errors=True)
+    reports.mkdir(parents=True)
+    command = [
+        str(args.tck_python.absolute()), "-m", "pytest", "tests/compatibility/",
+        f"--sut-host={sut_host}", f"--transport={args.transport}", "-m", args.level,
+        "--tb=short", "-q", "-p", "no:cacheprovider",
+        f"--compatibility-report={reports / 'compatibility'}",
+        f"--junitxml={reports / 'junitreport.xml'}",
+        *args.pytest_args,
+    ]
+    env = _kit_env(args.tck_python)
+    return subprocess.run(command, cwd=args.tck_dir, env=env, check=False).returncode
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

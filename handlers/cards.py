@@ -2,6 +2,11 @@
 
 Unauthenticated by design (peers read them before they federate). Cards are rendered once and
 served with `Cache-Control`, a strong `ETag` and 304 on `If-None-Match`.
+
+`A2A-Version: 1.0` (1.0.x) picks the card's 1.0-only document; absent, or any other value,
+the combined one (0.3 members and 1.0's `supportedInterfaces`), which both dialects' SDKs
+parse. The answer varies with that header, and says so (`Vary`), so a shared cache keeps the
+two apart.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import json
 from starlette.responses import Response
 
 from handlers.context import CardDocument, CardsContext, HttpRequest
+from synthorg.dialects.version import major_minor
+from synthorg.generated.constants import A2A_VERSION_1_0
 from synthorg.http.caching import none_match
 from synthorg.names import is_agent_id
 
@@ -18,7 +25,7 @@ from synthorg.names import is_agent_id
 async def company_card(request: HttpRequest, ctx: CardsContext) -> Response:
     if not ctx.enabled:
         return _disabled()
-    return _card(request, ctx, ctx.company(request))
+    return _card(request, ctx, ctx.company(request, _wants_v1(request)))
 
 
 async def agent_card(request: HttpRequest, ctx: CardsContext) -> Response:
@@ -27,14 +34,23 @@ async def agent_card(request: HttpRequest, ctx: CardsContext) -> Response:
     agent_id = request.path_params["agent_id"]
     if not is_agent_id(agent_id):
         return _error(400, "invalid_agent_id", "Not a well-formed agent id")
-    rendered = ctx.agent(agent_id, request)
+    rendered = ctx.agent(agent_id, request, _wants_v1(request))
     if rendered is None:
         return _error(404, "unknown_agent", "No agent has this id")
     return _card(request, ctx, rendered)
 
 
+_VERSION_HEADER = "a2a-version"
+
+
+def _wants_v1(request: HttpRequest) -> bool:
+    values = request.header_values(_VERSION_HEADER)
+    # One value only: a repeated header names no one version.
+    return len(values) == 1 and major_minor(values[0]) == A2A_VERSION_1_0
+
+
 def _card(request: HttpRequest, ctx: CardsContext, rendered: CardDocument) -> Response:
-    headers = {"Cache-Control": ctx.cache_control, "ETag": rendered.etag}
+    headers = {"Cache-Control": ctx.cache_control, "ETag": rendered.etag, "Vary": "A2A-Version"}
     # Several If-None-Match headers form one list, as if joined by commas.
     if none_match(", ".join(request.header_values("if-none-match")), rendered.etag):
         return Response(status_code=304, headers=headers)

@@ -168,9 +168,11 @@ class CardsContext(Protocol):
     @property
     def cache_control(self) -> str: ...
 
-    def company(self, request: HttpRequest) -> CardDocument: ...
+    def company(self, request: HttpRequest, v1: bool = False) -> CardDocument:
+        """`v1`: the 1.0-only document, else the combined 0.3 + 1.0 one."""
+        ...
 
-    def agent(self, agent_id: str, request: HttpRequest) -> CardDocument | None:
+    def agent(self, agent_id: str, request: HttpRequest, v1: bool = False) -> CardDocument | None:
         """None when no agent has this id."""
         ...
 

@@ -33,6 +33,11 @@ class TaskTerminal(SynthorgError):
     """A follow-up names a task that is already final."""
 
 
+class UnsupportedOperation(SynthorgError):
+    """A2A 1.0: the operation does not apply to the task as it is (SubscribeToTask on a task
+    already final)."""
+
+
 class MessageIdConflict(SynthorgError):
     """A `(peer, messageId)` key was already used with different content."""
 

@@ -8,6 +8,11 @@ the address of the socket that accepted the connection (ASGI `scope["server"]`),
 the `Host` header: the Host header is whatever the caller typed, and a card cached under it
 would hand the next caller an attacker's URL. Socket addresses are the node's own, so the
 cache holds at most one copy per local address; a small bound guards even that.
+
+Each card has two documents: the combined one (A2A 0.3 members beside 1.0's
+`supportedInterfaces`, which both SDKs parse), served by default, and the 1.0-only one
+(`V1AgentCard`), served to a caller that asks with `A2A-Version: 1.0`: a strict 1.0 reader
+refuses the 0.3 members.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from synthorg.cards.projection import agent_card, card_version, company_card
+from synthorg.cards.v1 import card_v1_json
 from synthorg.config.company import NodeConfig
-from synthorg.generated.models import AgentCard
+from synthorg.generated.models import AgentCard, V1AgentCard
 from synthorg.http.caching import DEFAULT_MAX_AGE
 
 CACHE_CONTROL = f"public, max-age={DEFAULT_MAX_AGE}"
@@ -40,8 +46,13 @@ class RenderedCard:
     etag: str
 
 
-def render(card: AgentCard) -> RenderedCard:
+def render(card: AgentCard, v1: bool = False) -> RenderedCard:
+    """The card's canonical bytes; `v1`: its 1.0-only document."""
     document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if v1:
+        document = V1AgentCard.model_validate(card_v1_json(document)).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
     # Canonical bytes: the same card always hashes to the same ETag, on every node.
     body = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
     return RenderedCard(body, f'"{hashlib.sha256(body).hexdigest()[:32]}"')
@@ -76,18 +87,18 @@ class CardPublisher:
         self._agents = {agent.id: agent for agent in config.agents}
         public = config.a2a.public_url
         self._public_url = public.rstrip("/") if public else None
-        self._rendered: dict[tuple[str, str | None], RenderedCard] = {}
+        self._rendered: dict[tuple[str, str | None, bool], RenderedCard] = {}
         self._bases: set[str] = set()
 
     def base_url(self, scope: Mapping[str, Any]) -> str:
         return self._public_url or socket_base_url(scope)
 
-    def company(self, request: LocalRequest) -> RenderedCard:
-        return self.company_at(self._public_url or request.local_base_url)
+    def company(self, request: LocalRequest, v1: bool = False) -> RenderedCard:
+        return self.company_at(self._public_url or request.local_base_url, v1)
 
-    def agent(self, agent_id: str, request: LocalRequest) -> RenderedCard | None:
+    def agent(self, agent_id: str, request: LocalRequest, v1: bool = False) -> RenderedCard | None:
         """None when no agent has this id."""
-        return self.agent_at(agent_id, self._public_url or request.local_base_url)
+        return self.agent_at(agent_id, self._public_url or request.local_base_url, v1)
 
     def extended(self, agent_id: str | None, scope: Mapping[str, Any]) -> AgentCard:
         """The extended card (`gateway.context.ExtendedCards`): built per call, for admitted
@@ -99,17 +110,17 @@ class CardPublisher:
             self._config, self._agents[agent_id], base_url, self._version, extended=True
         )
 
-    def company_at(self, base_url: str) -> RenderedCard:
-        return self._cached(base_url, None)
+    def company_at(self, base_url: str, v1: bool = False) -> RenderedCard:
+        return self._cached(base_url, None, v1)
 
-    def agent_at(self, agent_id: str, base_url: str) -> RenderedCard | None:
+    def agent_at(self, agent_id: str, base_url: str, v1: bool = False) -> RenderedCard | None:
         """None when no agent has this id."""
         if agent_id not in self._agents:
             return None
-        return self._cached(base_url, agent_id)
+        return self._cached(base_url, agent_id, v1)
 
-    def _cached(self, base_url: str, agent_id: str | None) -> RenderedCard:
-        key = (base_url, agent_id)
+    def _cached(self, base_url: str, agent_id: str | None, v1: bool) -> RenderedCard:
+        key = (base_url, agent_id, v1)
         found = self._rendered.get(key)
         if found is not None:
             return found
@@ -117,7 +128,7 @@ class CardPublisher:
             card = company_card(self._config, base_url, self._version)
         else:
             card = agent_card(self._config, self._agents[agent_id], base_url, self._version)
-        rendered = render(card)
+        rendered = render(card, v1)
         if base_url in self._bases or len(self._bases) < MAX_BASE_URLS:
             self._bases.add(base_url)
             self._rendered[key] = rendered

@@ -33,7 +33,9 @@ from synthorg.generated.constants import (
     STATE_COMPLETED,
     TASKS_CANCEL,
     TASKS_GET,
+    TASKS_PUSH_NOTIFICATION_CONFIG_SET,
     V1_CANCEL_TASK,
+    V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
     V1_GET_TASK,
     V1_SEND_MESSAGE,
 )
@@ -213,6 +215,16 @@ class A2AClient:
 
     async def cancel_task(self, task_id: str) -> Task:
         return await self._task_call(TASKS_CANCEL, {"id": task_id})
+
+    async def set_push_config(self, task_id: str, config: dict[str, Any]) -> None:
+        """Ask the peer to push its task to `config` (0.3's PushNotificationConfig), in the
+        peer's dialect: 1.0 names the method and flattens the config."""
+        if self.speaks_v1:
+            flat = {"taskId": task_id, **v1.push_config_v1_json(config)}
+            await self.call(V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG, flat)
+            return
+        await self.call(TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+                        {"taskId": task_id, "pushNotificationConfig": config})
 
     async def _task_call(self, method: str, params: dict[str, Any]) -> Task:
         if self.speaks_v1:

@@ -23,7 +23,6 @@ from synthorg.dialects.outbound import PeerDialect, choose
 from synthorg.generated.constants import (
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
-    TASKS_PUSH_NOTIFICATION_CONFIG_SET,
     TERMINAL_STATES,
 )
 from synthorg.generated.models import Task
@@ -162,10 +161,9 @@ class Delegator:
         polls): a peer without push support, or one that refuses the url."""
         config = {"url": url, "id": FOLLOW_CONFIG_ID}
         try:
-            await self.client(record.peer).call(
-                TASKS_PUSH_NOTIFICATION_CONFIG_SET,
-                {"taskId": record.remote_task_id, "pushNotificationConfig": config},
-            )
+            # In the dialect the task was sent in (the card is cached by then).
+            client = await self.peer_client(record.peer)
+            await client.set_push_config(record.remote_task_id, config)
         except (PeerError, DelegationError):
             return False
         return True

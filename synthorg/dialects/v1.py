@@ -3,10 +3,10 @@ JSON mapping: SCREAMING_SNAKE enums, parts without `kind`, results wrapped) to t
 handler of the operation and the answer back. The node keeps a single task model (A2A 0.3's
 objects, `a2a.json`), so a task created in one dialect reads the same in the other.
 
-Adding a 1.0 method (the push config family, once the 0.3 contract has it):
-add its params and result to `spec/schemas/methods_v1.json`, an adapter here named after the
-method in snake case (`SubscribeToTask` -> `subscribe_to_task`), and run `python -m codegen`;
-the dispatch table and each adapter's signature are generated from the spec.
+Adding a 1.0 method: add its params and result to `spec/schemas/methods_v1.json`, an
+adapter here named after the method in snake case (`SubscribeToTask` -> `subscribe_to_task`),
+and run `python -m codegen`; the dispatch table and each adapter's signature are generated
+from the spec.
 """
 
 from __future__ import annotations
@@ -22,15 +22,26 @@ import handlers.message_stream
 import handlers.tasks_cancel
 import handlers.tasks_get
 import handlers.tasks_list
+import handlers.tasks_pushNotificationConfig_delete
+import handlers.tasks_pushNotificationConfig_get
+import handlers.tasks_pushNotificationConfig_list
+import handlers.tasks_pushNotificationConfig_set
 import handlers.tasks_resubscribe
 from handlers.context import RpcContext, Sequenced, TaskQuery
+from synthorg.cards.v1 import card_v1_json
+from synthorg.errors import UnsupportedOperation
 from synthorg.generated.constants import (
     AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
     MESSAGE_SEND,
     MESSAGE_STREAM,
     TASKS_CANCEL,
     TASKS_GET,
+    TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
+    TASKS_PUSH_NOTIFICATION_CONFIG_GET,
+    TASKS_PUSH_NOTIFICATION_CONFIG_LIST,
+    TASKS_PUSH_NOTIFICATION_CONFIG_SET,
     TASKS_RESUBSCRIBE,
+    TERMINAL_STATES,
 )
 from synthorg.generated.models import (
     AgentGetAuthenticatedExtendedCardParams,
@@ -39,16 +50,29 @@ from synthorg.generated.models import (
     MessageStreamParams,
     StreamEvent,
     Task,
+    TaskPushNotificationConfig,
     TasksCancelParams,
     TasksGetParams,
+    TasksPushNotificationConfigDeleteParams,
+    TasksPushNotificationConfigGetParams,
+    TasksPushNotificationConfigListParams,
+    TasksPushNotificationConfigSetParams,
     TasksResubscribeParams,
     V1AgentCard,
     V1CancelTaskParams,
     V1CancelTaskResult,
+    V1CreateTaskPushNotificationConfigParams,
+    V1CreateTaskPushNotificationConfigResult,
+    V1DeleteTaskPushNotificationConfigParams,
+    V1DeleteTaskPushNotificationConfigResult,
     V1GetExtendedAgentCardParams,
     V1GetExtendedAgentCardResult,
     V1GetTaskParams,
+    V1GetTaskPushNotificationConfigParams,
+    V1GetTaskPushNotificationConfigResult,
     V1GetTaskResult,
+    V1ListTaskPushNotificationConfigsParams,
+    V1ListTaskPushNotificationConfigsResult,
     V1ListTasksParams,
     V1ListTasksResult,
     V1Message,
@@ -61,6 +85,7 @@ from synthorg.generated.models import (
     V1SubscribeToTaskResult,
     V1Task,
     V1TaskPayload,
+    V1TaskPushNotificationConfig,
 )
 
 Json = dict[str, Any]
@@ -222,6 +247,9 @@ def _send_body(method: str, params: V1SendMessageParams | V1SendStreamingMessage
         )
         if config.returnImmediately is not None:
             body["configuration"]["blocking"] = not config.returnImmediately
+        if config.taskPushNotificationConfig is not None:
+            push = config.taskPushNotificationConfig.model_dump(mode="json", exclude_none=True)
+            body["configuration"]["pushNotificationConfig"] = _push_config_v03(push)
     if params.metadata is not None:
         body["metadata"] = params.metadata
     return body
@@ -275,7 +303,14 @@ async def subscribe_to_task(
     params: V1SubscribeToTaskParams, ctx: RpcContext
 ) -> AsyncIterator[Sequenced[V1SubscribeToTaskResult]]:
     ours = TasksResubscribeParams(method=TASKS_RESUBSCRIBE, id=params.id)
+    resuming = ctx.last_event_id is not None
     async for item in handlers.tasks_resubscribe.handle(ours, ctx):
+        # 1.0 refuses to follow a task that is already final (0.3 answers it and ends);
+        # a resumed stream (Last-Event-ID) still gets the events it missed.
+        event = item.event
+        if not resuming and isinstance(event, Task) and event.status.state in TERMINAL_STATES:
+            raise UnsupportedOperation()
+        resuming = True
         yield _event_v1(item)
 
 
@@ -325,37 +360,78 @@ async def get_extended_agent_card(
     return V1AgentCard.model_validate(card_v1_json(document))
 
 
-# -- cards --------------------------------------------------------------------------------
-
-_CARD_MEMBERS = (
-    "name", "description", "supportedInterfaces", "provider", "version", "documentationUrl",
-    "defaultInputModes", "defaultOutputModes", "iconUrl",
-)
-_SKILL_MEMBERS = ("id", "name", "description", "tags", "examples", "inputModes", "outputModes")
-_CAPABILITY_MEMBERS = ("streaming", "pushNotifications", "extendedAgentCard", "extensions")
+# -- push notification configs ------------------------------------------------------------
+# 1.0 flattens 0.3's {taskId, pushNotificationConfig} and names one auth scheme where 0.3
+# lists them: a config set in either dialect reads the same in the other.
 
 
-def _scheme_v1(scheme: Mapping[str, Any]) -> Json | None:
-    if scheme.get("type") == "apiKey":
-        inner = _copy(scheme, {"location": scheme["in"], "name": scheme["name"]}, "description")
-        return {"apiKeySecurityScheme": inner}
-    if scheme.get("type") == "http":
-        inner = _copy(scheme, {"scheme": scheme["scheme"]}, "bearerFormat", "description")
-        return {"httpAuthSecurityScheme": inner}
-    return None  # a kind this node does not use
-
-
-def card_v1_json(card: Mapping[str, Any]) -> Json:
-    """A card (0.3 members and supportedInterfaces) with 1.0's members only."""
-    out = _copy(card, {}, *_CARD_MEMBERS)
-    out["capabilities"] = _copy(card["capabilities"], {}, *_CAPABILITY_MEMBERS)
-    out["skills"] = [_copy(skill, {}, *_SKILL_MEMBERS) for skill in card["skills"]]
-    schemes = {name: _scheme_v1(s) for name, s in card.get("securitySchemes", {}).items()}
-    if schemes:
-        out["securitySchemes"] = {name: s for name, s in schemes.items() if s is not None}
-    if "security" in card:
-        out["securityRequirements"] = [
-            {"schemes": {name: {"list": scopes} for name, scopes in requirement.items()}}
-            for requirement in card["security"]
-        ]
+def push_config_v1_json(config: Mapping[str, Any]) -> Json:
+    """0.3's PushNotificationConfig as 1.0's config members (taskId not included)."""
+    out = _copy(config, {"url": config["url"]}, "id", "token")
+    auth = config.get("authentication")
+    if auth and auth["schemes"]:
+        out["authentication"] = _copy(auth, {"scheme": auth["schemes"][0]}, "credentials")
     return out
+
+
+def push_config_v1(config: TaskPushNotificationConfig) -> V1TaskPushNotificationConfig:
+    document = config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    inner = push_config_v1_json(document["pushNotificationConfig"])
+    return V1TaskPushNotificationConfig.model_validate({"taskId": document["taskId"], **inner})
+
+
+def _push_config_v03(config: Mapping[str, Any]) -> Json:
+    """A 1.0 config's members as 0.3's PushNotificationConfig (taskId and tenant dropped)."""
+    out = _copy(config, {"url": config["url"]}, "id", "token")
+    if "authentication" in config:
+        auth = config["authentication"]
+        out["authentication"] = _copy(auth, {"schemes": [auth["scheme"]]}, "credentials")
+    return out
+
+
+async def create_task_push_notification_config(
+    params: V1CreateTaskPushNotificationConfigParams, ctx: RpcContext
+) -> V1CreateTaskPushNotificationConfigResult:
+    inner = _push_config_v03(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+    ours = TasksPushNotificationConfigSetParams.model_validate({
+        "method": TASKS_PUSH_NOTIFICATION_CONFIG_SET, "taskId": params.taskId,
+        "pushNotificationConfig": inner,
+    })
+    return push_config_v1(await handlers.tasks_pushNotificationConfig_set.handle(ours, ctx))
+
+
+async def get_task_push_notification_config(
+    params: V1GetTaskPushNotificationConfigParams, ctx: RpcContext
+) -> V1GetTaskPushNotificationConfigResult:
+    ours = TasksPushNotificationConfigGetParams(
+        method=TASKS_PUSH_NOTIFICATION_CONFIG_GET, id=params.taskId,
+        pushNotificationConfigId=params.id,
+    )
+    return push_config_v1(await handlers.tasks_pushNotificationConfig_get.handle(ours, ctx))
+
+
+async def list_task_push_notification_configs(
+    params: V1ListTaskPushNotificationConfigsParams, ctx: RpcContext
+) -> V1ListTaskPushNotificationConfigsResult:
+    ours = TasksPushNotificationConfigListParams(
+        method=TASKS_PUSH_NOTIFICATION_CONFIG_LIST, id=params.taskId
+    )
+    configs = await handlers.tasks_pushNotificationConfig_list.handle(ours, ctx)
+    # The token is the offset of the next page: a task holds few configs (at most 16).
+    start = int(params.pageToken or 0)
+    end = start + params.pageSize if params.pageSize is not None else len(configs)
+    return V1ListTaskPushNotificationConfigsResult(
+        configs=[push_config_v1(config) for config in configs[start:end]],
+        nextPageToken=str(end) if end < len(configs) else "",
+    )
+
+
+async def delete_task_push_notification_config(
+    params: V1DeleteTaskPushNotificationConfigParams, ctx: RpcContext
+) -> V1DeleteTaskPushNotificationConfigResult:
+    ours = TasksPushNotificationConfigDeleteParams(
+        method=TASKS_PUSH_NOTIFICATION_CONFIG_DELETE, id=params.taskId,
+        pushNotificationConfigId=params.id,
+    )
+    await handlers.tasks_pushNotificationConfig_delete.handle(ours, ctx)
+    return None

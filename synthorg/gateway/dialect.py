@@ -13,12 +13,12 @@ request without the header is routed by its method alone.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
+from synthorg.dialects.version import major_minor
 from synthorg.gateway.dispatch import (
     DISPATCH,
     DISPATCH_V1,
@@ -27,8 +27,6 @@ from synthorg.gateway.dispatch import (
     Route,
 )
 from synthorg.generated.constants import A2A_VERSION_0_3, A2A_VERSION_1_0, A2A_VERSIONS
-
-_VERSION = re.compile(r"\s*(\d{1,3})\.(\d{1,3})(?:\.\d{1,6})?\s*")
 
 
 class Dialect(NamedTuple):
@@ -48,10 +46,8 @@ def dialects(version: str | None) -> tuple[Dialect, ...] | None:
     """The dialects a request may speak, given its A2A-Version; None: unsupported."""
     if version is None:
         return _UNVERSIONED
-    match = _VERSION.fullmatch(version)
-    if match is None:
-        return None
-    return _BY_VERSION.get(f"{int(match.group(1))}.{int(match.group(2))}")
+    found = major_minor(version)
+    return None if found is None else _BY_VERSION.get(found)
 
 
 def route(allowed: tuple[Dialect, ...], method: str) -> tuple[Route, Dialect] | None:

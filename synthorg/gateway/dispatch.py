@@ -24,8 +24,8 @@ import handlers.tasks_pushNotificationConfig_set
 import handlers.tasks_resubscribe
 import synthorg.dialects.v1
 from handlers.context import RpcContext, Sequenced
-from synthorg.generated.constants import AGENT_GET_AUTHENTICATED_EXTENDED_CARD, MESSAGE_SEND, MESSAGE_STREAM, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, TASKS_PUSH_NOTIFICATION_CONFIG_DELETE, TASKS_PUSH_NOTIFICATION_CONFIG_GET, TASKS_PUSH_NOTIFICATION_CONFIG_LIST, TASKS_PUSH_NOTIFICATION_CONFIG_SET, TASKS_RESUBSCRIBE, V1_CANCEL_TASK, V1_GET_EXTENDED_AGENT_CARD, V1_GET_TASK, V1_LIST_TASKS, V1_SEND_MESSAGE, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK
-from synthorg.generated.models import AgentGetAuthenticatedExtendedCardParams, AgentGetAuthenticatedExtendedCardResult, MessageSendParams, MessageSendResult, MessageStreamParams, MessageStreamResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, TasksPushNotificationConfigDeleteParams, TasksPushNotificationConfigDeleteResult, TasksPushNotificationConfigGetParams, TasksPushNotificationConfigGetResult, TasksPushNotificationConfigListParams, TasksPushNotificationConfigListResult, TasksPushNotificationConfigSetParams, TasksPushNotificationConfigSetResult, TasksResubscribeParams, TasksResubscribeResult, V1CancelTaskParams, V1CancelTaskResult, V1GetExtendedAgentCardParams, V1GetExtendedAgentCardResult, V1GetTaskParams, V1GetTaskResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, V1SendStreamingMessageParams, V1SendStreamingMessageResult, V1SubscribeToTaskParams, V1SubscribeToTaskResult, RpcParams, V1RpcParams
+from synthorg.generated.constants import AGENT_GET_AUTHENTICATED_EXTENDED_CARD, MESSAGE_SEND, MESSAGE_STREAM, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, TASKS_PUSH_NOTIFICATION_CONFIG_DELETE, TASKS_PUSH_NOTIFICATION_CONFIG_GET, TASKS_PUSH_NOTIFICATION_CONFIG_LIST, TASKS_PUSH_NOTIFICATION_CONFIG_SET, TASKS_RESUBSCRIBE, V1_CANCEL_TASK, V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG, V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG, V1_GET_EXTENDED_AGENT_CARD, V1_GET_TASK, V1_GET_TASK_PUSH_NOTIFICATION_CONFIG, V1_LIST_TASKS, V1_LIST_TASK_PUSH_NOTIFICATION_CONFIGS, V1_SEND_MESSAGE, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK
+from synthorg.generated.models import AgentGetAuthenticatedExtendedCardParams, AgentGetAuthenticatedExtendedCardResult, MessageSendParams, MessageSendResult, MessageStreamParams, MessageStreamResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, TasksPushNotificationConfigDeleteParams, TasksPushNotificationConfigDeleteResult, TasksPushNotificationConfigGetParams, TasksPushNotificationConfigGetResult, TasksPushNotificationConfigListParams, TasksPushNotificationConfigListResult, TasksPushNotificationConfigSetParams, TasksPushNotificationConfigSetResult, TasksResubscribeParams, TasksResubscribeResult, V1CancelTaskParams, V1CancelTaskResult, V1CreateTaskPushNotificationConfigParams, V1CreateTaskPushNotificationConfigResult, V1DeleteTaskPushNotificationConfigParams, V1DeleteTaskPushNotificationConfigResult, V1GetExtendedAgentCardParams, V1GetExtendedAgentCardResult, V1GetTaskParams, V1GetTaskPushNotificationConfigParams, V1GetTaskPushNotificationConfigResult, V1GetTaskResult, V1ListTaskPushNotificationConfigsParams, V1ListTaskPushNotificationConfigsResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, V1SendStreamingMessageParams, V1SendStreamingMessageResult, V1SubscribeToTaskParams, V1SubscribeToTaskResult, RpcParams, V1RpcParams
 
 MessageSendHandler = Callable[[MessageSendParams, RpcContext], Awaitable[MessageSendResult]]
 TasksGetHandler = Callable[[TasksGetParams, RpcContext], Awaitable[TasksGetResult]]
@@ -46,6 +46,10 @@ V1ListTasksHandler = Callable[[V1ListTasksParams, RpcContext], Awaitable[V1ListT
 V1GetExtendedAgentCardHandler = Callable[[V1GetExtendedAgentCardParams, RpcContext], Awaitable[V1GetExtendedAgentCardResult]]
 V1SendStreamingMessageHandler = Callable[[V1SendStreamingMessageParams, RpcContext], AsyncIterator[Sequenced[V1SendStreamingMessageResult]]]
 V1SubscribeToTaskHandler = Callable[[V1SubscribeToTaskParams, RpcContext], AsyncIterator[Sequenced[V1SubscribeToTaskResult]]]
+V1CreateTaskPushNotificationConfigHandler = Callable[[V1CreateTaskPushNotificationConfigParams, RpcContext], Awaitable[V1CreateTaskPushNotificationConfigResult]]
+V1GetTaskPushNotificationConfigHandler = Callable[[V1GetTaskPushNotificationConfigParams, RpcContext], Awaitable[V1GetTaskPushNotificationConfigResult]]
+V1ListTaskPushNotificationConfigsHandler = Callable[[V1ListTaskPushNotificationConfigsParams, RpcContext], Awaitable[V1ListTaskPushNotificationConfigsResult]]
+V1DeleteTaskPushNotificationConfigHandler = Callable[[V1DeleteTaskPushNotificationConfigParams, RpcContext], Awaitable[V1DeleteTaskPushNotificationConfigResult]]
 
 
 class Route(NamedTuple):
@@ -76,6 +80,10 @@ _list_tasks: V1ListTasksHandler = synthorg.dialects.v1.list_tasks
 _get_extended_agent_card: V1GetExtendedAgentCardHandler = synthorg.dialects.v1.get_extended_agent_card
 _send_streaming_message: V1SendStreamingMessageHandler = synthorg.dialects.v1.send_streaming_message
 _subscribe_to_task: V1SubscribeToTaskHandler = synthorg.dialects.v1.subscribe_to_task
+_create_task_push_notification_config: V1CreateTaskPushNotificationConfigHandler = synthorg.dialects.v1.create_task_push_notification_config
+_get_task_push_notification_config: V1GetTaskPushNotificationConfigHandler = synthorg.dialects.v1.get_task_push_notification_config
+_list_task_push_notification_configs: V1ListTaskPushNotificationConfigsHandler = synthorg.dialects.v1.list_task_push_notification_configs
+_delete_task_push_notification_config: V1DeleteTaskPushNotificationConfigHandler = synthorg.dialects.v1.delete_task_push_notification_config
 
 DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     MESSAGE_SEND: Route(MessageSendParams, _message_send),
@@ -104,6 +112,10 @@ DISPATCH_V1: Final[Mapping[str, Route]] = MappingProxyType({
     V1_GET_EXTENDED_AGENT_CARD: Route(V1GetExtendedAgentCardParams, _get_extended_agent_card),
     V1_SEND_STREAMING_MESSAGE: Route(V1SendStreamingMessageParams, None, _send_streaming_message),
     V1_SUBSCRIBE_TO_TASK: Route(V1SubscribeToTaskParams, None, _subscribe_to_task),
+    V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG: Route(V1CreateTaskPushNotificationConfigParams, _create_task_push_notification_config),
+    V1_GET_TASK_PUSH_NOTIFICATION_CONFIG: Route(V1GetTaskPushNotificationConfigParams, _get_task_push_notification_config),
+    V1_LIST_TASK_PUSH_NOTIFICATION_CONFIGS: Route(V1ListTaskPushNotificationConfigsParams, _list_task_push_notification_configs),
+    V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG: Route(V1DeleteTaskPushNotificationConfigParams, _delete_task_push_notification_config),
 })
 
 PARAMS_ADAPTER_V1: Final = TypeAdapter(V1RpcParams)

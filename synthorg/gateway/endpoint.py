@@ -9,13 +9,15 @@ one plain ASGI app. Read top to bottom, it is the request pipeline:
 | 3-5  | the three gates, on headers alone (`gates.py`)          | 401 / 403             |
 |      | the peer's rate limit (`ratelimit.py`)                  | 429, -32005           |
 |      | an agent endpoint's id is well formed                   | 404, -32012           |
-| 6    | Content-Type is application/json                        | 415, -32600           |
+| 6    | Content-Type is application/json                        | 415, -32600 / -32005  |
 | 7    | the body streams in under the same ceiling              | 413, -32600           |
 |      | an agent endpoint's id names an agent of this node      | 404, -32012           |
 | 8-12 | parse, envelope, method, params, handler (`pipeline.py`)| 200 / 500             |
 
-Refusals up to step 7 carry `id: null`. Nothing of the body is read before the caller is
-admitted, so an unauthenticated caller never reaches the JSON parser.
+Refusals up to step 7 carry `id: null`. Step 6 answers -32005 (A2A 1.0's
+ContentTypeNotSupported) to a caller that sent `A2A-Version: 1.0`, -32600 to any other.
+Nothing of the body is read before the caller is admitted, so an unauthenticated caller
+never reaches the JSON parser.
 """
 
 from __future__ import annotations
@@ -27,21 +29,25 @@ from typing import NamedTuple
 
 from starlette.types import Receive, Scope, Send
 
+from synthorg.dialects.errors import error_details
+from synthorg.dialects.version import major_minor
 from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
 from synthorg.gateway.gates import Admitted, PeerGate
 from synthorg.gateway.ratelimit import PeerRateLimiter, retry_after
 from synthorg.gateway.replies import error_body
 from synthorg.gateway.sse import EventStream
-from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.generated.constants import (
+    A2A_VERSION_1_0,
     INVALID_REQUEST,
     LAST_EVENT_ID_HEADER,
     RATE_LIMITED,
     RPC_POST,
     UNKNOWN_AGENT,
+    V1_CONTENT_TYPE_NOT_SUPPORTED,
     RpcErrorSpec,
 )
+from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
@@ -157,7 +163,7 @@ class Gateway:
             return
         if not is_json(headers.get("content-type")):  # step 6
             _rejected("unsupported_media_type", 415, path, peer_name=peer)
-            await _refuse(send, 415, INVALID_REQUEST, "Content-Type must be application/json")
+            await _wrong_content_type(send, headers.get("a2a-version"))
             return
         try:  # step 7
             body = await read_body(receive, limit)
@@ -188,6 +194,16 @@ async def _refuse(
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     await send_bytes(send, status, error_body(error, message), headers or [JSON])
+
+
+async def _wrong_content_type(send: Send, version: str | None) -> None:
+    # A 1.0 caller (by its header: the body is not read) gets 1.0's own code for it.
+    if version is not None and major_minor(version) == A2A_VERSION_1_0:
+        error = V1_CONTENT_TYPE_NOT_SUPPORTED
+        body = error_body(error, None, None, error_details(error, None))
+        await send_bytes(send, 415, body, [JSON])
+        return
+    await _refuse(send, 415, INVALID_REQUEST, "Content-Type must be application/json")
 
 
 async def _too_large(send: Send, limit: int) -> None:

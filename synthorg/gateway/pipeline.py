@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from synthorg.dialects.errors import error_details
 from synthorg.errors import SynthorgError
 from synthorg.gateway import dialect
 from synthorg.gateway.context import CallContext, Services
@@ -196,6 +197,13 @@ async def answer(
     header (`gateway/dialect.py`: which methods it selects)."""
     request_id: RequestId = None
     method = ""
+    v1 = False  # the request is in the 1.0 dialect: its error.data is 1.0's array
+
+    def refused(spec: RpcErrorSpec, message: str | None, data: Mapping[str, Any] | None) -> bytes:
+        if v1:
+            return error_body(spec, message, request_id, error_details(spec, data))
+        return error_body(spec, message, request_id, data)
+
     try:
         request_id, method, raw_params = _envelope(_parse(body))
         note_method(method)
@@ -203,6 +211,7 @@ async def answer(
         allowed = dialect.dialects(version)
         if allowed is None:
             return 200, error_body(VERSION_NOT_SUPPORTED, None, request_id)
+        v1 = allowed == (dialect.V1,)
         found = dialect.route(allowed, method)
         if found is None:
             emit(
@@ -211,8 +220,9 @@ async def answer(
                 request_id=request_id,
                 peer_name=peer,
             )
-            return 200, error_body(METHOD_NOT_FOUND, None, request_id)
+            return 200, refused(METHOD_NOT_FOUND, None, None)
         route, spoken = found
+        v1 = spoken is dialect.V1
         # Envelope precedence: the envelope's method is copied over params.method, so the
         # params are validated as the envelope's method. A different params.method is also
         # reported, as the spec's const says, instead of passing silently.
@@ -229,7 +239,7 @@ async def answer(
                 peer_name=peer,
                 errors=len(issues),
             )
-            return 200, error_body(INVALID_PARAMS, None, request_id, {"errors": issues})
+            return 200, refused(INVALID_PARAMS, None, {"errors": issues})
         context = CallContext(
             peer, request_id, agent_id, services.tasks, services.skills, services.push,
             last_event_id, services.cards, scope,
@@ -242,8 +252,9 @@ async def answer(
                 if type(error) not in RPC_ERRORS:
                     raise
                 spec, message, data = rpc_error(error)
-                refusal = error_body(spec, message, request_id, data)
-                return EventStream.refusal(request_id, refusal, peer)
+                if v1:  # 1.0 clients read a refusal before the stream as a plain answer
+                    return 200, refused(spec, message, data)
+                return EventStream.refusal(request_id, refused(spec, message, data), peer)
             return EventStream(request_id, first, stream, peer)
         assert route.handler is not None
         result = await route.handler(params, context)
@@ -259,7 +270,7 @@ async def answer(
     except SynthorgError as error:
         if type(error) in RPC_ERRORS:
             spec, message, data = rpc_error(error)
-            return 200, error_body(spec, message, request_id, data)
+            return 200, refused(spec, message, data)
         return _fault(error, method, request_id, peer)
     except Exception as exc:  # an unexpected fault: no detail leaves the node
         return _fault(exc, method, request_id, peer)

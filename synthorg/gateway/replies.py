@@ -23,6 +23,7 @@ from synthorg.generated.constants import (
     TASK_TERMINAL,
     UNKNOWN_AGENT,
     UNKNOWN_PEER,
+    V1_UNSUPPORTED_OPERATION,
     RpcErrorSpec,
 )
 
@@ -39,6 +40,7 @@ RPC_ERRORS: Mapping[type[errors.SynthorgError], RpcErrorSpec] = {
     errors.DelegationLoop: DELEGATION_LOOP,
     errors.UnknownPeer: UNKNOWN_PEER,
     errors.PeerUnavailable: PEER_UNAVAILABLE,
+    errors.UnsupportedOperation: V1_UNSUPPORTED_OPERATION,  # raised in the 1.0 dialect only
 }
 
 
@@ -52,7 +54,7 @@ def error_body(
     error: RpcErrorSpec,
     message: str | None = None,
     request_id: RequestId = None,
-    data: Mapping[str, Any] | None = None,
+    data: Mapping[str, Any] | list[dict[str, Any]] | None = None,
 ) -> bytes:
     body: dict[str, Any] = {"code": error.code, "message": message or error.message}
     if data is not None:

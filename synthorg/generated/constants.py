@@ -62,7 +62,11 @@ V1_LIST_TASKS: Final = 'ListTasks'
 V1_GET_EXTENDED_AGENT_CARD: Final = 'GetExtendedAgentCard'
 V1_SEND_STREAMING_MESSAGE: Final = 'SendStreamingMessage'
 V1_SUBSCRIBE_TO_TASK: Final = 'SubscribeToTask'
-METHODS_V1: Final = frozenset({V1_SEND_MESSAGE, V1_GET_TASK, V1_CANCEL_TASK, V1_LIST_TASKS, V1_GET_EXTENDED_AGENT_CARD, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK})
+V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG: Final = 'CreateTaskPushNotificationConfig'
+V1_GET_TASK_PUSH_NOTIFICATION_CONFIG: Final = 'GetTaskPushNotificationConfig'
+V1_LIST_TASK_PUSH_NOTIFICATION_CONFIGS: Final = 'ListTaskPushNotificationConfigs'
+V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG: Final = 'DeleteTaskPushNotificationConfig'
+METHODS_V1: Final = frozenset({V1_SEND_MESSAGE, V1_GET_TASK, V1_CANCEL_TASK, V1_LIST_TASKS, V1_GET_EXTENDED_AGENT_CARD, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK, V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG, V1_GET_TASK_PUSH_NOTIFICATION_CONFIG, V1_LIST_TASK_PUSH_NOTIFICATION_CONFIGS, V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG})
 RESULT_DEFINITIONS_V1: Final = MappingProxyType({
     V1_SEND_MESSAGE: 'V1StreamResponse',
     V1_GET_TASK: 'V1Task',
@@ -71,6 +75,10 @@ RESULT_DEFINITIONS_V1: Final = MappingProxyType({
     V1_GET_EXTENDED_AGENT_CARD: 'V1AgentCard',
     V1_SEND_STREAMING_MESSAGE: 'V1StreamResponse',
     V1_SUBSCRIBE_TO_TASK: 'V1StreamResponse',
+    V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG: 'V1TaskPushNotificationConfig',
+    V1_GET_TASK_PUSH_NOTIFICATION_CONFIG: 'V1TaskPushNotificationConfig',
+    V1_LIST_TASK_PUSH_NOTIFICATION_CONFIGS: 'V1ListTaskPushNotificationConfigsResult',
+    V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG: 'V1DeleteTaskPushNotificationConfigResult',
 })
 
 # JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)
@@ -91,6 +99,10 @@ UNKNOWN_PEER: Final = RpcErrorSpec(-32020, 'Unknown peer: no catalog record by t
 PEER_UNAVAILABLE: Final = RpcErrorSpec(-32021, "The peer's card is not available")
 DELEGATION_LOOP: Final = RpcErrorSpec(-32030, 'Delegation loop or hop limit reached')
 VERSION_NOT_SUPPORTED: Final = RpcErrorSpec(-32009, 'A2A-Version not supported: use 0.3 or 1.0')
+
+# A2A 1.0's meanings of codes answered otherwise in 0.3 (jsonrpc.json, V1ErrorCode)
+V1_CONTENT_TYPE_NOT_SUPPORTED: Final = RpcErrorSpec(-32005, 'Content type not supported: use application/json')
+V1_UNSUPPORTED_OPERATION: Final = RpcErrorSpec(-32004, 'Unsupported operation: the task is in a terminal state')
 
 # Task states (spec/schemas/a2a.json)
 STATE_SUBMITTED: Final = 'submitted'

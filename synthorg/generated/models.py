@@ -466,6 +466,36 @@ class V1SendMessageConfiguration(SpecModel):
     acceptedOutputModes: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=32)] | None, NoNull] = None
     historyLength: Annotated[Annotated[int, Field(ge=0, le=2147483647)] | None, NoNull] = None
     returnImmediately: Annotated[bool | None, NoNull] = None
+    taskPushNotificationConfig: Annotated[V1SendPushNotificationConfig | None, NoNull] = None
+
+
+class V1SendPushNotificationConfig(SpecModel):
+    """The push config SendMessage registers on the task it creates or continues (0.3's configuration.pushNotificationConfig): a V1TaskPushNotificationConfig whose taskId is left empty (the message's task is meant; any other value is refused with -32602)."""
+
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Annotated[Identifier | None, NoNull] = None
+    taskId: Annotated[Literal[''] | None, NoNull] = None
+    url: Annotated[str, Field(min_length=1, max_length=2048)]
+    token: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    authentication: Annotated[V1AuthenticationInfo | None, NoNull] = None
+
+
+class V1AuthenticationInfo(SpecModel):
+    """How the node authenticates its pushes to url: one HTTP scheme (Bearer or Basic), with its credentials. 0.3's list of schemes holds this one scheme."""
+
+    scheme: Annotated[str, Field(min_length=1, max_length=64)]
+    credentials: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+
+
+class V1TaskPushNotificationConfig(SpecModel):
+    """A push notification config of a task (0.3's TaskPushNotificationConfig flattened): the node POSTs the task to url on each of its state changes. Credentials are write-only in effect: the node answers them to the config's owner only."""
+
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Annotated[Identifier | None, NoNull] = None
+    taskId: Identifier
+    url: Annotated[str, Field(min_length=1, max_length=2048)]
+    token: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    authentication: Annotated[V1AuthenticationInfo | None, NoNull] = None
 
 
 V1Tenant = Annotated[str, Field(max_length=256)]
@@ -532,7 +562,47 @@ class V1SubscribeToTaskParams(SpecModel):
     id: Identifier
 
 
-V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams | V1GetExtendedAgentCardParams | V1SendStreamingMessageParams | V1SubscribeToTaskParams, Field(discriminator='method')]
+class V1CreateTaskPushNotificationConfigParams(SpecModel):
+    """Register (or replace, by id) a push notification config on the caller's task: tasks/pushNotificationConfig/set in 0.3, its refusals included (a url the node may not reach is -32602)."""
+
+    method: Literal['CreateTaskPushNotificationConfig']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Annotated[Identifier | None, NoNull] = None
+    taskId: Identifier
+    url: Annotated[str, Field(min_length=1, max_length=2048)]
+    token: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    authentication: Annotated[V1AuthenticationInfo | None, NoNull] = None
+
+
+class V1GetTaskPushNotificationConfigParams(SpecModel):
+    """One push notification config (id) of the caller's task (taskId): tasks/pushNotificationConfig/get in 0.3."""
+
+    method: Literal['GetTaskPushNotificationConfig']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    taskId: Identifier
+    id: Identifier
+
+
+class V1ListTaskPushNotificationConfigsParams(SpecModel):
+    """The push notification configs of the caller's task, pageSize at a time (default: all of them; a task has at most 16), in the order tasks/pushNotificationConfig/list gives them."""
+
+    method: Literal['ListTaskPushNotificationConfigs']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    taskId: Identifier
+    pageSize: Annotated[Annotated[int, Field(ge=1, le=100)] | None, NoNull] = None
+    pageToken: Annotated[Annotated[str, Field(max_length=4, pattern='^[0-9]*$')] | None, NoNull] = None
+
+
+class V1DeleteTaskPushNotificationConfigParams(SpecModel):
+    """Stop pushing to one config (id) of the caller's task (taskId): tasks/pushNotificationConfig/delete in 0.3."""
+
+    method: Literal['DeleteTaskPushNotificationConfig']
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    taskId: Identifier
+    id: Identifier
+
+
+V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams | V1GetExtendedAgentCardParams | V1SendStreamingMessageParams | V1SubscribeToTaskParams | V1CreateTaskPushNotificationConfigParams | V1GetTaskPushNotificationConfigParams | V1ListTaskPushNotificationConfigsParams | V1DeleteTaskPushNotificationConfigParams, Field(discriminator='method')]
 
 
 class V1TaskPayload(SpecModel):
@@ -594,8 +664,22 @@ class V1ListTasksResult(SpecModel):
     totalSize: int
 
 
+V1CreateTaskPushNotificationConfigResult = V1TaskPushNotificationConfig
+
+
+V1GetTaskPushNotificationConfigResult = V1TaskPushNotificationConfig
+
+
+class V1ListTaskPushNotificationConfigsResult(SpecModel):
+    configs: Annotated[list[V1TaskPushNotificationConfig], Field(max_length=100)]
+    nextPageToken: str
+
+
+V1DeleteTaskPushNotificationConfigResult: TypeAlias = None
+
+
 class V1AgentCard(SpecModel):
-    """An A2A 1.0 agent card in the protobuf JSON mapping: what GetExtendedAgentCard answers. The same projection of the company YAML as AgentCard (the public card, which carries both versions' members), written with 1.0's members only."""
+    """An A2A 1.0 agent card in the protobuf JSON mapping: what GetExtendedAgentCard answers, and the public card asked for with A2A-Version: 1.0. The same projection of the company YAML as AgentCard (the public card, which carries both versions' members), written with 1.0's members only."""
 
     name: Annotated[str, Field(min_length=1, max_length=255)]
     description: CardText
@@ -615,7 +699,7 @@ class V1AgentCard(SpecModel):
 V1GetExtendedAgentCardResult = V1AgentCard
 
 
-V1RpcResult = V1StreamResponse | V1Task | V1ListTasksResult | V1AgentCard
+V1RpcResult = V1StreamResponse | V1Task | V1ListTasksResult | V1AgentCard | V1TaskPushNotificationConfig | V1ListTaskPushNotificationConfigsResult | V1DeleteTaskPushNotificationConfigResult
 
 
 RequestId = Annotated[str, Field(max_length=128)] | Annotated[int, Field(ge=-9007199254740991, le=9007199254740991)]
@@ -760,7 +844,35 @@ class V1SubscribeToTaskRequest(SpecModel):
     params: V1SubscribeToTaskParams
 
 
-JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | TasksPushNotificationConfigSetRequest | TasksPushNotificationConfigGetRequest | TasksPushNotificationConfigListRequest | TasksPushNotificationConfigDeleteRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest | V1SendStreamingMessageRequest | V1SubscribeToTaskRequest, Field(discriminator='method')]
+class V1CreateTaskPushNotificationConfigRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['CreateTaskPushNotificationConfig']
+    params: V1CreateTaskPushNotificationConfigParams
+
+
+class V1GetTaskPushNotificationConfigRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['GetTaskPushNotificationConfig']
+    params: V1GetTaskPushNotificationConfigParams
+
+
+class V1ListTaskPushNotificationConfigsRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['ListTaskPushNotificationConfigs']
+    params: V1ListTaskPushNotificationConfigsParams
+
+
+class V1DeleteTaskPushNotificationConfigRequest(SpecModel):
+    jsonrpc: Literal['2.0']
+    id: Annotated[RequestId | None, NoNull] = None
+    method: Literal['DeleteTaskPushNotificationConfig']
+    params: V1DeleteTaskPushNotificationConfigParams
+
+
+JsonRpcRequest = Annotated[MessageSendRequest | TasksGetRequest | TasksCancelRequest | MessageStreamRequest | TasksResubscribeRequest | TasksPushNotificationConfigSetRequest | TasksPushNotificationConfigGetRequest | TasksPushNotificationConfigListRequest | TasksPushNotificationConfigDeleteRequest | SkillsQueryRequest | SkillsNegotiateRequest | V1SendMessageRequest | V1GetTaskRequest | V1CancelTaskRequest | V1ListTasksRequest | AgentGetAuthenticatedExtendedCardRequest | V1GetExtendedAgentCardRequest | V1SendStreamingMessageRequest | V1SubscribeToTaskRequest | V1CreateTaskPushNotificationConfigRequest | V1GetTaskPushNotificationConfigRequest | V1ListTaskPushNotificationConfigsRequest | V1DeleteTaskPushNotificationConfigRequest, Field(discriminator='method')]
 
 
 class JsonRpcSuccessResponse(SpecModel):
@@ -773,6 +885,9 @@ A2AVersion = Literal['0.3', '1.0']
 
 
 ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32010, -32011, -32012, -32020, -32021, -32030, -32009]
+
+
+V1ErrorCode = Literal[-32005, -32004]
 
 
 class ValidationIssue(SpecModel):
@@ -792,7 +907,32 @@ class ErrorData(SpecModel):
 class JsonRpcError(SpecModel):
     code: ErrorCode
     message: str
-    data: Annotated[ErrorData | None, NoNull] = None
+    data: Annotated[ErrorData | V1ErrorDetails | None, NoNull] = None
+
+
+class V1ErrorInfo(SpecModel):
+    """google.rpc.ErrorInfo. reason: the code's x-enum-varnames name in UPPER_SNAKE_CASE (-32001 TASK_NOT_FOUND). domain: a2a-protocol.org for the codes A2A 1.0 defines (-32001, -32002, -32005 ContentTypeNotSupported in 1.0, -32009), synthorg for this node's own and JSON-RPC's. metadata: the error's machine-readable extras (a limit, a reason), as strings."""
+
+    at_type: Literal['type.googleapis.com/google.rpc.ErrorInfo'] = Field(alias='@type')
+    reason: Annotated[str, Field(pattern='^[A-Z][A-Z0-9_]{0,62}$')]
+    domain: Literal['a2a-protocol.org', 'synthorg']
+    metadata: Annotated[Annotated[dict[str, Annotated[str, Field(max_length=256)]], Field(max_length=8, fail_fast=True)] | None, NoNull] = None
+
+
+class V1BadRequest(SpecModel):
+    """google.rpc.BadRequest: each params validation issue as a field violation (field: the issue's loc joined with dots; description: its msg; reason: its type)."""
+
+    at_type: Literal['type.googleapis.com/google.rpc.BadRequest'] = Field(alias='@type')
+    fieldViolations: list[V1FieldViolation]
+
+
+V1ErrorDetails = Annotated[list[V1ErrorInfo | V1BadRequest], Field(min_length=1, max_length=2)]
+
+
+class V1FieldViolation(SpecModel):
+    field: str
+    description: str
+    reason: Annotated[str | None, NoNull] = None
 
 
 class JsonRpcErrorResponse(SpecModel):
@@ -1215,6 +1355,9 @@ V1TaskStatus.model_rebuild()
 V1Artifact.model_rebuild()
 V1Task.model_rebuild()
 V1SendMessageConfiguration.model_rebuild()
+V1SendPushNotificationConfig.model_rebuild()
+V1AuthenticationInfo.model_rebuild()
+V1TaskPushNotificationConfig.model_rebuild()
 V1SendMessageParams.model_rebuild()
 V1GetTaskParams.model_rebuild()
 V1CancelTaskParams.model_rebuild()
@@ -1222,6 +1365,10 @@ V1ListTasksParams.model_rebuild()
 V1GetExtendedAgentCardParams.model_rebuild()
 V1SendStreamingMessageParams.model_rebuild()
 V1SubscribeToTaskParams.model_rebuild()
+V1CreateTaskPushNotificationConfigParams.model_rebuild()
+V1GetTaskPushNotificationConfigParams.model_rebuild()
+V1ListTaskPushNotificationConfigsParams.model_rebuild()
+V1DeleteTaskPushNotificationConfigParams.model_rebuild()
 V1TaskPayload.model_rebuild()
 V1MessagePayload.model_rebuild()
 V1TaskStatusUpdateEvent.model_rebuild()
@@ -1229,6 +1376,7 @@ V1TaskArtifactUpdateEvent.model_rebuild()
 V1StatusUpdatePayload.model_rebuild()
 V1ArtifactUpdatePayload.model_rebuild()
 V1ListTasksResult.model_rebuild()
+V1ListTaskPushNotificationConfigsResult.model_rebuild()
 MessageSendRequest.model_rebuild()
 TasksGetRequest.model_rebuild()
 TasksCancelRequest.model_rebuild()
@@ -1248,10 +1396,17 @@ AgentGetAuthenticatedExtendedCardRequest.model_rebuild()
 V1GetExtendedAgentCardRequest.model_rebuild()
 V1SendStreamingMessageRequest.model_rebuild()
 V1SubscribeToTaskRequest.model_rebuild()
+V1CreateTaskPushNotificationConfigRequest.model_rebuild()
+V1GetTaskPushNotificationConfigRequest.model_rebuild()
+V1ListTaskPushNotificationConfigsRequest.model_rebuild()
+V1DeleteTaskPushNotificationConfigRequest.model_rebuild()
 JsonRpcSuccessResponse.model_rebuild()
 ValidationIssue.model_rebuild()
 ErrorData.model_rebuild()
 JsonRpcError.model_rebuild()
+V1ErrorInfo.model_rebuild()
+V1BadRequest.model_rebuild()
+V1FieldViolation.model_rebuild()
 JsonRpcErrorResponse.model_rebuild()
 CompanyFile.model_rebuild()
 ObservabilityConfig.model_rebuild()
@@ -1303,10 +1458,12 @@ AdminError.model_rebuild()
 # validation error's `loc` may show besides list indices. A free-form object's member
 # names are the caller's input and are not among them.
 SPEC_NAMES: frozenset[str] = frozenset({
+    '',
     '0.3',
     '0.3.0',
     '1.0',
     '2.0',
+    '@type',
     'A2AConfig',
     'A2AVersion',
     'APIKeySecurityScheme',
@@ -1332,12 +1489,14 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'CardUrl',
     'CompanyConfig',
     'CompanyFile',
+    'CreateTaskPushNotificationConfig',
     'Data',
     'DataLeaf',
     'DataPart',
     'DataValue1',
     'DataValue2',
     'DataValue3',
+    'DeleteTaskPushNotificationConfig',
     'ErrorCode',
     'ErrorData',
     'ExecutorConfig',
@@ -1349,6 +1508,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'GRPC',
     'GetExtendedAgentCard',
     'GetTask',
+    'GetTaskPushNotificationConfig',
     'HTTP+JSON',
     'HTTPAuthSecurityScheme',
     'HealthStatus',
@@ -1359,6 +1519,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'JsonRpcRequest',
     'JsonRpcResponse',
     'JsonRpcSuccessResponse',
+    'ListTaskPushNotificationConfigs',
     'ListTasks',
     'MediaTypes',
     'Message',
@@ -1462,19 +1623,37 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1AgentCard',
     'V1Artifact',
     'V1ArtifactUpdatePayload',
+    'V1AuthenticationInfo',
+    'V1BadRequest',
     'V1CancelTaskParams',
     'V1CancelTaskRequest',
     'V1CancelTaskResult',
+    'V1CreateTaskPushNotificationConfigParams',
+    'V1CreateTaskPushNotificationConfigRequest',
+    'V1CreateTaskPushNotificationConfigResult',
     'V1DataPart',
+    'V1DeleteTaskPushNotificationConfigParams',
+    'V1DeleteTaskPushNotificationConfigRequest',
+    'V1DeleteTaskPushNotificationConfigResult',
+    'V1ErrorCode',
+    'V1ErrorDetails',
+    'V1ErrorInfo',
+    'V1FieldViolation',
     'V1Filename',
     'V1GetExtendedAgentCardParams',
     'V1GetExtendedAgentCardRequest',
     'V1GetExtendedAgentCardResult',
     'V1GetTaskParams',
+    'V1GetTaskPushNotificationConfigParams',
+    'V1GetTaskPushNotificationConfigRequest',
+    'V1GetTaskPushNotificationConfigResult',
     'V1GetTaskRequest',
     'V1GetTaskResult',
     'V1HTTPAuthSchemeEntry',
     'V1HTTPAuthSecurityScheme',
+    'V1ListTaskPushNotificationConfigsParams',
+    'V1ListTaskPushNotificationConfigsRequest',
+    'V1ListTaskPushNotificationConfigsResult',
     'V1ListTasksParams',
     'V1ListTasksRequest',
     'V1ListTasksResult',
@@ -1494,6 +1673,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1SendMessageParams',
     'V1SendMessageRequest',
     'V1SendMessageResult',
+    'V1SendPushNotificationConfig',
     'V1SendStreamingMessageParams',
     'V1SendStreamingMessageRequest',
     'V1SendStreamingMessageResult',
@@ -1505,6 +1685,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1Task',
     'V1TaskArtifactUpdateEvent',
     'V1TaskPayload',
+    'V1TaskPushNotificationConfig',
     'V1TaskState',
     'V1TaskStatus',
     'V1TaskStatusUpdateEvent',
@@ -1513,6 +1694,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1UrlPart',
     'ValidationIssue',
     'a2a',
+    'a2a-protocol.org',
     'a2a.card_cache_max_entries',
     'a2a.client_timeout_seconds',
     'a2a.max_message_parts',
@@ -1558,6 +1740,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'company',
     'completed',
     'config',
+    'configs',
     'configuration',
     'conformance',
     'contextId',
@@ -1572,6 +1755,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'description',
     'dev_allow_without_catalog',
     'documentationUrl',
+    'domain',
     'echo',
     'enabled',
     'endpoint',
@@ -1583,6 +1767,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'extendedAgentCard',
     'extensions',
     'failed',
+    'field',
+    'fieldViolations',
     'file',
     'filename',
     'final',
@@ -1718,9 +1904,11 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'submitted',
     'supportedInterfaces',
     'supportsAuthenticatedExtendedCard',
+    'synthorg',
     'tags',
     'task',
     'taskId',
+    'taskPushNotificationConfig',
     'tasks',
     'tasks/cancel',
     'tasks/get',
@@ -1737,6 +1925,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'totalSize',
     'transport',
     'type',
+    'type.googleapis.com/google.rpc.BadRequest',
+    'type.googleapis.com/google.rpc.ErrorInfo',
     'unauthorized',
     'unavailable',
     'unknown',

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from synthorg.generated.constants import METHODS, OPERATIONS
+from synthorg.generated.constants import METHODS, METHODS_V1, OPERATIONS
 from synthorg.observability.events.a2a import INBOUND_COMPLETED
 from synthorg.observability.log import emit
 
@@ -97,10 +97,12 @@ def note_admitted(peer: str) -> None:
             observer.admitted(record)
 
 
+_METHODS = METHODS | METHODS_V1  # both dialects' methods are label values
+
 def note_method(method: str) -> None:
     record = _current.get()
     if record is not None:
-        record.method = method if method in METHODS else OTHER
+        record.method = method if method in _METHODS else OTHER
         for observer in record.observers:
             observer.method(record)
 

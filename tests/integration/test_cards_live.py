@@ -93,6 +93,60 @@ def test_company_card_lists_every_agents_skills_once(http: httpx.Client) -> None
     assert [s["id"] for s in card["skills"]] == ["translate", "summarize"]
 
 
+# -- the 1.0 document -----------------------------------------------------------------------------
+
+V1_ONLY = {"A2A-Version": "1.0"}
+MEMBERS_OF_0_3 = {"url", "protocolVersion", "preferredTransport", "security",
+                  "supportsAuthenticatedExtendedCard"}
+
+
+@pytest.mark.parametrize("path", CARD_PATHS)
+@pytest.mark.parametrize("version", ["1.0", "1.0.3"])
+def test_a_1_0_caller_gets_the_1_0_only_document(
+    http: httpx.Client, node: NodeProcess, path: str, version: str
+) -> None:
+    response = http.get(path, headers={"A2A-Version": version})
+    assert response.status_code == 200
+    assert response.headers["vary"] == "A2A-Version"
+    card = response.json()
+    assert spec_issues(card, "V1AgentCard") == []
+    assert not MEMBERS_OF_0_3 & card.keys()
+    assert "stateTransitionHistory" not in card["capabilities"]
+    assert all(len(scheme) == 1 and next(iter(scheme)).endswith("SecurityScheme")
+               for scheme in card["securitySchemes"].values())
+    interfaces = card["supportedInterfaces"]
+    assert [i["protocolVersion"] for i in interfaces] == ["1.0", "0.3"]
+    assert interfaces[0]["url"].startswith(node.url + "/api/v1/a2a/")
+    assert_no_canary(response)
+
+
+@pytest.mark.parametrize("headers", [{}, {"A2A-Version": "0.3"}, {"A2A-Version": "9.9"},
+                                     {"A2A-Version": "one"}])
+def test_any_other_caller_gets_the_combined_document(
+    http: httpx.Client, headers: dict[str, str]
+) -> None:
+    response = http.get("/.well-known/agent-card.json", headers=headers)
+    assert response.status_code == 200
+    assert response.headers["vary"] == "A2A-Version"
+    card = response.json()
+    assert spec_issues(card, "AgentCard") == []
+    assert card.keys() >= MEMBERS_OF_0_3
+
+
+def test_each_document_has_its_own_etag_and_304(http: httpx.Client) -> None:
+    path = "/.well-known/agent-card.json"
+    combined, v1 = http.get(path), http.get(path, headers=V1_ONLY)
+    assert combined.headers["etag"] != v1.headers["etag"]
+    assert v1.headers["etag"] == f'"{hashlib.sha256(v1.content).hexdigest()[:32]}"'
+    again = http.get(path, headers={**V1_ONLY, "If-None-Match": v1.headers["etag"]})
+    assert again.status_code == 304
+    assert again.headers["vary"] == "A2A-Version"
+    # The 1.0 document's ETag does not match the combined one: the combined card is sent.
+    other = http.get(path, headers={"If-None-Match": v1.headers["etag"]})
+    assert other.status_code == 200
+    assert other.content == combined.content
+
+
 # -- HTTP caching -------------------------------------------------------------------------------
 
 

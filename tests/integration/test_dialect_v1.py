@@ -11,8 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
+from synthorg.cards.validation import spec_issues
 from tests.integration.helpers import (
     INVALID_PARAMS,
+    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     TASK_NOT_CANCELABLE,
     TASK_NOT_FOUND,
@@ -134,6 +136,60 @@ def test_same_message_id_is_the_same_task_in_both_dialects(client_a: httpx.Clien
     assert v1_send(client_a, msg)["id"] == first["id"]
 
 
+ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+def test_1_0_errors_carry_an_error_info_array_and_0_3_errors_do_not(
+    client_a: httpx.Client,
+) -> None:
+    missing = {"id": "no-such-task-errinfo"}
+    error = expect_error(v1_call(client_a, "GetTask", missing), code=TASK_NOT_FOUND, request_id=1)
+    assert error["data"] == [
+        {"@type": ERROR_INFO, "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org"}
+    ]
+    assert spec_issues({"jsonrpc": "2.0", "id": 1, "error": error}, "JsonRpcErrorResponse") == []
+    # The same method name routed without the header is still the 1.0 dialect.
+    bare = expect_error(v1_call(client_a, "GetTask", missing, version=""), code=TASK_NOT_FOUND,
+                        request_id=1)
+    assert bare["data"][0]["reason"] == "TASK_NOT_FOUND"
+    old = expect_error(get_task(client_a, "no-such-task-errinfo"), code=TASK_NOT_FOUND,
+                       request_id=1)
+    assert "data" not in old or isinstance(old["data"], dict)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/xml", ""])
+def test_a_1_0_request_with_a_wrong_content_type_gets_1_0s_code(
+    client_a: httpx.Client, content_type: str
+) -> None:
+    body = json.dumps(envelope("SendMessage", {"message": v1_message("ct")}, 1)).encode()
+    headers = {"Content-Type": content_type, "A2A-Version": "1.0"}
+    response = client_a.post(RPC, content=body, headers=headers)
+    error = expect_error(response, code=-32005, status=415)
+    assert error["data"] == [{"@type": ERROR_INFO, "reason": "CONTENT_TYPE_NOT_SUPPORTED",
+                              "domain": "a2a-protocol.org"}]
+    # 0.3, or no version: -32600 as before
+    for version in ("0.3", None):
+        headers = {"Content-Type": content_type, **({"A2A-Version": version} if version else {})}
+        old = client_a.post(RPC, content=body, headers=headers)
+        assert "data" not in expect_error(old, code=INVALID_REQUEST, status=415)
+
+
+def test_1_0_invalid_params_list_their_issues_as_field_violations(
+    client_a: httpx.Client,
+) -> None:
+    bad = {"message": {"messageId": "m", "role": "user", "parts": [{"text": "x"}]}}
+    error = expect_error(v1_call(client_a, "SendMessage", bad), code=INVALID_PARAMS, request_id=1)
+    info, violations = error["data"]
+    assert (info["@type"], info["reason"], info["domain"]) == (
+        ERROR_INFO, "INVALID_PARAMS", "synthorg")
+    assert violations["@type"] == "type.googleapis.com/google.rpc.BadRequest"
+    assert any(v["field"].startswith("message.role") for v in violations["fieldViolations"])
+    assert spec_issues({"jsonrpc": "2.0", "id": 1, "error": error}, "JsonRpcErrorResponse") == []
+    unknown = expect_error(v1_call(client_a, "NoSuchMethod", {}), code=METHOD_NOT_FOUND,
+                           request_id=1)
+    assert unknown["data"][0]["reason"] == "METHOD_NOT_FOUND"
+
+
 @pytest.mark.parametrize(
     "params",
     [
@@ -219,3 +275,36 @@ def test_subscribe_to_task_follows_a_task_in_1_0(client_a: httpx.Client) -> None
     events = v1_stream(client_a, "SubscribeToTask", {"id": task["id"]})
     assert events[0]["task"]["id"] == task["id"]
     assert events[0]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+def stream_data(client: httpx.Client, method: str, params: Json,
+                headers: dict[str, str]) -> list[Json]:
+    """The JSON of each event of a stream (results or errors), in order."""
+    with client.stream("POST", RPC, json=envelope(method, params), headers=headers) as answer:
+        assert answer.status_code == 200
+        lines = [line for line in answer.iter_lines() if line.startswith("data:")]
+    return [json.loads(line[len("data:"):]) for line in lines]
+
+
+def test_subscribe_to_a_final_task_is_unsupported_in_1_0_only(client_a: httpx.Client) -> None:
+    task = v1_send(client_a, v1_message("done"))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    # refused before any event: a plain JSON-RPC answer, not a stream
+    answer = client_a.post(RPC, json=envelope("SubscribeToTask", {"id": task["id"]}),
+                           headers=V1)
+    assert answer.headers["content-type"].startswith("application/json")
+    refusal = expect_error(answer, code=-32004, request_id=1)
+    assert refusal["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
+    missing = client_a.post(RPC, json=envelope("SubscribeToTask", {"id": "no-such-task"}),
+                            headers=V1)
+    expect_error(missing, code=TASK_NOT_FOUND, request_id=1)
+    refusal = {"error": refusal}
+    assert refusal["error"]["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
+    assert refusal["error"]["data"][0]["domain"] == "a2a-protocol.org"
+    # 0.3's tasks/resubscribe still answers the final task and ends
+    old = stream_data(client_a, "tasks/resubscribe", {"id": task["id"]}, {})
+    assert old[-1]["result"]["status"]["state"] == "completed"
+    # a resumed 1.0 stream (Last-Event-ID) still gets the events after it
+    resumed = stream_data(client_a, "SubscribeToTask", {"id": task["id"]},
+                          {**V1, "Last-Event-ID": "0"})
+    assert resumed and all("result" in event for event in resumed)

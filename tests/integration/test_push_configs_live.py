@@ -21,6 +21,7 @@ from tests.integration.helpers import (
     expect_error,
     expect_result,
     message,
+    unique,
 )
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
@@ -176,3 +177,84 @@ def test_push_secrets_are_kept_sealed_on_disk(node: LiveNode, client: httpx.Clie
         ).fetchone()
     assert token not in body and credentials not in body
     assert json.loads(body)["url"] == PUBLIC_URL
+
+
+# -- A2A 1.0: the same configs through the 1.0 methods ------------------------------------------
+
+
+def v1(client: httpx.Client, method: str, params: Json) -> httpx.Response:
+    return client.post("/api/v1/a2a/", json={"jsonrpc": "2.0", "id": 1, "method": method,
+                                             "params": params},
+                       headers={"A2A-Version": "1.0"})
+
+
+def test_1_0_create_get_list_delete_round_trip(client: httpx.Client) -> None:
+    task = create_task(client, agent_id="echo")
+    created = expect_result(v1(client, "CreateTaskPushNotificationConfig",
+                               {"taskId": task["id"], "url": PUBLIC_URL, "token": "t-1"}))
+    # without an id the config takes the task's, as in 0.3
+    assert created == {"taskId": task["id"], "id": task["id"], "url": PUBLIC_URL,
+                       "token": "t-1"}
+    second = {"taskId": task["id"], "id": "second", "url": PUBLIC_URL,
+              "authentication": {"scheme": "Bearer", "credentials": "c"}}
+    assert expect_result(v1(client, "CreateTaskPushNotificationConfig", second)) == second
+    got = expect_result(v1(client, "GetTaskPushNotificationConfig",
+                           {"taskId": task["id"], "id": "second"}))
+    assert got == second
+    # the 0.3 method reads the config the 1.0 one set
+    old = expect_result(call(client, "tasks/pushNotificationConfig/get",
+                             {"id": task["id"], "pushNotificationConfigId": "second"}))
+    assert old["pushNotificationConfig"]["authentication"] == {"schemes": ["Bearer"],
+                                                               "credentials": "c"}
+    listed = expect_result(v1(client, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}))
+    assert [c["id"] for c in listed["configs"]] == sorted([task["id"], "second"])
+    assert listed["nextPageToken"] == ""
+    page = expect_result(v1(client, "ListTaskPushNotificationConfigs",
+                            {"taskId": task["id"], "pageSize": 1}))
+    assert len(page["configs"]) == 1 and page["nextPageToken"]
+    rest = expect_result(v1(client, "ListTaskPushNotificationConfigs",
+                            {"taskId": task["id"], "pageSize": 1,
+                             "pageToken": page["nextPageToken"]}))
+    assert [c["id"] for c in page["configs"] + rest["configs"]] == [
+        c["id"] for c in listed["configs"]]
+    assert rest["nextPageToken"] == ""
+    deleted = v1(client, "DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "second"})
+    assert raw_result(deleted) is None
+    missing = v1(client, "GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "second"})
+    expect_error(missing, code=INVALID_PARAMS, request_id=1)
+
+
+def test_1_0_refusals_are_those_of_0_3(client: httpx.Client, other: httpx.Client) -> None:
+    task = create_task(client, agent_id="echo")
+    expect_result(v1(client, "CreateTaskPushNotificationConfig",
+                     {"taskId": task["id"], "url": PUBLIC_URL}))
+    for method, params in (
+        ("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": PUBLIC_URL}),
+        ("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": task["id"]}),
+        ("ListTaskPushNotificationConfigs", {"taskId": task["id"]}),
+        ("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": task["id"]}),
+    ):
+        error = expect_error(v1(other, method, params), code=TASK_NOT_FOUND, request_id=1)
+        assert error["data"][0]["reason"] == "TASK_NOT_FOUND"
+    for bad in ({"taskId": task["id"], "url": "http://127.0.0.1:6379/hook"},
+                {"taskId": task["id"], "url": PUBLIC_URL, "pushNotificationConfig": {}},
+                {"url": PUBLIC_URL}):
+        expect_error(v1(client, "CreateTaskPushNotificationConfig", bad), code=INVALID_PARAMS,
+                     request_id=1)
+    expect_error(v1(client, "ListTaskPushNotificationConfigs",
+                    {"taskId": task["id"], "pageToken": "x"}), code=INVALID_PARAMS, request_id=1)
+
+
+def test_1_0_send_message_registers_its_push_config(client: httpx.Client) -> None:
+    msg = {"messageId": unique(), "role": "ROLE_USER", "parts": [{"text": "hi"}],
+           "metadata": {"agentId": "echo"}}
+    push = {"url": PUBLIC_URL, "id": "p1"}
+    params = {"message": msg, "configuration": {"taskPushNotificationConfig": push}}
+    task = expect_result(v1(client, "SendMessage", params))["task"]
+    got = expect_result(v1(client, "GetTaskPushNotificationConfig",
+                           {"taskId": task["id"], "id": "p1"}))
+    assert got == {"taskId": task["id"], "id": "p1", "url": PUBLIC_URL}
+    for refused in ({"url": "http://127.0.0.1/x"}, {"url": PUBLIC_URL, "taskId": "other"}):
+        msg = {**msg, "messageId": msg["messageId"] + "x"}
+        bad = {"message": msg, "configuration": {"taskPushNotificationConfig": refused}}
+        expect_error(v1(client, "SendMessage", bad), code=INVALID_PARAMS, request_id=1)

@@ -65,3 +65,6 @@ agents:
             assert done["status"]["state"] == "completed"
             assert len(done["artifacts"][0]["parts"]) == 3  # every chunk relayed
         b.wait_for_event("a2a.push.delivered", delivery_id=received["delivery_id"])
+        # B's card offers A2A 1.0, so A asked for the pushes in 1.0's own method
+        b.wait_for_event("a2a.inbound.completed", method="CreateTaskPushNotificationConfig",
+                         status=200)

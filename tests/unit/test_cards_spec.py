@@ -75,7 +75,9 @@ def test_card_operations_are_public_and_document_every_answer(
     assert op["security"] == []
     assert set(op["responses"]) == statuses
     card = bundled_openapi()["components"]["responses"]["Card"]
-    assert card["content"]["application/json"]["schema"]["$ref"].endswith("/AgentCard")
+    documents = card["content"]["application/json"]["schema"]["oneOf"]
+    assert [d["$ref"].rsplit("/", 1)[1] for d in documents] == ["AgentCard", "V1AgentCard"]
+    assert {p.get("$ref", "").rsplit("/", 1)[-1] for p in op["parameters"]} >= {"CardVersion"}
     assert {"Cache-Control", "ETag"} <= set(card["headers"])
     assert {"Cache-Control", "ETag"} <= set(
         bundled_openapi()["components"]["responses"]["CardNotModified"]["headers"]

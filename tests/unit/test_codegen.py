@@ -168,7 +168,7 @@ def test_dispatch_table_covers_exactly_the_params_union() -> None:
 def test_the_1_0_dispatch_table_covers_its_union_through_the_adapters() -> None:
     union = all_definitions()[UNION_V1][1]["oneOf"]
     assert [method for method, _ in methods(UNION_V1)] == list(DISPATCH_V1)
-    assert len(DISPATCH_V1) == len(union) == 7
+    assert len(DISPATCH_V1) == len(union) == 11
     for method, model_name in methods(UNION_V1):
         route = DISPATCH_V1[method]
         assert route.params is getattr(models, model_name)
@@ -796,3 +796,13 @@ def test_samples_cover_both_outcomes_for_each_definition() -> None:
         outcomes.setdefault(definition, set()).add(valid)
     assert all(found == {True, False} for found in outcomes.values()), outcomes
     assert json.dumps([s[1] for s in SAMPLES])  # samples are plain JSON
+
+
+def test_a_json_ld_key_becomes_an_at_attribute_with_its_alias() -> None:
+    """protobuf JSON's "@type" (V1ErrorInfo) is `at_type`, read and written as "@type"."""
+    info = models.V1ErrorInfo.model_validate({
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "TASK_NOT_FOUND",
+        "domain": "a2a-protocol.org",
+    })
+    assert info.at_type == "type.googleapis.com/google.rpc.ErrorInfo"
+    assert info.model_dump(by_alias=True, exclude_none=True)["@type"] == info.at_type

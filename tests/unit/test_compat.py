@@ -28,7 +28,9 @@ OURS = OURS_DOCUMENT["info"]["version"]
 CORE = ("message/send", "tasks/get", "tasks/cancel")
 V1_METHODS = (
     "SendMessage", "GetTask", "CancelTask", "ListTasks", "GetExtendedAgentCard",
-    "SendStreamingMessage", "SubscribeToTask",
+    "SendStreamingMessage", "SubscribeToTask", "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
 )
 EXTENDED_CARD = "agent/getAuthenticatedExtendedCard"
 PUSH_METHODS = tuple(
