@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from handlers.context import CardDocument, CardsContext, HttpRequest
 from synthorg.dialects.version import major_minor
-from synthorg.generated.constants import A2A_VERSION_1_0
+from synthorg.generated.constants import A2A_VERSION_1_0, A2A_VERSION_HEADER
 from synthorg.http.caching import none_match
 from synthorg.names import is_agent_id
 
@@ -40,7 +40,7 @@ async def agent_card(request: HttpRequest, ctx: CardsContext) -> Response:
     return _card(request, ctx, rendered)
 
 
-_VERSION_HEADER = "a2a-version"
+_VERSION_HEADER = A2A_VERSION_HEADER.lower()
 
 
 def _wants_v1(request: HttpRequest) -> bool:
@@ -50,7 +50,9 @@ def _wants_v1(request: HttpRequest) -> bool:
 
 
 def _card(request: HttpRequest, ctx: CardsContext, rendered: CardDocument) -> Response:
-    headers = {"Cache-Control": ctx.cache_control, "ETag": rendered.etag, "Vary": "A2A-Version"}
+    headers = {
+        "Cache-Control": ctx.cache_control, "ETag": rendered.etag, "Vary": A2A_VERSION_HEADER
+    }
     # Several If-None-Match headers form one list, as if joined by commas.
     if none_match(", ".join(request.header_values("if-none-match")), rendered.etag):
         return Response(status_code=304, headers=headers)

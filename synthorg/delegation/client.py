@@ -26,6 +26,7 @@ from synthorg.dialects import v1
 from synthorg.dialects.outbound import PeerDialect
 from synthorg.generated.constants import (
     A2A_VERSION_1_0,
+    A2A_VERSION_HEADER,
     API_KEY_HEADER,
     MESSAGE_SEND,
     PEER_NAME_HEADER,
@@ -47,7 +48,7 @@ RequestId = str | int | None
 RPC_PATH = RPC_POST.path
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
-VERSION_HEADER = "A2A-Version"
+VERSION_HEADER = A2A_VERSION_HEADER
 # The 1.0 method that stands for each 0.3 method this client calls.
 V1_METHODS = {MESSAGE_SEND: V1_SEND_MESSAGE, TASKS_GET: V1_GET_TASK, TASKS_CANCEL: V1_CANCEL_TASK}
 _ANSWERED = uuid.UUID("0b6f2d8e-4c1a-4e3b-9f57-a2d4c6e8b013")  # ids of tasks a Message stands for

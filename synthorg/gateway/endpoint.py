@@ -39,6 +39,7 @@ from synthorg.gateway.replies import error_body
 from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
     A2A_VERSION_1_0,
+    A2A_VERSION_HEADER,
     INVALID_REQUEST,
     LAST_EVENT_ID_HEADER,
     RATE_LIMITED,
@@ -64,6 +65,7 @@ RPC_PATH = RPC_POST.path  # "/api/v1/a2a/"
 RPC_PATHS = frozenset({RPC_PATH, RPC_PATH.rstrip("/")})
 AGENT_PATH_PREFIX = f"{RPC_PATH}agents/"
 LAST_EVENT_ID = LAST_EVENT_ID_HEADER.lower()  # header_map keys are lowercase
+A2A_VERSION = A2A_VERSION_HEADER.lower()
 # One non-empty segment, optionally followed by "/".
 _AGENT_PATH = re.compile(re.escape(AGENT_PATH_PREFIX) + r"([^/]+)/?")
 _LOGGABLE = re.compile(r"[^A-Za-z0-9._-]")
@@ -163,7 +165,7 @@ class Gateway:
             return
         if not is_json(headers.get("content-type")):  # step 6
             _rejected("unsupported_media_type", 415, path, peer_name=peer)
-            await _wrong_content_type(send, headers.get("a2a-version"))
+            await _wrong_content_type(send, headers.get(A2A_VERSION))
             return
         try:  # step 7
             body = await read_body(receive, limit)
@@ -178,7 +180,7 @@ class Gateway:
             return
         reply = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
             body, peer, agent, config.services, headers.get(LAST_EVENT_ID),
-            version=headers.get("a2a-version"), scope=scope,
+            version=headers.get(A2A_VERSION), scope=scope,
         )
         if isinstance(reply, EventStream):  # message/stream, tasks/resubscribe
             await reply.respond(send, receive)

@@ -130,6 +130,7 @@ PEER_NAME_HEADER: Final = 'X-A2A-Peer-Name'
 API_KEY_HEADER: Final = 'X-API-Key'
 # Header parameters of the operations
 IF_NONE_MATCH_HEADER: Final = 'If-None-Match'
+A2A_VERSION_HEADER: Final = 'A2A-Version'
 LAST_EVENT_ID_HEADER: Final = 'Last-Event-ID'
 A2A_TIMESTAMP_HEADER: Final = 'X-A2A-Timestamp'
 A2A_SIGNATURE_HEADER: Final = 'X-A2A-Signature'

@@ -23,12 +23,12 @@ from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from synthorg.generated.constants import METHODS, METHODS_V1, OPERATIONS
+from synthorg.generated.constants import A2A_VERSION_HEADER, METHODS, METHODS_V1, OPERATIONS
 from synthorg.observability.events.a2a import INBOUND_COMPLETED
 from synthorg.observability.log import emit
 
 OTHER = "other"
-DIALECT_HEADER = b"a2a-version"
+DIALECT_HEADER = A2A_VERSION_HEADER.lower().encode()
 DIALECTS = frozenset({"0.3", "1.0"})
 
 
