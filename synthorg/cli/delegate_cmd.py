@@ -35,7 +35,8 @@ from synthorg.cli.common import (
 )
 from synthorg.config.company import ConfigError, NodeConfig, load_config
 from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
-from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator
+from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator, push_url
+from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.generated.constants import STATE_COMPLETED, TERMINAL_STATES
 from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
@@ -295,13 +296,65 @@ class Progress:
 
 
 async def follow(out: Outbound, record: Delegation, timeout: float, quiet: bool) -> Delegation:
+    """Follow by push when this node has a public url and the peer agrees (the node's
+    receiver updates the record the follower reads), else by stream when the peer's card
+    says it streams, else by polling; each way rides out a restart of the peer (and, by
+    push, of the node: the peer's pushes are retried and the peer is still polled)."""
+    how = await _follow_mode(out, record)
     if not quiet:
-        print(f"following {record.id} at {record.peer} (at most {timeout:g}s)", flush=True)
+        print(f"following {record.id} at {record.peer} by {how} (at most {timeout:g}s)",
+              flush=True)
+    progress = Progress(record.peer, quiet)
+    deadline = time.monotonic() + timeout
     try:
-        return await out.delegator.follow(record.id, timeout, Progress(record.peer, quiet))
+        if how == "stream":
+            streamed = await _follow_stream(out, record, timeout, progress)
+            if streamed is not None:
+                return streamed
+        remaining = max(0.001, deadline - time.monotonic())
+        return await out.delegator.follow(record.id, remaining, progress, pushed=how == "push")
     except DelegationError as exc:
         fail(f"stopped following: {exc}; see later with: synthorg-a2a tasks follow "
              f"{record.id}", EXIT_STOPPED)
+
+
+async def _follow_mode(out: Outbound, record: Delegation) -> str:
+    url = push_url(out.config.a2a.public_url, record.peer)
+    if url is not None and await out.delegator.request_pushes(record, url):
+        return "push"
+    try:
+        if await out.delegator.streams(record.peer):
+            return "stream"
+    except (PeerError, DelegationError):
+        pass
+    return "polling"
+
+
+async def _follow_stream(
+    out: Outbound, record: Delegation, timeout: float, progress: Progress
+) -> Delegation | None:
+    """Follow by stream; None when the peer will not be followed so (the caller polls)."""
+    seen = [record.state]
+    progress(record)
+
+    async def updated(current: Delegation) -> None:
+        if current.state != seen[0]:
+            seen[0] = current.state
+            progress(current)
+
+    async def trouble(current: Delegation, _: PeerError) -> None:
+        progress(current)  # the state unchanged: says the peer could not be reached
+
+    try:
+        async with asyncio.timeout(timeout):
+            return await follow_stream(out.delegator, record, SETTLED, updated, trouble)
+    except TimeoutError:
+        latest = await out.delegator.get(record.id)
+        raise DelegationError(
+            f"task {record.id} still {latest.state} after {timeout:g}s; it goes on at the peer"
+        ) from None
+    except StreamGaveUp:
+        return None
 
 
 def interrupted(record: Delegation) -> int:

@@ -138,6 +138,26 @@ class A2AClient:
         self._transport = transport
         self._sleep = sleep
 
+    # What a streaming call (synthorg.delegation.sse_client) shares with this client.
+    @property
+    def headers(self) -> dict[str, str]:
+        return dict(self._headers)
+
+    @property
+    def max_response_bytes(self) -> int:
+        return self._max_bytes
+
+    @property
+    def transport(self) -> httpx.AsyncBaseTransport | None:
+        return self._transport
+
+    def timeout_seconds(self) -> float:
+        return self._timeout()
+
+    def result_of(self, status: int, payload: Any, request_id: RequestId) -> Any:
+        """The `result` of a JSON-RPC response, or its error raised (see `call`)."""
+        return self._result(status, payload, request_id)
+
     @property
     def rpc_url(self) -> str:
         if self.dialect is not None:

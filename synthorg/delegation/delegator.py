@@ -21,6 +21,7 @@ from synthorg.clock import utc_now
 from synthorg.delegation.client import A2AClient, PeerError, default_rpc_url
 from synthorg.dialects.outbound import PeerDialect, choose
 from synthorg.generated.constants import (
+    A2A_VERSION_0_3,
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
     TASKS_PUSH_NOTIFICATION_CONFIG_SET,
@@ -39,6 +40,16 @@ class DelegationError(Exception):
 
 
 FOLLOW_CONFIG_ID = "synthorg-follow"  # the push config a follower registers downstream
+# Followed by push: the local record (updated by each verified push) is read this often, and
+# the peer is still polled, rarely, in case a push is lost for good.
+PUSHED_READ, PUSHED_POLL = 0.5, 30.0
+
+
+def push_url(public_url: str | None, peer: str) -> str | None:
+    """Where `peer` may push to this node: its receiver, under the name we know the peer by."""
+    if not public_url:
+        return None
+    return f"{public_url.rstrip('/')}/api/v1/webhooks/{peer}/a2a_push"
 
 
 def _task_json(task: Task) -> dict[str, Any]:
@@ -59,8 +70,8 @@ class Delegator:
         self._local_name = local_name
         self._timeout = timeout
         self._transport = transport
-        # (peer, endpoint) -> (expires at, the dialect its card offered)
-        self._dialects: dict[tuple[str, str], tuple[float, PeerDialect]] = {}
+        # (peer, endpoint) -> (expires at, the dialect its card offered, whether it streams)
+        self._dialects: dict[tuple[str, str], tuple[float, PeerDialect, bool]] = {}
 
     def client(self, peer: str, dialect: PeerDialect | None = None) -> A2AClient:
         """A client for `peer`; in 0.3 unless `dialect` says otherwise."""
@@ -80,6 +91,14 @@ class Delegator:
         client = self.client(peer)
         return self.client(peer, await self._dialect(client.record.name, client.record.endpoint))
 
+    async def streams(self, peer: str) -> bool:
+        """Whether `peer`'s tasks can be followed by stream: its card says
+        `capabilities.streaming` and it is called in 0.3 (tasks/resubscribe)."""
+        client = self.client(peer)
+        dialect = await self._dialect(client.record.name, client.record.endpoint)
+        cached = self._dialects.get((client.record.name, client.record.endpoint))
+        return dialect.version == A2A_VERSION_0_3 and cached is not None and cached[2]
+
     async def _dialect(self, peer: str, endpoint: str) -> PeerDialect:
         now = time.monotonic()
         cached = self._dialects.get((peer, endpoint))
@@ -95,7 +114,8 @@ class Delegator:
             except InvalidCard:
                 card = None
         chosen = choose(card, endpoint, default_rpc_url(endpoint))
-        self._dialects[(peer, endpoint)] = (now + DIALECT_TTL_SECONDS, chosen)
+        streaming = bool(card and card.capabilities and card.capabilities.streaming)
+        self._dialects[(peer, endpoint)] = (now + DIALECT_TTL_SECONDS, chosen, streaming)
         return chosen
 
     async def delegate(
@@ -188,12 +208,16 @@ class Delegator:
         *,
         first_delay: float = 0.1,
         max_delay: float = 2.0,
+        pushed: bool = False,
     ) -> Delegation:
-        """Poll until final or needing input; raises DelegationError on timeout."""
+        """Poll until final or needing input; raises DelegationError on timeout. When the
+        peer pushes to this node (`pushed`), the local record, which each verified push
+        updates, is read instead, and the peer polled only every PUSHED_POLL seconds."""
         deadline = time.monotonic() + timeout
         record = await self.get(local_id)
         delay = first_delay
         seen = record.state
+        last_poll = time.monotonic()
         on_update(record)
         while record.state not in SETTLED:
             remaining = deadline - time.monotonic()
@@ -203,7 +227,14 @@ class Delegator:
                     "it goes on at the peer"
                 )
             await asyncio.sleep(min(delay, remaining))
-            delay = min(delay * 2, max_delay)
+            delay = min(delay * 2, PUSHED_READ if pushed else max_delay)
+            if pushed and time.monotonic() - last_poll < PUSHED_POLL:
+                record = await self.get(local_id)
+                if record.state != seen:
+                    seen = record.state
+                    on_update(record)
+                continue
+            last_poll = time.monotonic()
             try:
                 record = await self.refresh(local_id)
             except PeerError as exc:  # the peer may be restarting: keep following

@@ -57,7 +57,7 @@ from synthorg.sequenced import Sequenced
 from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore, snapshot_seq
 from synthorg.tasks import paging
 from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
-from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome
+from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome, Resumable
 from synthorg.tasks.hops import loop_refusal
 from synthorg.tasks.progress import StoredProgress
 from synthorg.tasks.query import TaskPage, TaskQuery
@@ -296,10 +296,18 @@ class TaskService:
         return progress.latest.task  # still working: the run goes on
 
     async def _run(
-        self, peer: str, progress: StoredProgress, message: Message, agent: AgentRuntime
+        self, peer: str, progress: StoredProgress, message: Message | None, agent: AgentRuntime
     ) -> Task:
+        """The agent's run on `message`; with no message, its resumption (see `resume`)."""
         task_id = progress.latest.task.id
-        run = asyncio.ensure_future(agent.executor.run(progress.latest.task, message, progress))
+        executor, task = agent.executor, progress.latest.task
+        if message is not None:
+            work = executor.run(task, message, progress)
+        elif isinstance(executor, Resumable):
+            work = executor.resume(task, progress)
+        else:
+            raise TypeError(f"the agent of task {task_id} cannot resume")
+        run = asyncio.ensure_future(work)
         self._running[task_id] = run
         try:
             await asyncio.wait({run})
@@ -372,6 +380,25 @@ class TaskService:
                 reason="downstream_cancel_failed",
                 error=type(exc).__name__,
             )
+
+    # -- resuming -------------------------------------------------------------------------
+
+    def resumable(self, task: Task) -> bool:
+        """Whether the task's agent can go on with it after the process running it is gone."""
+        return isinstance(self._runtime(task).executor, Resumable)
+
+    async def resume(self, peer: str, stored: StoredTask) -> None:
+        """Go on with a task taken over from a runner that is gone (see TaskStore.adopt)."""
+        emit(events.TASK_RESUMED, peer_name=peer, task_id=stored.task.id)
+        progress = StoredProgress(
+            self._store, peer, stored, now_iso, new_id, _log, self._streams.notify
+        )
+        await progress.begin()
+        job = asyncio.ensure_future(
+            self._run(peer, progress, None, self._runtime(stored.task))
+        )
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ INBOUND_REJECTED: Final = "a2a.inbound.rejected"
 TASK_CREATED: Final = "a2a.task.created"
 TASK_STATE_CHANGED: Final = "a2a.task.state_changed"
 TASK_RECOVERED: Final = "a2a.task.recovered"
+# An unfinished task of a runner that is gone, taken over and followed again: task_id.
+TASK_RESUMED: Final = "a2a.task.resumed"
 NODE_STARTED: Final = "a2a.node.started"
 # A node on a shared store listens before it can serve (its probes answer): host, port.
 NODE_LISTENING: Final = "a2a.node.listening"
