@@ -386,7 +386,11 @@ async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
     # This node is the first hop: a peer that forwards the task back here is refused.
     metadata = {VISITED_KEY: [node_name]}
     try:
-        record = await out.delegator.delegate(peer, parts, agent_id=args.agent, metadata=metadata)
+        # With --wait the task is followed anyway: the peer answers once it has started, so
+        # no call is held open while the task works (and a restart cannot cut it).
+        record = await out.delegator.delegate(
+            peer, parts, agent_id=args.agent, metadata=metadata, blocking=not args.wait
+        )
     except PeerError as exc:
         peer_failure(peer, exc)
     agent = f", agent {args.agent}" if args.agent else ""
