@@ -33,6 +33,10 @@ class TaskTerminal(SynthorgError):
     """A follow-up names a task that is already final."""
 
 
+class TaskBusy(SynthorgError):
+    """A follow-up names a task whose agent is still working on it."""
+
+
 class MessageIdConflict(SynthorgError):
     """A `(peer, messageId)` key was already used with different content."""
 

@@ -24,6 +24,7 @@ from synthorg.errors import (
     DelegationLoop,
     InvalidParams,
     MessageIdConflict,
+    TaskBusy,
     TaskNotCancelable,
     TaskNotFound,
     TaskTerminal,
@@ -68,6 +69,7 @@ MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
 # the task still working (the caller follows it then), so a long agent never holds a call
 # open past a client's timeout.
 BLOCKING_WAIT_SECONDS = 5.0
+BUSY_STATES = frozenset({STATE_SUBMITTED, STATE_WORKING})  # its agent runs: no follow-up
 
 
 now_iso = utc_now  # the node's clock (synthorg.clock)
@@ -245,6 +247,11 @@ class TaskService:
             if task.status.state in TERMINAL_STATES:
                 self._rejected(MESSAGE_SEND, peer, task_id, "terminal")
                 raise TaskTerminal()
+            if task.status.state in BUSY_STATES:
+                # A2A continues a task when it is interrupted (input-required, auth-required);
+                # a second run of the agent beside the one working would race it.
+                self._rejected(MESSAGE_SEND, peer, task_id, "busy")
+                raise TaskBusy()
             if (message.contextId or task.contextId) != task.contextId:
                 raise InvalidParams("Invalid params: contextId does not match the task")
             appended = message.model_copy(update={"contextId": task.contextId})
