@@ -3,8 +3,9 @@
 node-a delegates (`delegate --wait`, the CLI) to node-b's `relay` agent, which forwards to
 node-c's slow writer. Mid-task node-c is SIGKILLed and started again on the same data dir and
 port (its writer resumes from the chunks it stored), then node-b (its recovery resumes
-following node-c instead of failing the forwarded task). The task on node-a must end
-completed with node-c's whole answer, each chunk once.
+following node-c instead of failing the forwarded task), then node-a (whose receiver takes
+the pushes the CLI reads). The task on node-a must end completed with node-c's whole answer,
+each chunk once.
 
 Twice: followed by push (node-a and node-b name a public url, so each asks its peer to push
 to it) and followed by stream (no public url: each follows its peer with tasks/resubscribe,
@@ -83,6 +84,8 @@ def test_a_follows_b_and_c_to_the_end_across_their_restarts(tmp_path: Path, how:
             b.kill()
             b.restart()
             b.wait_for_event("a2a.task.resumed")
+            a.kill()  # the follower's own node: by push, its receiver is what it reads
+            a.restart()
             out, err = follow.communicate(timeout=FOLLOW_TIMEOUT + 30)
         finally:
             if follow.poll() is None:
