@@ -74,8 +74,9 @@ async def follow_stream(
 ) -> Delegation:
     """Follow the record's downstream task by stream until its state is in `until`; each
     event applied is stored and handed to `on_update`. A dropped stream is resumed after it
-    (backoff with a cap); StreamGaveUp after MAX_FAILURES failures in a row, or when the peer
-    refuses the subscription."""
+    (backoff with a cap); StreamGaveUp after MAX_FAILURES failures in a row to reach the
+    peer, or at once when it refuses the subscription or sends what is not a valid event (a
+    stream that would fail the same way again: the caller polls instead)."""
     last: int | None = None
     delay, failures = FIRST_RETRY, 0
     while record.state not in until:
@@ -93,7 +94,7 @@ async def follow_stream(
                     if record.state in until:
                         return record
             # The peer ended the stream before the task settled: resubscribe, after a pause.
-        except PeerRpcError as exc:
+        except (PeerRpcError, PeerProtocolError) as exc:  # not a stream we can follow
             raise StreamGaveUp(str(exc)) from None
         except PeerError as exc:
             failures += 1

@@ -122,13 +122,10 @@ class PeerExecutor:
             streams = False
         if streams:
             relay = _Relay(relayed, progress)
-            try:
+            with contextlib.suppress(StreamGaveUp):  # refused, or unreachable too long: poll
                 record = await follow_stream(
                     self._delegator, record, STREAM_END_STATES, relay.record
                 )
-            except StreamGaveUp as exc:
-                return Outcome(STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
-            return await self._follow(record, relayed, progress)
         return await self._follow(record, relayed, progress)
 
     async def _follow(
