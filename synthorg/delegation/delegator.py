@@ -18,10 +18,17 @@ import httpx
 from synthorg.cards.fetch import card_url, fetch_card_document
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.clock import utc_now
-from synthorg.delegation.client import A2AClient, PeerError, default_rpc_url
+from synthorg.delegation.client import (
+    A2AClient,
+    PeerError,
+    PeerProtocolError,
+    build_message,
+    default_rpc_url,
+)
+from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.dialects.outbound import PeerDialect, choose
 from synthorg.generated.constants import (
-    A2A_VERSION_0_3,
+    MESSAGE_STREAM,
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
     TASKS_PUSH_NOTIFICATION_CONFIG_SET,
@@ -93,11 +100,11 @@ class Delegator:
 
     async def streams(self, peer: str) -> bool:
         """Whether `peer`'s tasks can be followed by stream: its card says
-        `capabilities.streaming` and it is called in 0.3 (tasks/resubscribe)."""
+        `capabilities.streaming` (tasks/resubscribe in 0.3, SubscribeToTask in 1.0)."""
         client = self.client(peer)
-        dialect = await self._dialect(client.record.name, client.record.endpoint)
+        await self._dialect(client.record.name, client.record.endpoint)
         cached = self._dialects.get((client.record.name, client.record.endpoint))
-        return dialect.version == A2A_VERSION_0_3 and cached is not None and cached[2]
+        return cached is not None and cached[2]
 
     async def _dialect(self, peer: str, endpoint: str) -> PeerDialect:
         now = time.monotonic()
@@ -137,10 +144,47 @@ class Delegator:
             parts, agent_id=agent_id, message_id=message_id, metadata=metadata,
             blocking=blocking,
         )
+        record = self._record(client.record.name, task, message_id, origin_task_id)
+        await self.store.add(record)
+        return record
+
+    async def delegate_streaming(
+        self,
+        peer: str,
+        parts: list[dict[str, Any]],
+        *,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        origin_task_id: str | None = None,
+        message_id: str | None = None,
+    ) -> tuple[Delegation, Events, int | None]:
+        """`delegate` by message/stream (for a peer that `streams`): the record is stored
+        from the stream's first event, the Task; returned with the stream, open after that
+        event, and that event's sequence number, for the follower to go on reading."""
+        client = await self.peer_client(peer)
+        message_id = message_id or str(uuid.uuid4())
+        message = build_message(parts, agent_id=agent_id, message_id=message_id,
+                                metadata=metadata)
+        events = stream_call(client, MESSAGE_STREAM, {"message": message})
+        try:
+            first = await anext(events, None)
+            if first is None:
+                raise PeerProtocolError(f"{client.record.name}: {MESSAGE_STREAM} sent no event")
+            task = client.task_of(MESSAGE_STREAM, first[1])
+            record = self._record(client.record.name, task, message_id, origin_task_id)
+            await self.store.add(record)
+        except BaseException:
+            await events.aclose()
+            raise
+        return record, events, first[0]
+
+    def _record(
+        self, peer: str, task: Task, message_id: str, origin_task_id: str | None
+    ) -> Delegation:
         now = utc_now()
-        record = Delegation(
+        return Delegation(
             id=str(uuid.uuid4()),
-            peer=client.record.name,
+            peer=peer,
             remote_task_id=task.id,
             context_id=task.contextId,
             message_id=message_id,
@@ -150,8 +194,6 @@ class Delegator:
             created_at=now,
             updated_at=now,
         )
-        await self.store.add(record)
-        return record
 
     async def get(self, local_id: str) -> Delegation:
         record = await self.store.get(local_id)

@@ -20,9 +20,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError
 from synthorg.delegation.delegator import Delegator
-from synthorg.delegation.sse_client import stream_call
+from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.generated.constants import TASKS_RESUBSCRIBE
 from synthorg.generated.models import StreamEvent, Task
+from synthorg.observability.events import a2a as events
+from synthorg.observability.log import emit
 from synthorg.store.delegations import Delegation
 
 FIRST_RETRY, MAX_RETRY = 0.2, 5.0  # seconds before resubscribing after a dropped stream
@@ -71,20 +73,30 @@ async def follow_stream(
     until: Collection[str],
     on_update: Callable[[Delegation], Awaitable[None]],
     on_trouble: Callable[[Delegation, PeerError], Awaitable[None]] | None = None,
+    *,
+    events: Events | None = None,
+    last: int | None = None,
 ) -> Delegation:
     """Follow the record's downstream task by stream until its state is in `until`; each
-    event applied is stored and handed to `on_update`. A dropped stream is resumed after it
-    (backoff with a cap); StreamGaveUp after MAX_FAILURES failures in a row to reach the
-    peer, or at once when it refuses the subscription or sends what is not a valid event (a
-    stream that would fail the same way again: the caller polls instead)."""
-    last: int | None = None
+    event applied is stored and handed to `on_update`. `events` is a stream already open
+    (what message/stream goes on sending after the Task), `last` the sequence number read.
+    A dropped stream is resumed after it (backoff with a cap); StreamGaveUp after
+    MAX_FAILURES failures in a row to reach the peer, or at once when it refuses the
+    subscription or sends what is not a valid event (a stream that would fail the same way
+    again: the caller polls instead)."""
     delay, failures = FIRST_RETRY, 0
+    if events is not None and record.state in until:
+        await events.aclose()
     while record.state not in until:
         try:
-            client = await delegator.peer_client(record.peer)
-            events = stream_call(client, TASKS_RESUBSCRIBE, {"id": record.remote_task_id}, last)
-            async with contextlib.aclosing(events):
-                async for seq, result in events:
+            stream, events = events, None  # a stream already open (message/stream) first
+            if stream is None:
+                client = await delegator.peer_client(record.peer)
+                stream = stream_call(
+                    client, TASKS_RESUBSCRIBE, {"id": record.remote_task_id}, last
+                )
+            async with contextlib.aclosing(stream):
+                async for seq, result in stream:
                     task = apply_event(record.task, result, record.remote_task_id)
                     record = await delegator.store.update(record.id, task)
                     if seq is not None:
@@ -95,13 +107,19 @@ async def follow_stream(
                         return record
             # The peer ended the stream before the task settled: resubscribe, after a pause.
         except (PeerRpcError, PeerProtocolError) as exc:  # not a stream we can follow
-            raise StreamGaveUp(str(exc)) from None
+            raise _gave_up(record, exc) from None
         except PeerError as exc:
             failures += 1
             if failures >= MAX_FAILURES:
-                raise StreamGaveUp(str(exc)) from None
+                raise _gave_up(record, exc) from None
             if on_trouble is not None:
                 await on_trouble(record, exc)
         await asyncio.sleep(delay)
         delay = min(delay * 2, MAX_RETRY)
     return record
+
+
+def _gave_up(record: Delegation, exc: PeerError) -> StreamGaveUp:
+    emit(events.FOLLOW_STREAM_ABANDONED, level="warning", peer_name=record.peer,
+         task_id=record.remote_task_id, reason=str(exc))
+    return StreamGaveUp(str(exc))

@@ -24,6 +24,7 @@ from synthorg.delegation.delegator import (
     push_url,
 )
 from synthorg.delegation.following import StreamGaveUp, follow_stream
+from synthorg.delegation.sse_client import Events
 from synthorg.generated.constants import STATE_FAILED, TASK_NOT_CANCELABLE
 from synthorg.generated.models import Artifact, Message, Task
 from synthorg.store.delegations import Delegation
@@ -72,6 +73,16 @@ class PeerExecutor:
         onward_id = forwarded_message_id(task.id, message.messageId)
         try:
             existing = await self._delegator.store.by_origin(task.id)
+            if existing is None and self._push_url is None and await self._streams():
+                # Followed by stream from the start: message/stream, read on after the Task.
+                opened = None
+                with contextlib.suppress(PeerError):  # else sent below (same messageId)
+                    opened = await self._delegator.delegate_streaming(
+                        self._peer, parts, agent_id=self._agent_id, metadata=metadata,
+                        origin_task_id=task.id, message_id=onward_id,
+                    )
+                if opened is not None:
+                    return await self._follow_stream(task, *opened, progress=progress)
             if existing is None:
                 record = await self._delegator.delegate(
                     self._peer,
@@ -116,16 +127,30 @@ class PeerExecutor:
             return await self._follow(record, relayed, progress)
         if self._push_url and await self._delegator.request_pushes(record, self._push_url):
             return await self._follow(record, relayed, progress, pushed=True)
+        if await self._streams():
+            return await self._follow_stream(task, record, progress=progress)
+        return await self._follow(record, relayed, progress)
+
+    async def _streams(self) -> bool:
         try:
-            streams = await self._delegator.streams(self._peer)
+            return await self._delegator.streams(self._peer)
         except (PeerError, DelegationError):
-            streams = False
-        if streams:
-            relay = _Relay(relayed, progress)
-            with contextlib.suppress(StreamGaveUp):  # refused, or unreachable too long: poll
-                record = await follow_stream(
-                    self._delegator, record, STREAM_END_STATES, relay.record
-                )
+            return False
+
+    async def _follow_stream(
+        self, task: Task, record: Delegation, events: Events | None = None,
+        last: int | None = None, *, progress: Progress,
+    ) -> Outcome:
+        """By stream, then (to end, or when the stream is refused or the peer stays away
+        too long) as polling does."""
+        relayed = {a.artifactId: len(a.parts) for a in task.artifacts or []}
+        relay = _Relay(relayed, progress)
+        with contextlib.suppress(StreamGaveUp):
+            await relay.record(record)
+            record = await follow_stream(
+                self._delegator, record, STREAM_END_STATES, relay.record,
+                events=events, last=last,
+            )
         return await self._follow(record, relayed, progress)
 
     async def _follow(

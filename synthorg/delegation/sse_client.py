@@ -16,11 +16,21 @@ from typing import Any, NamedTuple
 import httpx
 
 from synthorg.delegation.client import A2AClient, PeerProtocolError, PeerUnavailable
+from synthorg.dialects import v1
+from synthorg.generated.constants import (
+    MESSAGE_STREAM,
+    TASKS_RESUBSCRIBE,
+    V1_SEND_STREAMING_MESSAGE,
+    V1_SUBSCRIBE_TO_TASK,
+)
 from synthorg.observability.outbound import trace_headers
 
 EVENT_STREAM = "text/event-stream"
 LAST_EVENT_ID = "Last-Event-ID"
 STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is dead
+# The 1.0 method that stands for each 0.3 streaming method this client calls.
+V1_STREAMS = {MESSAGE_STREAM: V1_SEND_STREAMING_MESSAGE, TASKS_RESUBSCRIBE: V1_SUBSCRIBE_TO_TASK}
+Events = AsyncGenerator[tuple[int | None, Any], None]  # (sequence number, result) per event
 
 
 class SseEvent(NamedTuple):
@@ -62,6 +72,13 @@ async def sse_events(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncItera
             raise StreamTooLarge(f"a line longer than {max_bytes} bytes")
 
 
+def _as_v03(name: str, result: Any) -> Any:
+    try:
+        return v1.event_v03_json(result)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise PeerProtocolError(f"{name}: a stream event that is not a StreamResponse") from None
+
+
 def _sequence(event_id: str | None) -> int | None:
     if event_id is None or not event_id.isdigit() or len(event_id) > 19:
         return None
@@ -70,11 +87,15 @@ def _sequence(event_id: str | None) -> int | None:
 
 async def stream_call(
     client: A2AClient, method: str, params: dict[str, Any], last_event_id: int | None = None
-) -> AsyncGenerator[tuple[int | None, Any], None]:
+) -> Events:
     """One streaming JSON-RPC call: (sequence number, result) per event, until the peer
     ends the stream. PeerRpcError for a refusal (a plain JSON-RPC error, or an error event),
     PeerUnavailable when it cannot be reached or the connection drops."""
     name = client.record.name
+    if client.speaks_v1:  # the same call in 1.0; its events read back as 0.3 ones
+        method = V1_STREAMS[method]
+        if "message" in params:
+            params = {**params, "message": v1.message_v1(params["message"])}
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
     headers = {**client.headers, "Content-Type": "application/json", "Accept": EVENT_STREAM}
     if last_event_id is not None:
@@ -107,7 +128,10 @@ async def stream_call(
                     envelope = json.loads(event.data)
                 except ValueError:
                     raise PeerProtocolError(f"{name}: an event that is not JSON") from None
-                yield _sequence(event.id), client.result_of(200, envelope, 1)
+                result = client.result_of(200, envelope, 1)
+                if client.speaks_v1:
+                    result = _as_v03(name, result)
+                yield _sequence(event.id), result
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise PeerUnavailable(f"{name}: cannot connect ({type(exc).__name__})") from None
     except httpx.HTTPError as exc:  # the connection dropped, or the stream went silent

@@ -23,11 +23,12 @@ from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from synthorg.generated.constants import METHODS, OPERATIONS
+from synthorg.generated.constants import METHODS, METHODS_V1, OPERATIONS
 from synthorg.observability.events.a2a import INBOUND_COMPLETED
 from synthorg.observability.log import emit
 
 OTHER = "other"
+KNOWN_METHODS = METHODS | METHODS_V1  # both dialects' methods are the spec's
 DIALECT_HEADER = b"a2a-version"
 DIALECTS = frozenset({"0.3", "1.0"})
 
@@ -100,7 +101,7 @@ def note_admitted(peer: str) -> None:
 def note_method(method: str) -> None:
     record = _current.get()
     if record is not None:
-        record.method = method if method in METHODS else OTHER
+        record.method = method if method in KNOWN_METHODS else OTHER
         for observer in record.observers:
             observer.method(record)
 

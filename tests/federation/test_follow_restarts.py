@@ -103,3 +103,10 @@ def test_a_follows_b_and_c_to_the_end_across_their_restarts(tmp_path: Path, how:
         assert artifact_texts(at_b["task"]) == expected
         if public:  # followed by push: the ends saw their peer's signed pushes
             a.wait_for_event("a2a.push.received", peer_name="node-b", state="completed")
+        else:  # followed by stream: each follower subscribed again to its restarted peer
+            # (node to node in A2A 1.0, their cards offering it first)
+            c.wait_for_event("a2a.inbound.completed", method="SubscribeToTask",
+                             peer_name="node-b")
+            b.wait_for_event("a2a.inbound.completed", method="SubscribeToTask",
+                             peer_name="node-a")
+            assert b.events("a2a.follow.stream_abandoned") == []

@@ -11,6 +11,7 @@ import pytest
 from synthorg.delegation.client import PeerProtocolError
 from synthorg.delegation.following import apply_event
 from synthorg.delegation.sse_client import SseEvent, StreamTooLarge, sse_events
+from synthorg.dialects.v1 import event_v03_json, event_v1_json
 
 
 async def _chunks(*pieces: bytes) -> AsyncIterator[bytes]:
@@ -69,3 +70,25 @@ def test_an_event_of_another_task_or_no_event_at_all_is_refused() -> None:
         apply_event(TASK, {"kind": "status-update", "taskId": "t-1"}, "t-1")
     with pytest.raises(PeerProtocolError):
         apply_event(TASK, ["not", "an", "event"], "t-1")
+
+
+@pytest.mark.parametrize("event", [
+    TASK,
+    _artifact_event("one", True),
+    {"kind": "status-update", "taskId": "t-1", "contextId": "c-1", "final": True,
+     "status": {"state": "input-required", "message": {
+         "kind": "message", "messageId": "m-1", "role": "agent",
+         "parts": [{"kind": "text", "text": "more?"}]}}},
+    {"kind": "status-update", "taskId": "t-1", "contextId": "c-1", "final": False,
+     "status": {"state": "working"}},
+])
+def test_a_1_0_stream_event_reads_back_as_the_0_3_event_it_stands_for(
+    event: dict[str, Any],
+) -> None:
+    assert event_v03_json(event_v1_json(event)) == event
+
+
+def test_what_is_not_a_stream_response_is_refused() -> None:
+    for bad in ({}, {"task": {}, "message": {}}, {"other": {}}):
+        with pytest.raises((ValueError, KeyError)):
+            event_v03_json(bad)
