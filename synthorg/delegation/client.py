@@ -78,6 +78,11 @@ _RESULTS: dict[type[PeerError], str] = {
 }
 
 
+def result_label(exc: PeerError) -> str:
+    """The result label of an outbound call that failed with `exc`."""
+    return _RESULTS.get(type(exc), "error")
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     attempts: int = 4
@@ -307,7 +312,7 @@ class A2AClient:
             try:
                 return await self._call(method, params)
             except PeerError as exc:
-                outcome.result = _RESULTS.get(type(exc), "error")
+                outcome.result = result_label(exc)
                 raise
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:

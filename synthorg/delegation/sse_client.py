@@ -9,13 +9,20 @@ keep-alive comment every 15 s) is dropped, and the follower resubscribes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, NamedTuple
 
 import httpx
 
-from synthorg.delegation.client import A2AClient, PeerProtocolError, PeerUnavailable
+from synthorg.delegation.client import (
+    A2AClient,
+    PeerError,
+    PeerProtocolError,
+    PeerUnavailable,
+    result_label,
+)
 from synthorg.dialects import v1
 from synthorg.generated.constants import (
     MESSAGE_STREAM,
@@ -23,7 +30,7 @@ from synthorg.generated.constants import (
     V1_SEND_STREAMING_MESSAGE,
     V1_SUBSCRIBE_TO_TASK,
 )
-from synthorg.observability.outbound import trace_headers
+from synthorg.observability.outbound import outbound_call, trace_headers
 
 EVENT_STREAM = "text/event-stream"
 LAST_EVENT_ID = "Last-Event-ID"
@@ -100,6 +107,19 @@ async def stream_call(
     headers = {**client.headers, "Content-Type": "application/json", "Accept": EVENT_STREAM}
     if last_event_id is not None:
         headers[LAST_EVENT_ID] = str(last_event_id)
+    # One outbound call (counted, timed, a span when traces are on) for the stream's life.
+    with outbound_call(name, method) as outcome:
+        try:
+            async with contextlib.aclosing(_events(client, method, body, headers)) as events:
+                async for item in events:
+                    yield item
+        except PeerError as exc:
+            outcome.result = result_label(exc)
+            raise
+
+
+async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str, str]) -> Events:
+    name = client.record.name
     limit = client.max_response_bytes
     seconds = client.timeout_seconds()
     timeout = httpx.Timeout(seconds, read=max(seconds, STREAM_IDLE_SECONDS))
