@@ -339,6 +339,10 @@ class Node:
         are gone (another replica killed), once per lease."""
         if self._background is None:
             await self._renew()
+            # Tasks adopted at start-up are resumed here; so are those a supervisor that
+            # recovered for its workers left to them (its runner never serves).
+            with contextlib.suppress(StoreError):
+                await self.recover()
             await self.resume_adopted()
             self._background = asyncio.get_running_loop().create_task(
                 self._maintain(), context=contextvars.Context()

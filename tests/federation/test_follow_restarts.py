@@ -58,12 +58,16 @@ def chunks_at(node: FedNode, peer: str, secret: str, task_id: str, count: int) -
     raise AssertionError(f"the stream of {task_id} ended at {seen} chunks")
 
 
-@pytest.mark.parametrize("how", ["push", "stream"])
+@pytest.mark.parametrize("how", ["push", "stream", "stream-workers"])
 def test_a_follows_b_and_c_to_the_end_across_their_restarts(tmp_path: Path, how: str) -> None:
+    """`stream-workers`: node-b serves with two worker processes, so the task its start-up
+    keeps for resuming is taken over, and resumed, by one of its workers."""
     public = how == "push"
     a = FedNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"}, public=public)
     b = FedNode(tmp_path, "node-b", ["node-a", "node-c"], {"relay": "node-c/writer"},
                 public=public)
+    if how == "stream-workers":
+        b.env["SYNTHORG_WORKERS"] = "2"
     c = FedNode(tmp_path, "node-c", ["node-b"], WRITER)
     with running(a, b, c):
         link(a, b)
