@@ -145,8 +145,13 @@ class PeerExecutor:
         too long) as polling does."""
         relayed = {a.artifactId: len(a.parts) for a in task.artifacts or []}
         relay = _Relay(relayed, progress)
+        try:
+            await relay.record(record)  # what the record already holds (a resumed task's)
+        except BaseException:
+            if events is not None:  # not handed on: closed here
+                await events.aclose()
+            raise
         with contextlib.suppress(StreamGaveUp):
-            await relay.record(record)
             record = await follow_stream(
                 self._delegator, record, STREAM_END_STATES, relay.record,
                 events=events, last=last,
