@@ -14,6 +14,9 @@ Each of `chunks` steps waits `seconds / chunks`, says how far it is, and appends
 the artifact; the last chunk closes it and the task completes. A cancel stops it between two
 chunks (the wait is where it sees it). A message whose text is "ask" parks the task in
 input-required, to show how an agent asks for more.
+
+It also shows resuming (`resume`): when the node restarts while it writes, the next run of the
+node goes on from the chunks already stored instead of failing the task.
 """
 
 from __future__ import annotations
@@ -36,8 +39,21 @@ class SlowWriter:
         text = text_of(message)
         if text.strip() == "ask":
             return Outcome("input-required", message_text="what should I write about?")
-        artifact_id = f"{task.id}-answer"
-        for step in range(1, self._chunks + 1):
+        return await self._write(task, text, 1, progress)
+
+    async def resume(self, task: Task, progress: Progress) -> Outcome:
+        """Go on after a restart: the message is the task's last user message, and the
+        chunks already in the answer are not written again."""
+        message = next((m for m in reversed(task.history or []) if m.role == "user"), None)
+        if message is None:
+            return Outcome("failed", message_text="nothing to write about")
+        answer = next((a for a in task.artifacts or [] if a.artifactId == _answer(task)), None)
+        done = len(answer.parts) if answer is not None else 0
+        return await self._write(task, text_of(message), done + 1, progress)
+
+    async def _write(self, task: Task, text: str, first: int, progress: Progress) -> Outcome:
+        artifact_id = _answer(task)
+        for step in range(first, self._chunks + 1):
             await asyncio.sleep(self._seconds / self._chunks)  # the agent's work
             await progress.status(f"writing {step}/{self._chunks}")
             chunk = Artifact(
@@ -50,6 +66,10 @@ class SlowWriter:
 
     async def cancel(self, task: Task) -> None:
         return None  # nothing outside the task to undo
+
+
+def _answer(task: Task) -> str:
+    return f"{task.id}-answer"
 
 
 def factory(options: dict[str, Any]) -> SlowWriter:

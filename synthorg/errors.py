@@ -38,6 +38,10 @@ class UnsupportedOperation(SynthorgError):
     already final)."""
 
 
+class TaskBusy(SynthorgError):
+    """A follow-up names a task whose agent is still working on it."""
+
+
 class MessageIdConflict(SynthorgError):
     """A `(peer, messageId)` key was already used with different content."""
 

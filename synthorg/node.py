@@ -49,7 +49,7 @@ from synthorg.skills import SkillDirectory
 from synthorg.store.backend import Stores
 from synthorg.store.catalog import Catalog
 from synthorg.store.select import open_stores, runner_from_env
-from synthorg.store.tasks import TaskStore
+from synthorg.store.tasks import StoredTask, TaskStore
 from synthorg.tasks.executors import (
     ConformanceExecutor,
     EchoExecutor,
@@ -143,6 +143,8 @@ class Node:
     deliverer: Deliverer  # sends the pushes those configs ask for
     _background: asyncio.Task[None] | None = field(default=None, repr=False)
     _delivering: asyncio.Task[None] | None = field(default=None, repr=False)
+    # Tasks taken over from runners that are gone, to resume once the node's loop runs.
+    _adopted: list[tuple[str, StoredTask]] = field(default_factory=list, repr=False)
     metrics: Metrics | None = None  # None: observability.metrics is false
     traced: bool = False  # OTEL_EXPORTER_OTLP_ENDPOINT is set
 
@@ -309,7 +311,12 @@ class Node:
 
     async def recover(self, *, others_gone: bool = False) -> int:
         """Fail the unfinished tasks whose runner is gone (with `others_gone`: every runner
-        but this one, as when the only server of a store starts); returns the count."""
+        but this one, as when the only server of a store starts); returns the count. Those
+        whose agent can go on with them (a forwarded task still running at the peer) are
+        taken over instead, and resumed once the node serves (`resume_adopted`)."""
+        self._adopted.extend(
+            await self.task_store.adopt(self.tasks.resumable, others_gone=others_gone)
+        )
         recovered = await self.task_store.recover(now_iso(), others_gone=others_gone)
         if recovered:
             emit(
@@ -320,11 +327,23 @@ class Node:
             )
         return recovered
 
+    async def resume_adopted(self) -> None:
+        """Go on with the tasks `recover` took over, on the loop that serves."""
+        adopted, self._adopted = self._adopted, []
+        for peer, stored in adopted:
+            with contextlib.suppress(StoreError):  # left to the next sweep's recovery
+                await self.tasks.resume(peer, stored)
+
     async def start_background(self) -> None:
         """Hold this runner's lease while the node serves, and sweep up after runners that
         are gone (another replica killed), once per lease."""
         if self._background is None:
             await self._renew()
+            # Tasks adopted at start-up are resumed here; so are those a supervisor that
+            # recovered for its workers left to them (its runner never serves).
+            with contextlib.suppress(StoreError):
+                await self.recover()
+            await self.resume_adopted()
             self._background = asyncio.get_running_loop().create_task(
                 self._maintain(), context=contextvars.Context()
             )
@@ -356,6 +375,7 @@ class Node:
                 await self._renew()
             with contextlib.suppress(StoreError):
                 await self.recover()
+            await self.resume_adopted()
             with contextlib.suppress(StoreError):  # pushes a crash or another replica left
                 await self.deliverer.sweep()
 

@@ -16,7 +16,10 @@ from pydantic import ValidationError
 
 from synthorg.generated.models import PeerCard, PeerInterface
 
-PEER_CARD_MEMBERS = ("name", "url", "version", "protocolVersion", "skills", "supportedInterfaces")
+PEER_CARD_MEMBERS = (
+    "name", "url", "version", "protocolVersion", "skills", "supportedInterfaces", "capabilities",
+)
+PEER_CAPABILITY_MEMBERS = ("streaming", "pushNotifications")
 PEER_SKILL_MEMBERS = ("id", "name", "tags")
 PEER_INTERFACE_MEMBERS = ("url", "protocolBinding", "protocolVersion")
 
@@ -67,6 +70,13 @@ def read_peer_card(document: Any) -> PeerCard:
                 picked["url"] = jsonrpc[0]
     elif interfaces is not None:
         del picked["supportedInterfaces"]
+    capabilities = picked.pop("capabilities", None)
+    if isinstance(capabilities, dict):
+        # Optional to us: a member that is not a boolean is left out, never a refusal.
+        picked["capabilities"] = {
+            key: capabilities[key] for key in PEER_CAPABILITY_MEMBERS
+            if isinstance(capabilities.get(key), bool)
+        }
     try:
         return PeerCard.model_validate(picked)
     except ValidationError as exc:

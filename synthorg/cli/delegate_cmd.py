@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -35,7 +37,9 @@ from synthorg.cli.common import (
 )
 from synthorg.config.company import ConfigError, NodeConfig, load_config
 from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
-from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator
+from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator, push_url
+from synthorg.delegation.following import StreamGaveUp, follow_stream
+from synthorg.delegation.sse_client import Events
 from synthorg.generated.constants import STATE_COMPLETED, TERMINAL_STATES
 from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
@@ -294,14 +298,77 @@ class Progress:
                   "still following", flush=True)
 
 
-async def follow(out: Outbound, record: Delegation, timeout: float, quiet: bool) -> Delegation:
-    if not quiet:
-        print(f"following {record.id} at {record.peer} (at most {timeout:g}s)", flush=True)
+Opened = tuple[Events, int | None]  # a message/stream open after its Task, and its seq
+
+
+async def _streams(out: Outbound, peer: str) -> bool:
     try:
-        return await out.delegator.follow(record.id, timeout, Progress(record.peer, quiet))
+        return await out.delegator.streams(peer)
+    except (PeerError, DelegationError):
+        return False
+
+
+async def follow(
+    out: Outbound, record: Delegation, timeout: float, quiet: bool,
+    opened: Opened | None = None,
+) -> Delegation:
+    """Follow by push when this node has a public url and the peer agrees (the node's
+    receiver updates the record the follower reads), else by stream when the peer's card
+    says it streams, else by polling; each way rides out a restart of the peer (and, by
+    push, of the node: the peer's pushes are retried and the peer is still polled)."""
+    how = "stream" if opened is not None else await _follow_mode(out, record)
+    if not quiet:
+        print(f"following {record.id} at {record.peer} by {how} (at most {timeout:g}s)",
+              flush=True)
+    progress = Progress(record.peer, quiet)
+    deadline = time.monotonic() + timeout
+    try:
+        if how == "stream":
+            streamed = await _follow_stream(out, record, timeout, progress, opened)
+            if streamed is not None:
+                return streamed
+        remaining = max(0.001, deadline - time.monotonic())
+        return await out.delegator.follow(record.id, remaining, progress, pushed=how == "push")
     except DelegationError as exc:
         fail(f"stopped following: {exc}; see later with: synthorg-a2a tasks follow "
              f"{record.id}", EXIT_STOPPED)
+
+
+async def _follow_mode(out: Outbound, record: Delegation) -> str:
+    url = push_url(out.config.a2a.public_url, record.peer)
+    if url is not None and await out.delegator.request_pushes(record, url):
+        return "push"
+    return "stream" if await _streams(out, record.peer) else "polling"
+
+
+async def _follow_stream(
+    out: Outbound, record: Delegation, timeout: float, progress: Progress,
+    opened: Opened | None,
+) -> Delegation | None:
+    """Follow by stream; None when the peer will not be followed so (the caller polls)."""
+    seen = [record.state]
+    progress(record)
+
+    async def updated(current: Delegation) -> None:
+        if current.state != seen[0]:
+            seen[0] = current.state
+            progress(current)
+
+    async def trouble(current: Delegation, _: PeerError) -> None:
+        progress(current)  # the state unchanged: says the peer could not be reached
+
+    try:
+        async with asyncio.timeout(timeout):
+            events, last = opened if opened is not None else (None, None)
+            return await follow_stream(out.delegator, record, SETTLED, updated, trouble,
+                                       events=events, last=last)
+    except TimeoutError:
+        latest = await out.delegator.get(record.id)
+        raise DelegationError(
+            f"task {record.id} still {latest.state} after {timeout:g}s; it goes on at the peer"
+        ) from None
+    except StreamGaveUp:
+        return None
 
 
 def interrupted(record: Delegation) -> int:
@@ -332,18 +399,35 @@ async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
     parts = [{"kind": "text", "text": args.text}]
     # This node is the first hop: a peer that forwards the task back here is refused.
     metadata = {VISITED_KEY: [node_name]}
+    message_id = str(uuid.uuid4())  # fixed: a second attempt lands on the same task
+    opened: Opened | None = None
+    if args.wait and not out.config.a2a.public_url and await _streams(out, peer):
+        # Followed by stream from the start: message/stream, read on after the Task.
+        with contextlib.suppress(PeerError):  # else sent below, with the same messageId
+            record, events, last = await out.delegator.delegate_streaming(
+                peer, parts, agent_id=args.agent, metadata=metadata, message_id=message_id
+            )
+            opened = (events, last)
     try:
-        record = await out.delegator.delegate(peer, parts, agent_id=args.agent, metadata=metadata)
+        if opened is None:
+            # With --wait the task is followed anyway: the peer answers once it has started,
+            # so no call is held open while the task works (and a restart cannot cut it).
+            record = await out.delegator.delegate(
+                peer, parts, agent_id=args.agent, metadata=metadata, message_id=message_id,
+                blocking=not args.wait,
+            )
     except PeerError as exc:
         peer_failure(peer, exc)
     agent = f", agent {args.agent}" if args.agent else ""
     if not args.wait or record.state in SETTLED:
+        if opened is not None:
+            await opened[0].aclose()
         return finish(record, args.json, f"delegated to {peer}{agent}")
     if not args.json:
         print(f"delegated to {peer}{agent}: local id {record.id}, remote task "
               f"{record.remote_task_id}")
     try:
-        record = await follow(out, record, args.timeout, args.json)
+        record = await follow(out, record, args.timeout, args.json, opened)
     except (KeyboardInterrupt, asyncio.CancelledError):
         return interrupted(record)
     return finish(record, args.json, "result")

@@ -81,6 +81,11 @@ _RESULTS: dict[type[PeerError], str] = {
 }
 
 
+def result_label(exc: PeerError) -> str:
+    """The result label of an outbound call that failed with `exc`."""
+    return _RESULTS.get(type(exc), "error")
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     attempts: int = 4
@@ -115,6 +120,34 @@ def default_rpc_url(endpoint: str) -> str:
     return endpoint.rstrip("/") + RPC_PATH
 
 
+def build_message(
+    parts: list[dict[str, Any]],
+    *,
+    agent_id: str | None = None,
+    task_id: str | None = None,
+    context_id: str | None = None,
+    message_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The user message of a message/send (or message/stream), in 0.3."""
+    message: dict[str, Any] = {
+        "kind": "message",
+        "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
+        "role": "user",
+        "parts": parts,
+    }
+    if task_id:
+        message["taskId"] = task_id
+    if context_id:
+        message["contextId"] = context_id
+    meta = dict(metadata or {})
+    if agent_id:
+        meta["agentId"] = agent_id
+    if meta:
+        message["metadata"] = meta
+    return message
+
+
 class A2AClient:
     def __init__(
         self,
@@ -141,6 +174,26 @@ class A2AClient:
         self._transport = transport
         self._sleep = sleep
 
+    # What a streaming call (synthorg.delegation.sse_client) shares with this client.
+    @property
+    def headers(self) -> dict[str, str]:
+        return dict(self._headers)
+
+    @property
+    def max_response_bytes(self) -> int:
+        return self._max_bytes
+
+    @property
+    def transport(self) -> httpx.AsyncBaseTransport | None:
+        return self._transport
+
+    def timeout_seconds(self) -> float:
+        return self._timeout()
+
+    def result_of(self, status: int, payload: Any, request_id: RequestId) -> Any:
+        """The `result` of a JSON-RPC response, or its error raised (see `call`)."""
+        return self._result(status, payload, request_id)
+
     @property
     def rpc_url(self) -> str:
         if self.dialect is not None:
@@ -163,30 +216,20 @@ class A2AClient:
         blocking: bool = True,
     ) -> Task:
         """blocking=False asks the peer to answer as soon as its agent has started."""
-        message: dict[str, Any] = {
-            "kind": "message",
-            "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
-            "role": "user",
-            "parts": parts,
-        }
-        if task_id:
-            message["taskId"] = task_id
-        if context_id:
-            message["contextId"] = context_id
-        meta = dict(metadata or {})
-        if agent_id:
-            meta["agentId"] = agent_id
-        if meta:
-            message["metadata"] = meta
+        message = build_message(parts, agent_id=agent_id, task_id=task_id,
+                                context_id=context_id, message_id=message_id, metadata=metadata)
         params: dict[str, Any] = {"message": message}
         if self.speaks_v1:
             return await self._send_message_v1(message, blocking)
         if not blocking:
             params["configuration"] = {"blocking": False}
-        result = await self.call(MESSAGE_SEND, params)
+        return self.task_of(MESSAGE_SEND, await self.call(MESSAGE_SEND, params))
+
+    def task_of(self, method: str, result: Any) -> Task:
+        """A 0.3 answer (a Task, or a Message standing for a completed one) as a Task."""
         if isinstance(result, dict) and result.get("kind") == "message":
             return self._message_as_task(result)
-        return self._as_task(MESSAGE_SEND, result)
+        return self._as_task(method, result)
 
     def _message_as_task(self, result: dict[str, Any]) -> Task:
         """A peer may answer message/send with a Message (an agent that keeps no task, as
@@ -282,7 +325,7 @@ class A2AClient:
             try:
                 return await self._call(method, params)
             except PeerError as exc:
-                outcome.result = _RESULTS.get(type(exc), "error")
+                outcome.result = result_label(exc)
                 raise
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:

@@ -18,9 +18,17 @@ import httpx
 from synthorg.cards.fetch import card_url, fetch_card_document
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.clock import utc_now
-from synthorg.delegation.client import A2AClient, PeerError, default_rpc_url
+from synthorg.delegation.client import (
+    A2AClient,
+    PeerError,
+    PeerProtocolError,
+    build_message,
+    default_rpc_url,
+)
+from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.dialects.outbound import PeerDialect, choose
 from synthorg.generated.constants import (
+    MESSAGE_STREAM,
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
     TERMINAL_STATES,
@@ -38,6 +46,16 @@ class DelegationError(Exception):
 
 
 FOLLOW_CONFIG_ID = "synthorg-follow"  # the push config a follower registers downstream
+# Followed by push: the local record (updated by each verified push) is read this often, and
+# the peer is still polled, rarely, in case a push is lost for good.
+PUSHED_READ, PUSHED_POLL = 0.5, 30.0
+
+
+def push_url(public_url: str | None, peer: str) -> str | None:
+    """Where `peer` may push to this node: its receiver, under the name we know the peer by."""
+    if not public_url:
+        return None
+    return f"{public_url.rstrip('/')}/api/v1/webhooks/{peer}/a2a_push"
 
 
 def _task_json(task: Task) -> dict[str, Any]:
@@ -58,8 +76,8 @@ class Delegator:
         self._local_name = local_name
         self._timeout = timeout
         self._transport = transport
-        # (peer, endpoint) -> (expires at, the dialect its card offered)
-        self._dialects: dict[tuple[str, str], tuple[float, PeerDialect]] = {}
+        # (peer, endpoint) -> (expires at, the dialect its card offered, whether it streams)
+        self._dialects: dict[tuple[str, str], tuple[float, PeerDialect, bool]] = {}
 
     def client(self, peer: str, dialect: PeerDialect | None = None) -> A2AClient:
         """A client for `peer`; in 0.3 unless `dialect` says otherwise."""
@@ -79,6 +97,14 @@ class Delegator:
         client = self.client(peer)
         return self.client(peer, await self._dialect(client.record.name, client.record.endpoint))
 
+    async def streams(self, peer: str) -> bool:
+        """Whether `peer`'s tasks can be followed by stream: its card says
+        `capabilities.streaming` (tasks/resubscribe in 0.3, SubscribeToTask in 1.0)."""
+        client = self.client(peer)
+        await self._dialect(client.record.name, client.record.endpoint)
+        cached = self._dialects.get((client.record.name, client.record.endpoint))
+        return cached is not None and cached[2]
+
     async def _dialect(self, peer: str, endpoint: str) -> PeerDialect:
         now = time.monotonic()
         cached = self._dialects.get((peer, endpoint))
@@ -94,7 +120,8 @@ class Delegator:
             except InvalidCard:
                 card = None
         chosen = choose(card, endpoint, default_rpc_url(endpoint))
-        self._dialects[(peer, endpoint)] = (now + DIALECT_TTL_SECONDS, chosen)
+        streaming = bool(card and card.capabilities and card.capabilities.streaming)
+        self._dialects[(peer, endpoint)] = (now + DIALECT_TTL_SECONDS, chosen, streaming)
         return chosen
 
     async def delegate(
@@ -116,10 +143,47 @@ class Delegator:
             parts, agent_id=agent_id, message_id=message_id, metadata=metadata,
             blocking=blocking,
         )
+        record = self._record(client.record.name, task, message_id, origin_task_id)
+        await self.store.add(record)
+        return record
+
+    async def delegate_streaming(
+        self,
+        peer: str,
+        parts: list[dict[str, Any]],
+        *,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        origin_task_id: str | None = None,
+        message_id: str | None = None,
+    ) -> tuple[Delegation, Events, int | None]:
+        """`delegate` by message/stream (for a peer that `streams`): the record is stored
+        from the stream's first event, the Task; returned with the stream, open after that
+        event, and that event's sequence number, for the follower to go on reading."""
+        client = await self.peer_client(peer)
+        message_id = message_id or str(uuid.uuid4())
+        message = build_message(parts, agent_id=agent_id, message_id=message_id,
+                                metadata=metadata)
+        events = stream_call(client, MESSAGE_STREAM, {"message": message})
+        try:
+            first = await anext(events, None)
+            if first is None:
+                raise PeerProtocolError(f"{client.record.name}: {MESSAGE_STREAM} sent no event")
+            task = client.task_of(MESSAGE_STREAM, first[1])
+            record = self._record(client.record.name, task, message_id, origin_task_id)
+            await self.store.add(record)
+        except BaseException:
+            await events.aclose()
+            raise
+        return record, events, first[0]
+
+    def _record(
+        self, peer: str, task: Task, message_id: str, origin_task_id: str | None
+    ) -> Delegation:
         now = utc_now()
-        record = Delegation(
+        return Delegation(
             id=str(uuid.uuid4()),
-            peer=client.record.name,
+            peer=peer,
             remote_task_id=task.id,
             context_id=task.contextId,
             message_id=message_id,
@@ -129,8 +193,6 @@ class Delegator:
             created_at=now,
             updated_at=now,
         )
-        await self.store.add(record)
-        return record
 
     async def get(self, local_id: str) -> Delegation:
         record = await self.store.get(local_id)
@@ -186,12 +248,16 @@ class Delegator:
         *,
         first_delay: float = 0.1,
         max_delay: float = 2.0,
+        pushed: bool = False,
     ) -> Delegation:
-        """Poll until final or needing input; raises DelegationError on timeout."""
+        """Poll until final or needing input; raises DelegationError on timeout. When the
+        peer pushes to this node (`pushed`), the local record, which each verified push
+        updates, is read instead, and the peer polled only every PUSHED_POLL seconds."""
         deadline = time.monotonic() + timeout
         record = await self.get(local_id)
         delay = first_delay
         seen = record.state
+        last_poll = time.monotonic()
         on_update(record)
         while record.state not in SETTLED:
             remaining = deadline - time.monotonic()
@@ -201,7 +267,14 @@ class Delegator:
                     "it goes on at the peer"
                 )
             await asyncio.sleep(min(delay, remaining))
-            delay = min(delay * 2, max_delay)
+            delay = min(delay * 2, PUSHED_READ if pushed else max_delay)
+            if pushed and time.monotonic() - last_poll < PUSHED_POLL:
+                record = await self.get(local_id)
+                if record.state != seen:
+                    seen = record.state
+                    on_update(record)
+                continue
+            last_poll = time.monotonic()
             try:
                 record = await self.refresh(local_id)
             except PeerError as exc:  # the peer may be restarting: keep following

@@ -10,12 +10,21 @@ task instead of creating another.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from typing import Any
 
 from synthorg.delegation.client import PeerError, PeerRpcError
-from synthorg.delegation.delegator import DelegationError, Delegator
+from synthorg.delegation.delegator import (
+    PUSHED_POLL,
+    PUSHED_READ,
+    DelegationError,
+    Delegator,
+    push_url,
+)
+from synthorg.delegation.following import StreamGaveUp, follow_stream
+from synthorg.delegation.sse_client import Events
 from synthorg.generated.constants import STATE_FAILED, TASK_NOT_CANCELABLE
 from synthorg.generated.models import Artifact, Message, Task
 from synthorg.store.delegations import Delegation
@@ -25,9 +34,6 @@ from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 
 FIRST_POLL, MAX_POLL = 0.2, 5.0  # seconds between polls of a downstream task that works
 MAX_POLL_FAILURES = 30  # consecutive failed polls before the task is failed here
-# Followed by push: the local record (updated by each verified push) is read this often, and
-# the peer is still polled, rarely, in case a push is lost for good.
-PUSHED_READ, PUSHED_POLL = 0.5, 30.0
 _FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
 
 
@@ -58,10 +64,7 @@ class PeerExecutor:
         self._node_name = node_name
         self._peer = peer
         self._agent_id = agent_id
-        # Where the peer may push to us: our receiver, under the name we know the peer by.
-        self._push_url = (
-            f"{public_url.rstrip('/')}/api/v1/webhooks/{peer}/a2a_push" if public_url else None
-        )
+        self._push_url = push_url(public_url, peer)  # None: no public url to push to
 
     async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
@@ -70,6 +73,16 @@ class PeerExecutor:
         onward_id = forwarded_message_id(task.id, message.messageId)
         try:
             existing = await self._delegator.store.by_origin(task.id)
+            if existing is None and self._push_url is None and await self._streams():
+                # Followed by stream from the start: message/stream, read on after the Task.
+                opened = None
+                with contextlib.suppress(PeerError):  # else sent below (same messageId)
+                    opened = await self._delegator.delegate_streaming(
+                        self._peer, parts, agent_id=self._agent_id, metadata=metadata,
+                        origin_task_id=task.id, message_id=onward_id,
+                    )
+                if opened is not None:
+                    return await self._follow_stream(task, *opened, progress=progress)
             if existing is None:
                 record = await self._delegator.delegate(
                     self._peer,
@@ -88,11 +101,62 @@ class PeerExecutor:
             return Outcome(STATE_FAILED, message_text=f"peer {self._peer} refused: {exc.message}")
         except (PeerError, DelegationError) as exc:
             return Outcome(STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
+        return await self._follow_record(task, record, progress)
+
+    async def resume(self, task: Task, progress: Progress) -> Outcome:
+        """Go on with a task a process that is gone forwarded: follow the downstream task its
+        delegation record names, or forward it now if the record was never written (the
+        onward messageId is fixed, so a forwarding that did reach the peer is not repeated)."""
+        record = await self._delegator.store.by_origin(task.id)
+        if record is None:
+            first = next((m for m in task.history or [] if m.role == "user"), None)
+            if first is None:
+                return Outcome(STATE_FAILED, message_text="nothing to forward")
+            return await self.run(task, first, progress)
+        # The downstream task as it is now, if the peer answers (else followed below, with
+        # retries).
+        with contextlib.suppress(PeerError, DelegationError):
+            record = await self._delegator.refresh(record.id)
+        return await self._follow_record(task, record, progress)
+
+    async def _follow_record(self, task: Task, record: Delegation, progress: Progress) -> Outcome:
+        """Follow by push when this node has a public url and the peer agrees, else by stream
+        when the peer's card says it streams, else by polling."""
         relayed = {a.artifactId: len(a.parts) for a in task.artifacts or []}
-        pushed = False
-        if self._push_url and record.state not in STREAM_END_STATES:
-            pushed = await self._delegator.request_pushes(record, self._push_url)
-        return await self._follow(record, relayed, progress, pushed)
+        if record.state in STREAM_END_STATES:
+            return await self._follow(record, relayed, progress)
+        if self._push_url and await self._delegator.request_pushes(record, self._push_url):
+            return await self._follow(record, relayed, progress, pushed=True)
+        if await self._streams():
+            return await self._follow_stream(task, record, progress=progress)
+        return await self._follow(record, relayed, progress)
+
+    async def _streams(self) -> bool:
+        try:
+            return await self._delegator.streams(self._peer)
+        except (PeerError, DelegationError):
+            return False
+
+    async def _follow_stream(
+        self, task: Task, record: Delegation, events: Events | None = None,
+        last: int | None = None, *, progress: Progress,
+    ) -> Outcome:
+        """By stream, then (to end, or when the stream is refused or the peer stays away
+        too long) as polling does."""
+        relayed = {a.artifactId: len(a.parts) for a in task.artifacts or []}
+        relay = _Relay(relayed, progress)
+        try:
+            await relay.record(record)  # what the record already holds (a resumed task's)
+        except BaseException:
+            if events is not None:  # not handed on: closed here
+                await events.aclose()
+            raise
+        with contextlib.suppress(StreamGaveUp):
+            record = await follow_stream(
+                self._delegator, record, STREAM_END_STATES, relay.record,
+                events=events, last=last,
+            )
+        return await self._follow(record, relayed, progress)
 
     async def _follow(
         self, record: Delegation, relayed: dict[str, int], progress: Progress,
@@ -103,18 +167,14 @@ class PeerExecutor:
         of ours stops the wait at once. When the peer pushes to us (`pushed`), the local
         record, which each verified push updates, is read instead, and the peer polled only
         every PUSHED_POLL seconds."""
-        delay, failures, said = FIRST_POLL, 0, None
+        delay, failures = FIRST_POLL, 0
+        relay = _Relay(relayed, progress)
         last_poll = time.monotonic()
         while True:
-            remote = Task.model_validate(record.task)
-            for artifact in remote.artifacts or []:
-                await _relay(artifact, relayed, progress)
-            text = _status_text(record.task)
-            if remote.status.state in STREAM_END_STATES:
-                return Outcome(remote.status.state, message_text=text)
-            if text is not None and text != said:
-                await progress.status(text)
-                said = text
+            await relay.record(record)
+            if record.state in STREAM_END_STATES:
+                remote = Task.model_validate(record.task)
+                return Outcome(remote.status.state, message_text=_status_text(record.task))
             await asyncio.sleep(delay)
             delay = min(delay * 2, PUSHED_READ if pushed else MAX_POLL)
             if pushed and time.monotonic() - last_poll < PUSHED_POLL:
@@ -144,6 +204,26 @@ class PeerExecutor:
                 raise
 
 
+
+
+class _Relay:
+    """Reports what is new of a downstream task as this task's progress: its artifacts (the
+    parts added since the last look) and its status message, once each."""
+
+    def __init__(self, relayed: dict[str, int], progress: Progress) -> None:
+        self._relayed, self._progress = relayed, progress
+        self._said: str | None = None
+
+    async def record(self, record: Delegation) -> None:
+        remote = Task.model_validate(record.task)
+        for artifact in remote.artifacts or []:
+            await _relay(artifact, self._relayed, self._progress)
+        text = _status_text(record.task)
+        if remote.status.state in STREAM_END_STATES:
+            return  # the outcome carries the last message
+        if text is not None and text != self._said:
+            await self._progress.status(text)
+            self._said = text
 
 
 async def _relay(artifact: Artifact, relayed: dict[str, int], progress: Progress) -> None:

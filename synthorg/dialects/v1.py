@@ -87,6 +87,7 @@ from synthorg.generated.models import (
     V1TaskPayload,
     V1TaskPushNotificationConfig,
 )
+from synthorg.tasks.events import STREAM_END_STATES
 
 Json = dict[str, Any]
 V1STREAM_ADAPTER: TypeAdapter[V1StreamResponse] = TypeAdapter(V1StreamResponse)
@@ -283,6 +284,28 @@ def event_v1_json(event: Mapping[str, Any]) -> Json:
             "artifact": _artifact(event["artifact"], part_v1),
         }, "append", "lastChunk", "metadata")
     return {_EVENT_WRAPPERS[kind]: inner}
+
+
+def event_v03_json(response: Mapping[str, Any]) -> Json:
+    """A 1.0 StreamResponse as the 0.3 stream event it stands for (what a follower of a 1.0
+    peer reads). 1.0's statusUpdate has no `final`: it is true when the stream ends there."""
+    (kind, inner), = response.items()
+    if kind == "task":
+        return task_v03_json(inner)
+    if kind == "message":
+        return message_v03(inner)
+    if kind == "statusUpdate":
+        status = _status(inner["status"], state_v03, message_v03)
+        return _copy(inner, {
+            "kind": "status-update", "taskId": inner["taskId"], "contextId": inner["contextId"],
+            "status": status, "final": status["state"] in STREAM_END_STATES,
+        }, "metadata")
+    if kind == "artifactUpdate":
+        return _copy(inner, {
+            "kind": "artifact-update", "taskId": inner["taskId"],
+            "contextId": inner["contextId"], "artifact": _artifact(inner["artifact"], part_v03),
+        }, "append", "lastChunk", "metadata")
+    raise ValueError("not a StreamResponse")
 
 
 def _event_v1(item: Sequenced[StreamEvent]) -> Sequenced[V1StreamResponse]:

@@ -95,6 +95,7 @@ RATE_LIMITED: Final = RpcErrorSpec(-32005, 'Too many requests from this peer; re
 MESSAGE_ID_CONFLICT: Final = RpcErrorSpec(-32010, 'messageId was already used with different content')
 TASK_TERMINAL: Final = RpcErrorSpec(-32011, 'Task is in a terminal state and cannot continue')
 UNKNOWN_AGENT: Final = RpcErrorSpec(-32012, 'Unknown agent')
+TASK_BUSY: Final = RpcErrorSpec(-32013, 'Task is still working: send the next message when it asks for input')
 UNKNOWN_PEER: Final = RpcErrorSpec(-32020, 'Unknown peer: no catalog record by that name')
 PEER_UNAVAILABLE: Final = RpcErrorSpec(-32021, "The peer's card is not available")
 DELEGATION_LOOP: Final = RpcErrorSpec(-32030, 'Delegation loop or hop limit reached')

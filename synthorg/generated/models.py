@@ -884,7 +884,7 @@ class JsonRpcSuccessResponse(SpecModel):
 A2AVersion = Literal['0.3', '1.0']
 
 
-ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32010, -32011, -32012, -32020, -32021, -32030, -32009]
+ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32010, -32011, -32012, -32013, -32020, -32021, -32030, -32009]
 
 
 V1ErrorCode = Literal[-32005, -32004]
@@ -1168,6 +1168,14 @@ class PeerCard(SpecModel):
     protocolVersion: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
     supportedInterfaces: Annotated[Annotated[list[PeerInterface], Field(max_length=16)] | None, NoNull] = None
     skills: Annotated[list[PeerSkill], Field(max_length=4096)]
+    capabilities: Annotated[PeerCapabilities | None, NoNull] = None
+
+
+class PeerCapabilities(SpecModel):
+    """The members of a peer card's capabilities that a follower reads: streaming says the peer answers message/stream and tasks/resubscribe, so its tasks can be followed by stream. A member that is not a boolean is left out by the projection."""
+
+    streaming: Annotated[bool | None, NoNull] = None
+    pushNotifications: Annotated[bool | None, NoNull] = None
 
 
 class V1APIKeySecurityScheme(SpecModel):
@@ -1432,6 +1440,7 @@ MutualTLSSecurityScheme.model_rebuild()
 AgentCard.model_rebuild()
 PeerSkill.model_rebuild()
 PeerCard.model_rebuild()
+PeerCapabilities.model_rebuild()
 V1APIKeySecurityScheme.model_rebuild()
 V1HTTPAuthSecurityScheme.model_rebuild()
 V1APIKeySchemeEntry.model_rebuild()
@@ -1540,6 +1549,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'OpenIdConnectSecurityScheme',
     'Part',
     'Parts',
+    'PeerCapabilities',
     'PeerCard',
     'PeerCreate',
     'PeerEndpoint',

@@ -16,7 +16,7 @@ replica that starts, or sweeps, never fails a task another live replica is runni
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -152,6 +152,15 @@ class TaskStore(Protocol):
 
     async def retire(self) -> None:
         """This runner stops: its lease ends now, and its unfinished tasks are recoverable."""
+        ...
+
+    async def adopt(
+        self, resumable: Callable[[Task], bool], *, others_gone: bool = False
+    ) -> list[tuple[str, StoredTask]]:
+        """Take over the tasks left submitted or working by a runner that is gone (as
+        `recover` judges it) for which `resumable` holds: this runner becomes theirs, so
+        `recover` spares them, and they are returned as (peer, task) for the caller to go on
+        with (an onward delegation whose downstream task still runs is followed again)."""
         ...
 
     async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:

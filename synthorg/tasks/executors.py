@@ -18,7 +18,7 @@ its outcome can be committed together with the task and the message that led to 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from synthorg.clock import new_id
 from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED, STATE_REJECTED
@@ -67,6 +67,16 @@ class Executor(Protocol):
 
     async def cancel(self, task: Task) -> None:
         """Called before a task is canceled, e.g. to cancel work done elsewhere for it."""
+        ...
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """An executor whose work goes on outside this process (a task forwarded to a peer): when
+    the process that ran it is gone, the next one resumes it instead of failing the task."""
+
+    async def resume(self, task: Task, progress: Progress) -> Outcome:
+        """Go on with `task` as it was stored; what it returns settles the task."""
         ...
 
 

@@ -24,6 +24,7 @@ from synthorg.errors import (
     DelegationLoop,
     InvalidParams,
     MessageIdConflict,
+    TaskBusy,
     TaskNotCancelable,
     TaskNotFound,
     TaskTerminal,
@@ -57,7 +58,7 @@ from synthorg.sequenced import Sequenced
 from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore, snapshot_seq
 from synthorg.tasks import paging
 from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
-from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome
+from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome, Resumable
 from synthorg.tasks.hops import loop_refusal
 from synthorg.tasks.progress import StoredProgress
 from synthorg.tasks.query import TaskPage, TaskQuery
@@ -68,6 +69,7 @@ MAX_WRITE_ATTEMPTS = 8  # compare-and-set retries before a write gives up
 # the task still working (the caller follows it then), so a long agent never holds a call
 # open past a client's timeout.
 BLOCKING_WAIT_SECONDS = 5.0
+BUSY_STATES = frozenset({STATE_SUBMITTED, STATE_WORKING})  # its agent runs: no follow-up
 
 
 now_iso = utc_now  # the node's clock (synthorg.clock)
@@ -245,6 +247,11 @@ class TaskService:
             if task.status.state in TERMINAL_STATES:
                 self._rejected(MESSAGE_SEND, peer, task_id, "terminal")
                 raise TaskTerminal()
+            if task.status.state in BUSY_STATES:
+                # A2A continues a task when it is interrupted (input-required, auth-required);
+                # a second run of the agent beside the one working would race it.
+                self._rejected(MESSAGE_SEND, peer, task_id, "busy")
+                raise TaskBusy()
             if (message.contextId or task.contextId) != task.contextId:
                 raise InvalidParams("Invalid params: contextId does not match the task")
             appended = message.model_copy(update={"contextId": task.contextId})
@@ -296,10 +303,18 @@ class TaskService:
         return progress.latest.task  # still working: the run goes on
 
     async def _run(
-        self, peer: str, progress: StoredProgress, message: Message, agent: AgentRuntime
+        self, peer: str, progress: StoredProgress, message: Message | None, agent: AgentRuntime
     ) -> Task:
+        """The agent's run on `message`; with no message, its resumption (see `resume`)."""
         task_id = progress.latest.task.id
-        run = asyncio.ensure_future(agent.executor.run(progress.latest.task, message, progress))
+        executor, task = agent.executor, progress.latest.task
+        if message is not None:
+            work = executor.run(task, message, progress)
+        elif isinstance(executor, Resumable):
+            work = executor.resume(task, progress)
+        else:
+            raise TypeError(f"the agent of task {task_id} cannot resume")
+        run = asyncio.ensure_future(work)
         self._running[task_id] = run
         try:
             await asyncio.wait({run})
@@ -372,6 +387,25 @@ class TaskService:
                 reason="downstream_cancel_failed",
                 error=type(exc).__name__,
             )
+
+    # -- resuming -------------------------------------------------------------------------
+
+    def resumable(self, task: Task) -> bool:
+        """Whether the task's agent can go on with it after the process running it is gone."""
+        return isinstance(self._runtime(task).executor, Resumable)
+
+    async def resume(self, peer: str, stored: StoredTask) -> None:
+        """Go on with a task taken over from a runner that is gone (see TaskStore.adopt)."""
+        emit(events.TASK_RESUMED, peer_name=peer, task_id=stored.task.id)
+        progress = StoredProgress(
+            self._store, peer, stored, now_iso, new_id, _log, self._streams.notify
+        )
+        await progress.begin()
+        job = asyncio.ensure_future(
+            self._run(peer, progress, None, self._runtime(stored.task))
+        )
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
 
     # -- helpers --------------------------------------------------------------------------
 

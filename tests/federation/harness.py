@@ -5,14 +5,16 @@ data dir. Its config.yaml (node name, allowlist, agents) is written before start
 else goes through the `synthorg-a2a` CLI: links between nodes (`peers add` on both sides with
 one shared link secret), delegations, follows, cancels, listings.
 
-A node can be SIGKILLed and restarted on the same data dir and the same port
-(`SYNTHORG_BACKEND_PORT` set explicitly), so its peers' catalog records stay valid.
+Each node's stderr events can be awaited (`wait_for_event`, no sleeps). A node can be
+SIGKILLed and restarted on the same data dir and the same port (`SYNTHORG_BACKEND_PORT` set
+explicitly), so its peers' catalog records stay valid.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+import socket
 import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.support.node import NodeProcess, cli
+from tests.integration.live import LiveNode
+from tests.support.node import cli
 
 CLIENT_TIMEOUT = 10.0
 
@@ -38,20 +41,36 @@ def agents_yaml(agents: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def node_config(name: str, allowed: list[str], agents: dict[str, str]) -> str:
+def node_config(
+    name: str, allowed: list[str], agents: dict[str, str] | str, public_url: str | None = None
+) -> str:
+    """`agents` as for agents_yaml, or the agents list already written as YAML."""
     return (
         "a2a:\n"
         "  enabled: true\n"
         f"  node_name: {name}\n"
         f"  allowed_peers: [{', '.join(allowed)}]\n"
         f"  client_timeout_seconds: {CLIENT_TIMEOUT}\n"
-        + agents_yaml(agents)
+        + (f"  public_url: {public_url}\n" if public_url else "")
+        + (agents if isinstance(agents, str) else agents_yaml(agents))
     )
 
 
-class FedNode(NodeProcess):
-    def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str]):
-        super().__init__(root / name, node_config(name, allowed, agents))
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class FedNode(LiveNode):
+    def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str] | str,
+                 *, public: bool = False):
+        """`public`: the node listens on a port fixed now and names it as its public_url
+        (its peers push to it there)."""
+        port = free_port() if public else 0
+        public_url = f"http://127.0.0.1:{port}" if public else None
+        super().__init__(root / name, node_config(name, allowed, agents, public_url),
+                         env={"SYNTHORG_BACKEND_PORT": str(port)} if public else None)
         self.name = name
 
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -2,7 +2,7 @@
 
 node-a and node-b are linked through the CLI. node-b's `relay` agent forwards to `node-c`, a
 scripted peer that accepts the task and reports it `working`, so node-b's task stays
-unfinished: that is the task node-a follows across the crash.
+unfinished: that is the task node-a follows across the crash, and node-b resumes.
 """
 
 from __future__ import annotations
@@ -17,19 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from synthorg.store.tasks import RESTART_MESSAGE
 from tests.federation.harness import (
     FedNode,
     artifact_texts,
     delegate,
     link,
     running,
-    status_text,
 )
 from tests.support.node import ROOT
 from tests.support.scripted_server import Answer, ScriptedServer
 
-EXIT_PEER, EXIT_UNSUCCESSFUL = 3, 4
+EXIT_PEER = 3
 LINE_TIMEOUT = 30.0
 
 
@@ -105,7 +103,16 @@ def test_acknowledged_tasks_survive_sigkill_and_stay_usable(pair: Pair) -> None:
     assert canceled.returncode == 0, canceled.stderr
 
 
+def completed_task(task_id: str, text: str) -> dict[str, object]:
+    artifact = {"artifactId": "a-1", "parts": [{"kind": "text", "text": text}]}
+    task = {"kind": "task", "id": task_id, "contextId": "ctx-1",
+            "status": {"state": "completed"}, "artifacts": [artifact]}
+    return {"jsonrpc": "2.0", "result": task}
+
+
 def test_a_follows_a_task_while_b_is_killed_and_restarted(pair: Pair) -> None:
+    """B forwarded the task to C; killed meanwhile, B resumes following C when it starts
+    again (instead of failing the task), and A's follow sees the task end with C's result."""
     a, b = pair.a, pair.b
     pair.c.script.append(Answer(body=working_task("c-task-1"), echo_id=True))
     code, record = delegate(a, "node-b", "long job", "--agent", "relay")
@@ -120,17 +127,25 @@ def test_a_follows_a_task_while_b_is_killed_and_restarted(pair: Pair) -> None:
         lines.wait_for("] working")
         b.kill()
         lines.wait_for("could not reach node-b")
+        # C finishes while B is down; B, started again, finds that out and ends its task.
+        pair.c.script.clear()
+        pair.c.script.extend(
+            Answer(body=completed_task("c-task-1", "done at C"), echo_id=True)
+            for _ in range(8)
+        )
         b.restart()
-        # B marks the task it could not finish as failed on start-up; A's follow sees that.
-        lines.wait_for(f"] failed: {RESTART_MESSAGE}")
-        assert follow.wait(timeout=LINE_TIMEOUT) == EXIT_UNSUCCESSFUL
+        b_events = b.events("a2a.task.recovered")
+        lines.wait_for("] completed")
+        assert follow.wait(timeout=LINE_TIMEOUT) == 0
     finally:
         if follow.poll() is None:
             follow.kill()
         follow.wait()
+    assert b_events == []  # nothing failed at B's start: the forwarded task was resumed
     final = a.cli_json("tasks", "get", record["id"])
-    assert final["state"] == "failed" and status_text(final["task"]) == RESTART_MESSAGE
-    # Nothing else was lost: B still has the task, with the message A sent.
+    assert final["state"] == "completed"
+    assert artifact_texts(final["task"]) == ["done at C"]
     at_b = b.cli_json("tasks", "get", record["remote_task_id"])
     assert at_b["peer"] == "node-a"
     assert at_b["task"]["history"][0]["parts"][0]["text"] == "long job"
+    assert at_b["task"]["status"]["state"] == "completed"

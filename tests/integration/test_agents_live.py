@@ -25,6 +25,7 @@ from tests.integration.helpers import (
 from tests.integration.live import LiveNode
 from tests.integration.test_config_failures import error_lines, run_node
 from tests.support.catalog import add_peer
+from tests.support.codes import TASK_BUSY
 
 PEER, KEY = "peer-agents", "key-agents-4d2a6c8e0b1f"
 DEADLINE = 20.0
@@ -112,6 +113,24 @@ def test_progress_is_visible_while_the_agent_works_and_cancel_stops_it(
     again = expect_result(get_task(client, task["id"]))
     assert again["status"]["state"] == "canceled"
     assert len(chunks(again)) == written
+
+
+def test_a_follow_up_while_the_agent_works_is_refused_and_starts_no_second_run(
+    client: httpx.Client,
+) -> None:
+    task = start(client, "slow", "first", blocking=False)
+    wait_for(client, task["id"], lambda t: len(chunks(t)) >= 1)
+    follow_up = {"message": message("second", task_id=task["id"])}
+    answer = call(client, "message/send", follow_up).json()
+    assert answer["error"]["code"] == TASK_BUSY, answer
+    again = call(client, "message/send", follow_up).json()  # the same message: no key kept
+    assert again["error"]["code"] == TASK_BUSY, again
+    current = expect_result(get_task(client, task["id"]))
+    assert [m["parts"][0]["text"] for m in current["history"] if m["role"] == "user"] == [
+        "first"
+    ]
+    assert all(text.endswith(" first\n") for text in chunks(current))  # one run only
+    expect_result(cancel_task(client, task["id"]))
 
 
 def test_an_agent_asks_for_input(client: httpx.Client) -> None:

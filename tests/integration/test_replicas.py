@@ -271,11 +271,13 @@ def test_every_replicas_audit_trail_lands_in_one_place(
     assert text.count("\n") == 1 and "admin.setting.reset via=cli" in text
 
 
-def test_a_starting_replica_spares_the_other_ones_running_task_and_a_killed_ones_is_failed(
+def test_a_starting_replica_spares_the_other_ones_running_task_and_a_killed_ones_is_resumed(
     replicas: Replicas, pair: tuple[LiveNode, LiveNode],
 ) -> None:
-    """A task is running on replica A (its agent waits on a peer). A replica starting now
-    must not fail it; once A is killed, a live replica fails it when A's lease runs out."""
+    """A task is running on replica A (its agent forwards it to a peer, which holds the
+    answer). A replica starting now must not touch it; once A is killed, a live replica takes
+    it over when A's lease runs out and resumes it: the same message (same messageId) goes
+    to the peer again, and the task ends with the peer's answer."""
     release = threading.Event()
     with ScriptedServer() as downstream, ExitStack() as stack:
         downstream.script.append(Answer(200, {"jsonrpc": "2.0", "id": 1, "result": {}},
@@ -296,18 +298,26 @@ def test_a_starting_replica_spares_the_other_ones_running_task_and_a_killed_ones
         task_id = running.wait_for_event("a2a.task.created")["task_id"]
         with replicas.replica("late") as late, client(late) as c:  # starts while it runs
             assert late.find_event("a2a.task.recovered") is None
+            assert late.find_event("a2a.task.resumed") is None
             # Recorded as working once the agent starts (submitted in the moment before).
             state = expect_result(get_task(c, task_id))["status"]["state"]
             assert state in ("submitted", "working")
+        done = {"kind": "task", "id": "down-1", "contextId": "ctx-down",
+                "status": {"state": "completed"},
+                "artifacts": [{"artifactId": "a-1", "parts": [{"kind": "text", "text": "ok"}]}]}
+        downstream.script.append(Answer(200, {"jsonrpc": "2.0", "result": done}, echo_id=True))
         running.kill()  # kill -9: no retire, its lease just stops being renewed
         release.set()
         sender.join(30)
-        # The live replicas sweep once per lease; the first to find it gone fails it.
+        # The live replicas sweep once per lease; the first to find it gone resumes it.
         with client(pair[1]) as c:
             final = wait_until_final(c, task_id, timeout=4 * float(LEASE) + 10)
-        assert final["status"]["state"] == "failed"
-        assert any(node.find_event("a2a.task.recovered") for node in pair)
-        assert "restarted" in final["status"]["message"]["parts"][0]["text"]
+        assert final["status"]["state"] == "completed", final
+        assert [p["text"] for a in final["artifacts"] for p in a["parts"]] == ["ok"]
+        assert any(node.find_event("a2a.task.resumed", task_id=task_id) for node in pair)
+        sent = [json.loads(r.body)["params"]["message"]["messageId"]
+                for r in downstream.received if r.body]
+        assert len(sent) == 2 and sent[0] == sent[1]
 
 
 def kill_cycle(replicas: Replicas, survivor: LiveNode, cycle: int) -> list[tuple[Json, Json]]:

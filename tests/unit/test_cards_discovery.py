@@ -283,6 +283,19 @@ def test_foreign_members_are_ignored_and_not_kept() -> None:
     assert "vendorField" not in str(dumped)
 
 
+def test_the_capabilities_a_follower_reads_are_kept_and_bad_ones_left_out() -> None:
+    document = card("alpha")
+    document["capabilities"] = {"streaming": True, "pushNotifications": "yes",
+                                "vendorCapability": True}
+    peer = read_peer_card(document)
+    assert peer.capabilities is not None
+    assert peer.capabilities.streaming is True
+    assert peer.capabilities.pushNotifications is None  # not a boolean: left out
+    assert read_peer_card({**document, "capabilities": "all"}).capabilities is None
+    bare = {key: value for key, value in card("alpha").items() if key != "capabilities"}
+    assert read_peer_card(bare).capabilities is None
+
+
 @pytest.mark.parametrize(
     ("change", "where"),
     [

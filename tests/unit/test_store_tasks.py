@@ -562,3 +562,24 @@ def test_acknowledged_task_survives_sigkill(handles: Handles) -> None:
     assert run(store.recover(NOW)) == 1
     recovered = run(store.get("peer-a", "t-durable"))
     assert recovered is not None and recovered.task.status.state == "failed"
+
+
+def test_adopt_takes_over_the_resumable_tasks_of_runners_gone(handles: Handles) -> None:
+    """What `adopt` takes over is this runner's: `recover` spares it, and a later runner
+    sees it as this one's while this one lives."""
+    gone = handles.open(Runner("runner-gone"))
+    for name in ("t-forwarded", "t-local"):
+        run(gone.create("peer-a", key(f"m-{name}"), make_task(name, "working")))
+    run(gone.create("peer-a", key("m-parked"), make_task("t-parked", "input-required")))
+    store = handles.open(Runner("runner-live", lease_seconds=60))
+    run(store.heartbeat())
+    adopted = run(store.adopt(lambda task: task.id != "t-local", others_gone=True))
+    assert [(peer, stored.task.id, stored.version) for peer, stored in adopted] == [
+        ("peer-a", "t-forwarded", 0)
+    ]
+    assert run(store.recover(NOW, others_gone=True)) == 1  # t-local only
+    forwarded = run(store.get("peer-a", "t-forwarded"))
+    assert forwarded is not None and forwarded.task.status.state == "working"
+    assert run(store.adopt(lambda task: True, others_gone=True)) == []  # already its own
+    other = handles.open(Runner("runner-other", lease_seconds=60))
+    assert run(other.adopt(lambda task: True)) == []  # runner-live holds its lease

@@ -16,6 +16,11 @@ INBOUND_REJECTED: Final = "a2a.inbound.rejected"
 TASK_CREATED: Final = "a2a.task.created"
 TASK_STATE_CHANGED: Final = "a2a.task.state_changed"
 TASK_RECOVERED: Final = "a2a.task.recovered"
+# An unfinished task of a runner that is gone, taken over and followed again: task_id.
+TASK_RESUMED: Final = "a2a.task.resumed"
+# A delegated task is no longer followed by stream (refused, invalid, or the peer away too
+# long): peer_name, task_id (the peer's), reason; its follower polls instead.
+FOLLOW_STREAM_ABANDONED: Final = "a2a.follow.stream_abandoned"
 NODE_STARTED: Final = "a2a.node.started"
 # A node on a shared store listens before it can serve (its probes answer): host, port.
 NODE_LISTENING: Final = "a2a.node.listening"

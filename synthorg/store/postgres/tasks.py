@@ -9,7 +9,7 @@ lock serialises two replicas writing one task; the loser finds the version moved
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import asyncpg
 
@@ -156,22 +156,44 @@ class PgTaskStore:
     async def retire(self) -> None:
         await self._db.execute("DELETE FROM runners WHERE id = $1", self.runner.id)
 
-    async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
-        runner, lease = self.runner.id, self.runner.lease_seconds
+    async def adopt(
+        self, resumable: Callable[[Task], bool], *, others_gone: bool = False
+    ) -> list[tuple[str, StoredTask]]:
+        runner = self.runner.id
 
+        async def job(conn: Connection) -> list[tuple[str, StoredTask]]:
+            taken = []
+            for task_id, peer, body, version in await self._orphans(conn, others_gone):
+                task = loads(body)
+                if resumable(task):
+                    await conn.execute(
+                        "UPDATE tasks SET runner = $1 WHERE id = $2 AND peer = $3 "
+                        "AND version = $4", runner, task_id, peer, version,
+                    )
+                    taken.append((peer, StoredTask(task, version)))
+            return taken
+
+        return await self._db.transaction(job)
+
+    async def _orphans(self, conn: Connection, others_gone: bool) -> list[asyncpg.Record]:
+        """Forget the runners that are gone; the unfinished tasks they left, locked."""
+        runner, lease = self.runner.id, self.runner.lease_seconds
+        # The database's clock judges every lease, so replicas' clocks need not agree.
+        await conn.execute(
+            "DELETE FROM runners WHERE id != $1 AND "
+            "($2 OR heartbeat_at < now() - make_interval(secs => $3))",
+            runner, others_gone, lease,
+        )
+        return list(await conn.fetch(
+            "SELECT id, peer, body, version FROM tasks WHERE state = ANY($1::text[]) AND "
+            "(runner IS NULL OR (runner != $2 AND runner NOT IN (SELECT id FROM runners))) "
+            "FOR UPDATE SKIP LOCKED",  # two replicas sweeping at once take turns per task
+            list(UNFINISHED_STATES), runner,
+        ))
+
+    async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
         async def job(conn: Connection) -> int:
-            # The database's clock judges every lease, so replicas' clocks need not agree.
-            await conn.execute(
-                "DELETE FROM runners WHERE id != $1 AND "
-                "($2 OR heartbeat_at < now() - make_interval(secs => $3))",
-                runner, others_gone, lease,
-            )
-            rows = await conn.fetch(
-                "SELECT id, peer, body, version FROM tasks WHERE state = ANY($1::text[]) AND "
-                "(runner IS NULL OR (runner != $2 AND runner NOT IN (SELECT id FROM runners))) "
-                "FOR UPDATE SKIP LOCKED",  # two replicas sweeping at once take turns per task
-                list(UNFINISHED_STATES), runner,
-            )
+            rows = await self._orphans(conn, others_gone)
             for task_id, peer, body, version in rows:
                 failed = restart_failure(loads(body), now_iso)
                 await conn.execute(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from synthorg.clock import utc_now
 from synthorg.errors import TaskNotFound, VersionConflict
@@ -121,22 +121,44 @@ class SqliteTaskStore:
             "DELETE FROM runners WHERE id = ?", (runner,)
         ))
 
-    async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
-        runner, lease = self.runner.id, self.runner.lease_seconds
+    async def adopt(
+        self, resumable: Callable[[Task], bool], *, others_gone: bool = False
+    ) -> list[tuple[str, StoredTask]]:
+        runner = self.runner.id
 
+        def job(conn: sqlite3.Connection) -> list[tuple[str, StoredTask]]:
+            taken = []
+            for task_id, peer, body, version in self._orphans(conn, others_gone):
+                task = loads(body)
+                if resumable(task):
+                    conn.execute("UPDATE tasks SET runner = ? WHERE id = ? AND peer = ?",
+                                 (runner, task_id, peer))
+                    taken.append((peer, StoredTask(task, version)))
+            return taken
+
+        return await self._db.write(job)
+
+    def _orphans(
+        self, conn: sqlite3.Connection, others_gone: bool
+    ) -> list[tuple[str, str, str, int]]:
+        """Forget the runners that are gone; the unfinished tasks they left."""
+        runner, lease = self.runner.id, self.runner.lease_seconds
+        # A runner is live while its lease holds; this one always is.
+        if others_gone:
+            conn.execute("DELETE FROM runners WHERE id != ?", (runner,))
+        else:
+            conn.execute("DELETE FROM runners WHERE id != ? AND heartbeat_at < ?",
+                         (runner, time.time() - lease))
+        marks = ", ".join("?" for _ in UNFINISHED_STATES)
+        return list(conn.execute(
+            f"SELECT id, peer, body, version FROM tasks WHERE state IN ({marks}) "
+            "AND (runner IS NULL OR (runner != ? AND runner NOT IN (SELECT id FROM runners)))",
+            (*UNFINISHED_STATES, runner),
+        ).fetchall())
+
+    async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
         def job(conn: sqlite3.Connection) -> int:
-            # A runner is live while its lease holds; this one always is.
-            if others_gone:
-                conn.execute("DELETE FROM runners WHERE id != ?", (runner,))
-            else:
-                conn.execute("DELETE FROM runners WHERE id != ? AND heartbeat_at < ?",
-                             (runner, time.time() - lease))
-            marks = ", ".join("?" for _ in UNFINISHED_STATES)
-            rows = conn.execute(
-                f"SELECT id, peer, body, version FROM tasks WHERE state IN ({marks}) "
-                "AND (runner IS NULL OR (runner != ? AND runner NOT IN (SELECT id FROM runners)))",
-                (*UNFINISHED_STATES, runner),
-            ).fetchall()
+            rows = self._orphans(conn, others_gone)
             for task_id, peer, body, version in rows:
                 failed = restart_failure(loads(body), now_iso)
                 conn.execute(

@@ -1,0 +1,159 @@
+"""Reading a peer's Server-Sent Events: `tasks/resubscribe` (and `message/stream`) outbound.
+
+Each event's `data` is one JSON-RPC response; its `id` is the event's sequence number in the
+peer's durable per-task log, which a resubscription names in `Last-Event-ID` to resume
+exactly after it. Reads are bounded: one event (its data lines together), and any line, at
+most `max_bytes`; a stream that stays silent longer than `idle_seconds` (a live peer sends a
+keep-alive comment every 15 s) is dropped, and the follower resubscribes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, NamedTuple
+
+import httpx
+
+from synthorg.delegation.client import (
+    A2AClient,
+    PeerError,
+    PeerProtocolError,
+    PeerUnavailable,
+    result_label,
+)
+from synthorg.dialects import v1
+from synthorg.generated.constants import (
+    MESSAGE_STREAM,
+    TASKS_RESUBSCRIBE,
+    V1_SEND_STREAMING_MESSAGE,
+    V1_SUBSCRIBE_TO_TASK,
+)
+from synthorg.observability.outbound import outbound_call, trace_headers
+
+EVENT_STREAM = "text/event-stream"
+LAST_EVENT_ID = "Last-Event-ID"
+STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is dead
+# The 1.0 method that stands for each 0.3 streaming method this client calls.
+V1_STREAMS = {MESSAGE_STREAM: V1_SEND_STREAMING_MESSAGE, TASKS_RESUBSCRIBE: V1_SUBSCRIBE_TO_TASK}
+Events = AsyncGenerator[tuple[int | None, Any], None]  # (sequence number, result) per event
+
+
+class SseEvent(NamedTuple):
+    id: str | None
+    data: str
+
+
+class StreamTooLarge(PeerProtocolError):
+    """An event or a line went past the bound."""
+
+
+async def sse_events(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncIterator[SseEvent]:
+    """The events of an SSE byte stream (comments and unknown fields skipped)."""
+    buffer = b""
+    data: list[bytes] = []
+    size = 0
+    event_id: str | None = None
+    async for chunk in chunks:
+        buffer += chunk
+        while (end := buffer.find(b"\n")) >= 0:
+            line, buffer = buffer[:end].rstrip(b"\r"), buffer[end + 1:]
+            if not line:  # a blank line ends the event
+                if data:
+                    yield SseEvent(event_id, b"\n".join(data).decode("utf-8", "replace"))
+                data, size = [], 0
+                continue
+            if line.startswith(b":"):
+                continue  # a comment: keep-alive
+            name, _, value = line.partition(b":")
+            value = value.removeprefix(b" ")
+            if name == b"data":
+                size += len(value) + 1
+                if size > max_bytes:
+                    raise StreamTooLarge(f"an event larger than {max_bytes} bytes")
+                data.append(value)
+            elif name == b"id":
+                event_id = value.decode("utf-8", "replace")
+        if len(buffer) > max_bytes:
+            raise StreamTooLarge(f"a line longer than {max_bytes} bytes")
+
+
+def _as_v03(name: str, result: Any) -> Any:
+    try:
+        return v1.event_v03_json(result)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise PeerProtocolError(f"{name}: a stream event that is not a StreamResponse") from None
+
+
+def _sequence(event_id: str | None) -> int | None:
+    if event_id is None or not event_id.isdigit() or len(event_id) > 19:
+        return None
+    return int(event_id)
+
+
+async def stream_call(
+    client: A2AClient, method: str, params: dict[str, Any], last_event_id: int | None = None
+) -> Events:
+    """One streaming JSON-RPC call: (sequence number, result) per event, until the peer
+    ends the stream. PeerRpcError for a refusal (a plain JSON-RPC error, or an error event),
+    PeerUnavailable when it cannot be reached or the connection drops."""
+    name = client.record.name
+    if client.speaks_v1:  # the same call in 1.0; its events read back as 0.3 ones
+        method = V1_STREAMS[method]
+        if "message" in params:
+            params = {**params, "message": v1.message_v1(params["message"])}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    headers = {**client.headers, "Content-Type": "application/json", "Accept": EVENT_STREAM}
+    if last_event_id is not None:
+        headers[LAST_EVENT_ID] = str(last_event_id)
+    # One outbound call (counted, timed, a span when traces are on) for the stream's life.
+    with outbound_call(name, method) as outcome:
+        try:
+            async with contextlib.aclosing(_events(client, method, body, headers)) as events:
+                async for item in events:
+                    yield item
+        except PeerError as exc:
+            outcome.result = result_label(exc)
+            raise
+
+
+async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str, str]) -> Events:
+    name = client.record.name
+    limit = client.max_response_bytes
+    seconds = client.timeout_seconds()
+    timeout = httpx.Timeout(seconds, read=max(seconds, STREAM_IDLE_SECONDS))
+    try:
+        async with (
+            httpx.AsyncClient(transport=client.transport, timeout=timeout) as http,
+            http.stream("POST", client.rpc_url, content=body,
+                        headers=trace_headers(headers)) as response,
+        ):
+            if not response.headers.get("content-type", "").startswith(EVENT_STREAM):
+                raw = b""
+                async for chunk in response.aiter_bytes():
+                    raw += chunk
+                    if len(raw) > limit:
+                        raise PeerProtocolError(f"{name}: response larger than {limit} bytes")
+                try:
+                    payload = json.loads(raw) if raw else None
+                except ValueError:
+                    payload = None
+                if response.status_code in (429, 502, 503, 504):
+                    raise PeerUnavailable(f"{name}: HTTP {response.status_code}")
+                client.result_of(response.status_code, payload, 1)
+                raise PeerProtocolError(f"{name}: {method} did not answer a stream")
+            async for event in sse_events(response.aiter_bytes(), limit):
+                try:
+                    envelope = json.loads(event.data)
+                except ValueError:
+                    raise PeerProtocolError(f"{name}: an event that is not JSON") from None
+                result = client.result_of(200, envelope, 1)
+                if client.speaks_v1:
+                    result = _as_v03(name, result)
+                yield _sequence(event.id), result
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise PeerUnavailable(f"{name}: cannot connect ({type(exc).__name__})") from None
+    except httpx.HTTPError as exc:  # the connection dropped, or the stream went silent
+        raise PeerUnavailable(f"{name}: the stream broke ({type(exc).__name__})") from None
+

@@ -1,0 +1,94 @@
+"""Following by stream, its pure parts: reading SSE bytes with bounds, and applying events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from synthorg.delegation.client import PeerProtocolError
+from synthorg.delegation.following import apply_event
+from synthorg.delegation.sse_client import SseEvent, StreamTooLarge, sse_events
+from synthorg.dialects.v1 import event_v03_json, event_v1_json
+
+
+async def _chunks(*pieces: bytes) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        yield piece
+
+
+def _read(*pieces: bytes, limit: int = 1024) -> list[SseEvent]:
+    async def collect() -> list[SseEvent]:
+        return [event async for event in sse_events(_chunks(*pieces), limit)]
+
+    return asyncio.run(collect())
+
+
+def test_events_are_read_across_chunk_boundaries_and_keepalives_skipped() -> None:
+    events = _read(b": keep-alive\n\nid: 7\nda", b"ta: {\"a\":\n", b"data: 1}\r\n\r\nid: 9\n",
+                   b"data: x\n\n")
+    assert events == [SseEvent("7", '{"a":\n1}'), SseEvent("9", "x")]
+
+
+def test_an_event_or_a_line_past_the_bound_is_refused() -> None:
+    with pytest.raises(StreamTooLarge):
+        _read(b"data: " + b"x" * 40 + b"\n", b"data: " + b"y" * 40 + b"\n\n", limit=64)
+    with pytest.raises(StreamTooLarge):
+        _read(b"data: " + b"z" * 100, limit=64)  # no line end in sight
+
+
+TASK: dict[str, Any] = {
+    "kind": "task", "id": "t-1", "contextId": "c-1", "status": {"state": "working"},
+    "artifacts": [],
+}
+
+
+def _artifact_event(text: str, append: bool) -> dict[str, Any]:
+    return {"kind": "artifact-update", "taskId": "t-1", "contextId": "c-1", "append": append,
+            "artifact": {"artifactId": "a-1", "parts": [{"kind": "text", "text": text}]}}
+
+
+def test_events_build_the_task_as_the_peer_has_it() -> None:
+    task = apply_event({}, TASK, "t-1")
+    task = apply_event(task, _artifact_event("one", False), "t-1")
+    task = apply_event(task, _artifact_event("two", True), "t-1")
+    status = {"kind": "status-update", "taskId": "t-1", "contextId": "c-1", "final": True,
+              "status": {"state": "completed"}}
+    task = apply_event(task, status, "t-1")
+    assert task["status"] == {"state": "completed"}
+    assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["one", "two"]
+    replaced = apply_event(task, _artifact_event("new", False), "t-1")
+    assert [p["text"] for p in replaced["artifacts"][0]["parts"]] == ["new"]
+
+
+def test_an_event_of_another_task_or_no_event_at_all_is_refused() -> None:
+    with pytest.raises(PeerProtocolError):
+        apply_event(TASK, {**TASK, "id": "t-2"}, "t-1")
+    with pytest.raises(PeerProtocolError):
+        apply_event(TASK, {"kind": "status-update", "taskId": "t-1"}, "t-1")
+    with pytest.raises(PeerProtocolError):
+        apply_event(TASK, ["not", "an", "event"], "t-1")
+
+
+@pytest.mark.parametrize("event", [
+    TASK,
+    _artifact_event("one", True),
+    {"kind": "status-update", "taskId": "t-1", "contextId": "c-1", "final": True,
+     "status": {"state": "input-required", "message": {
+         "kind": "message", "messageId": "m-1", "role": "agent",
+         "parts": [{"kind": "text", "text": "more?"}]}}},
+    {"kind": "status-update", "taskId": "t-1", "contextId": "c-1", "final": False,
+     "status": {"state": "working"}},
+])
+def test_a_1_0_stream_event_reads_back_as_the_0_3_event_it_stands_for(
+    event: dict[str, Any],
+) -> None:
+    assert event_v03_json(event_v1_json(event)) == event
+
+
+def test_what_is_not_a_stream_response_is_refused() -> None:
+    for bad in ({}, {"task": {}, "message": {}}, {"other": {}}):
+        with pytest.raises((ValueError, KeyError)):
+            event_v03_json(bad)
