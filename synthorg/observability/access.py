@@ -7,9 +7,9 @@ hands the same record to each observer (metrics, traces). The gateway fills in w
 knows, through `note_peer`, `note_method` and `note_refusal`: a context variable holds the
 request's record, so the gateway's functions keep their signatures.
 
-Label values are bounded: a method the spec does not define is `other`, a path no operation
-of the spec matches is `other`, and the peer is a canonical name that passed gate 1 (the
-metrics map names outside the allowlist to `other` themselves).
+Label values are bounded: a method the spec does not define (in either dialect) is `other`,
+a path no operation of the spec matches is `other`, and the peer is a canonical name that
+passed gate 1 (the metrics map names outside the allowlist to `other` themselves).
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from synthorg.generated.constants import METHODS, OPERATIONS
+from synthorg.generated.constants import METHODS, METHODS_V1, OPERATIONS
 from synthorg.observability.events.a2a import INBOUND_COMPLETED
 from synthorg.observability.log import emit
 
 OTHER = "other"
 DIALECT_HEADER = b"a2a-version"
 DIALECTS = frozenset({"0.3", "1.0"})
+KNOWN_METHODS = METHODS | METHODS_V1  # both dialects' method names are label values
 
 
 class RequestRecord:
@@ -100,7 +101,7 @@ def note_admitted(peer: str) -> None:
 def note_method(method: str) -> None:
     record = _current.get()
     if record is not None:
-        record.method = method if method in METHODS else OTHER
+        record.method = method if method in KNOWN_METHODS else OTHER
         for observer in record.observers:
             observer.method(record)
 
