@@ -46,7 +46,8 @@ _ratio = 1.0  # the share of traces this node starts that are recorded
 _attached: ContextVar[bool] = ContextVar("synthorg_trace_attached", default=False)
 # The request's trace id and its own span id, recorded or not: what its event lines carry
 # and what its outbound calls send on. None outside a request.
-_ids: ContextVar[tuple[int, int] | None] = ContextVar("synthorg_trace_ids", default=None)
+# Kept as the hex an event line carries, formatted once per request rather than per line.
+_ids: ContextVar[tuple[str, str] | None] = ContextVar("synthorg_trace_ids", default=None)
 _TRACEPARENT = re.compile(rb"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 _bits = random.getrandbits
 _random = random.random
@@ -120,10 +121,7 @@ def current_ids() -> tuple[str, str] | None:
         context = _trace.get_current_span().get_span_context()
         if context.is_valid:
             return format(context.trace_id, "032x"), format(context.span_id, "016x")
-    ids = _ids.get()
-    if ids is None:
-        return None
-    return format(ids[0], "032x"), format(ids[1], "016x")
+    return _ids.get()
 
 
 def inject(headers: dict[str, str]) -> None:
@@ -135,8 +133,8 @@ def inject(headers: dict[str, str]) -> None:
     if _attached.get() and _trace.get_current_span().get_span_context().is_valid:
         _propagator.inject(headers)
         return
-    ids = _ids.get() or (_bits(128) or 1, _bits(64) or 1)  # outside a request: a fresh one
-    headers["traceparent"] = f"00-{ids[0]:032x}-{ids[1]:016x}-00"
+    ids = _ids.get() or _hex(_bits(128) or 1, _bits(64) or 1)  # outside a request: fresh
+    headers["traceparent"] = f"00-{ids[0]}-{ids[1]}-00"
 
 
 def recording() -> bool:
@@ -223,7 +221,7 @@ class Tracing:
 
     def started(self, record: RequestRecord) -> None:
         state = record.trace = _Trace(_bits(128) or 1, _bits(64) or 1, _head_sampled())
-        state.ids_token = _ids.set((state.trace_id, state.span_id))
+        state.ids_token = _ids.set(_hex(state.trace_id, state.span_id))
 
     def admitted(self, record: RequestRecord) -> None:
         state = record.trace
@@ -234,7 +232,7 @@ class Tracing:
         if caller is not None:  # the gates admitted it: the request joins the caller's trace
             (trace_id, _, sampled), carrier = caller
             state.trace_id, state.joined = trace_id, True
-            _ids.set((trace_id, state.span_id))  # reset with the first token, at the end
+            _ids.set(_hex(trace_id, state.span_id))  # reset with the first token, at the end
             if not sampled:
                 return  # follow the caller: nothing recorded, its trace id still passed on
             parent = _propagator.extract(carrier)
@@ -290,6 +288,10 @@ class Tracing:
             if record.peer is not None:
                 current.set_attribute("synthorg.peer", record.peer)
             current.end()
+
+
+def _hex(trace_id: int, span_id: int) -> tuple[str, str]:
+    return format(trace_id, "032x"), format(span_id, "016x")
 
 
 def _head_sampled() -> bool:

@@ -174,9 +174,11 @@ def test_an_unrecorded_delegation_still_carries_its_trace_id(tmp_path: Path,
             stranger = {**headers, "X-A2A-Peer-Name": "stranger"}
             assert client.post("/api/v1/a2a/", headers=stranger,
                                json=envelope("tasks/get", {"id": "x"})).status_code == 403
-        completed = {node.name: node.events("a2a.inbound.completed") for node in (a, b, c)}
-        refusals = a.events("a2a.inbound.auth_failed")
 
+    # Read once the nodes stopped: every line they wrote is in (a request's last line, its
+    # access event, is written after its answer).
+    completed = {node.name: node.events("a2a.inbound.completed") for node in (a, b, c)}
+    refusals = a.events("a2a.inbound.auth_failed")
     # B's and C's JSON-RPC requests are the delegation's (their card reads are `link`'s).
     for name in ("node-b", "node-c"):
         lines = [e for e in completed[name] if e["method"] is not None]
