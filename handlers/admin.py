@@ -22,7 +22,7 @@ from starlette.responses import Response
 from handlers.context import AdminContext, HttpRequest
 from synthorg import errors
 from synthorg.generated.constants import ADMIN_LIST_PEERS
-from synthorg.generated.models import PeerCreate, PeerReplace, SettingWrite
+from synthorg.generated.models import PeerCreate, PeerRateLimitWrite, PeerReplace, SettingWrite
 from synthorg.observability.events.admin import INTERNAL_ERROR, REQUEST_REFUSED
 from synthorg.observability.log import emit
 
@@ -199,6 +199,15 @@ async def replace_peer(request: HttpRequest, ctx: AdminContext) -> Response:
     body, _ = _body(request, PeerReplace)
     return _answer(200, ctx.replace_peer(name, body.endpoint, body.scheme, body.secret,
                                          request.client))
+
+
+@_answered
+async def set_peer_rate_limit(request: HttpRequest, ctx: AdminContext) -> Response:
+    name = request.path_params["name"]
+    ctx.require_peer(name)  # an unknown name is 404 whatever the body
+    body, _ = _body(request, PeerRateLimitWrite)
+    per_second = None if body.rateLimit is None else float(body.rateLimit)
+    return _answer(200, ctx.set_peer_rate_limit(name, per_second, request.client))
 
 
 @_answered

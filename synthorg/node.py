@@ -277,11 +277,16 @@ class Node:
             record = None if gate_catalog is None else gate_catalog.get(peer)
             return getattr(record, "rate_limit", None)
 
+        share = process_share()
+        # Several processes serve these peers (workers, or replicas of a shared store): the
+        # buckets are shared, taken in leases. A lone process keeps them in memory.
+        shared = self.stores.rate_buckets.take if share > 1 or self.stores.shared else None
         return PeerRateLimiter(
             lambda: settings.peer_rate_limit_per_second,
             lambda: settings.peer_rate_limit_burst,
             override,
-            process_share(),
+            share,
+            shared=shared,
         )
 
     def warn_at_start(self, host: str) -> None:

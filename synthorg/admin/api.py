@@ -67,6 +67,12 @@ class AdminApi:
                                              client=client)
         return peer_json(record)
 
+    def set_peer_rate_limit(self, name: str, per_second: float | None, client: str | None
+                            ) -> dict[str, Any]:
+        record = self._service.peers.set_rate_limit(name, per_second, via="admin_api",
+                                                    client=client)
+        return peer_json(record)
+
     def delete_peer(self, name: str, client: str | None) -> None:
         self._service.peers.delete(name, via="admin_api", client=client)
 

@@ -56,6 +56,7 @@ def peer_json(record: PeerRecord) -> dict[str, Any]:
         "name": record.name,
         "endpoint": record.endpoint,
         "scheme": record.scheme,
+        "rateLimit": record.rate_limit,
         "createdAt": record.created_at,
         "updatedAt": record.updated_at,
     }

@@ -121,6 +121,10 @@ class AdminClient:
         body = {"endpoint": endpoint, "scheme": scheme, "secret": secret}
         return dict(self._call("PUT", f"/peers/{_segment(name)}", 200, body))
 
+    def set_peer_rate_limit(self, name: str, per_second: float | None) -> dict[str, Any]:
+        body = {"rateLimit": per_second}
+        return dict(self._call("PUT", f"/peers/{_segment(name)}/rate-limit", 200, body))
+
     def delete_peer(self, name: str) -> None:
         self._call("DELETE", f"/peers/{_segment(name)}", 204)
 

@@ -95,6 +95,7 @@ def register(subparsers: Subparsers) -> None:
     update.add_argument("--rate-limit", type=_rate_limit, metavar="R/s", required=True,
                         help=RATE_LIMIT_HELP)
     add_data_dir_option(update)
+    add_remote_options(update)
     update.set_defaults(handler=run_update)
 
     list_ = commands.add_parser("list", help="list peers (never their secrets)")
@@ -165,6 +166,13 @@ def _shown_limit(per_second: float | None) -> str:
 
 
 def run_update(args: argparse.Namespace) -> int:
+    client = remote_client(args)
+    if client is not None:
+        name = _remote_name(args.name)
+        peer = call_remote(lambda: client.set_peer_rate_limit(name, _override(args.rate_limit)),
+                           not_found=lambda: _not_found(args.name))
+        print(f"updated peer {peer['name']} (rate limit {_shown_limit(peer['rateLimit'])})")
+        return EXIT_OK
     directory = data_dir(args)
     with open_local(directory) as stores:
         peers = PeersAdmin(stores.catalog, AuditLog(stores.audit), [])
@@ -191,11 +199,12 @@ def run_add(args: argparse.Namespace) -> int:
     except ValueError as exc:
         fail(str(exc))
     client = remote_client(args)
-    if client is not None and args.rate_limit is not None:
-        fail("--rate-limit is set on the node's own data dir: use `peers update` there")
     secret = _read_secret(args.secret_env, name)
     if client is not None:
         public, created = _add_remote(client, name, args.endpoint, args.scheme, secret)
+        if args.rate_limit is not None:
+            limit = _override(args.rate_limit)
+            call_remote(lambda: client.set_peer_rate_limit(name, limit))
     else:
         directory = data_dir(args)
         with open_local(directory) as stores:

@@ -157,9 +157,13 @@ class Gateway:
             return
         peer, agent = result.peer, target.agent
         note_admitted(peer)
-        if config.limiter is not None and (wait := config.limiter.admit(peer)):
-            await _rate_limited(send, path, peer, wait)
-            return
+        if config.limiter is not None:
+            wait = config.limiter.admit(peer)
+            if wait is None:  # this process's lease is spent: ask the shared bucket
+                wait = await config.limiter.take(peer)
+            if wait:
+                await _rate_limited(send, path, peer, wait)
+                return
         if agent is not None and not is_agent_id(agent):
             await _unknown_agent(send, path, peer)
             return

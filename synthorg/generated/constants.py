@@ -156,5 +156,6 @@ ADMIN_CREATE_PEER: Final = Operation('handlers.admin.create_peer', 'POST', '/api
 ADMIN_GET_PEER: Final = Operation('handlers.admin.get_peer', 'GET', '/api/v1/admin/peers/{name}', False)
 ADMIN_REPLACE_PEER: Final = Operation('handlers.admin.replace_peer', 'PUT', '/api/v1/admin/peers/{name}', True)
 ADMIN_DELETE_PEER: Final = Operation('handlers.admin.delete_peer', 'DELETE', '/api/v1/admin/peers/{name}', False)
+ADMIN_SET_PEER_RATE_LIMIT: Final = Operation('handlers.admin.set_peer_rate_limit', 'PUT', '/api/v1/admin/peers/{name}/rate-limit', True)
 PUSH_RECEIVE: Final = Operation('handlers.push.receive', 'POST', '/api/v1/webhooks/{peer}/a2a_push', True)
-OPERATIONS: Final = (METRICS_SCRAPE, HEALTH_LIVE, HEALTH_READY, CARDS_COMPANY_CARD, CARDS_AGENT_CARD, RPC_POST, RPC_POST_AGENT, ADMIN_STATUS, ADMIN_LIST_SETTINGS, ADMIN_GET_SETTING, ADMIN_PUT_SETTING, ADMIN_RESET_SETTING, ADMIN_LIST_PEERS, ADMIN_CREATE_PEER, ADMIN_GET_PEER, ADMIN_REPLACE_PEER, ADMIN_DELETE_PEER, PUSH_RECEIVE,)
+OPERATIONS: Final = (METRICS_SCRAPE, HEALTH_LIVE, HEALTH_READY, CARDS_COMPANY_CARD, CARDS_AGENT_CARD, RPC_POST, RPC_POST_AGENT, ADMIN_STATUS, ADMIN_LIST_SETTINGS, ADMIN_GET_SETTING, ADMIN_PUT_SETTING, ADMIN_RESET_SETTING, ADMIN_LIST_PEERS, ADMIN_CREATE_PEER, ADMIN_GET_PEER, ADMIN_REPLACE_PEER, ADMIN_DELETE_PEER, ADMIN_SET_PEER_RATE_LIMIT, PUSH_RECEIVE,)

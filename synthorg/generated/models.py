@@ -1268,8 +1268,18 @@ class AdminPeer(SpecModel):
     name: PeerName
     endpoint: Annotated[str, Field(max_length=2048)]
     scheme: PeerScheme
+    rateLimit: PeerRateLimit
     createdAt: str
     updatedAt: str
+
+
+PeerRateLimit = Annotated[Annotated[Annotated[int, Field(ge=0, le=1000000)], Tag('integer')] | Annotated[Annotated[float, Field(ge=0, le=1000000)], Tag('number')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON number or null')]
+
+
+class PeerRateLimitWrite(SpecModel):
+    """Set (a number) or clear (null) a peer's own rate limit."""
+
+    rateLimit: PeerRateLimit
 
 
 class PeerList(SpecModel):
@@ -1454,6 +1464,7 @@ SettingView.model_rebuild()
 SettingList.model_rebuild()
 SettingWrite.model_rebuild()
 AdminPeer.model_rebuild()
+PeerRateLimitWrite.model_rebuild()
 PeerList.model_rebuild()
 PeerCreate.model_rebuild()
 PeerReplace.model_rebuild()
@@ -1556,6 +1567,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerInterface',
     'PeerList',
     'PeerName',
+    'PeerRateLimit',
+    'PeerRateLimitWrite',
     'PeerReplace',
     'PeerScheme',
     'PeerSecret',
@@ -1877,6 +1890,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'push_verification_clock_skew_seconds',
     'python',
     'query',
+    'rateLimit',
     'raw',
     'ready',
     'reason',

@@ -7,9 +7,9 @@ hands the same record to each observer (metrics, traces). The gateway fills in w
 knows, through `note_peer`, `note_method` and `note_refusal`: a context variable holds the
 request's record, so the gateway's functions keep their signatures.
 
-Label values are bounded: a method the spec does not define is `other`, a path no operation
-of the spec matches is `other`, and the peer is a canonical name that passed gate 1 (the
-metrics map names outside the allowlist to `other` themselves).
+Label values are bounded: a method the spec does not define (in either dialect) is `other`,
+a path no operation of the spec matches is `other`, and the peer is a canonical name that
+passed gate 1 (the metrics map names outside the allowlist to `other` themselves).
 """
 
 from __future__ import annotations

@@ -181,16 +181,15 @@ class TimedStore:
         self._store = store
         self._metrics = metrics
         self._span = span  # the tracer's span factory for store calls, if traces are on
-        self._wrapped: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
-        wrapped = self._wrapped.get(name)
-        if wrapped is not None:
-            return wrapped
+        # Only for a name not yet wrapped: a wrapped method is kept on the instance, so
+        # later calls find it without coming here.
         target = getattr(self._store, name)
         if not callable(target) or name.startswith("_") or not _is_coroutine(target):
             return target
-        wrapped = self._wrapped[name] = self._timed(name, target)
+        wrapped = self._timed(name, target)
+        setattr(self, name, wrapped)
         return wrapped
 
     def _timed(self, name: str, target: Callable[..., Awaitable[Any]]) -> Any:
@@ -198,7 +197,19 @@ class TimedStore:
 
         from synthorg.observability.tracing import recording
 
-        async def call(*args: Any, **kwargs: Any) -> Any:
+        if metrics is None:
+            # Traced only: a call outside a recorded trace is the store's own coroutine,
+            # with no frame of ours around it.
+            async def traced(*args: Any, **kwargs: Any) -> Any:
+                with span(name):  # type: ignore[misc]
+                    return await target(*args, **kwargs)
+
+            def call(*args: Any, **kwargs: Any) -> Awaitable[Any]:
+                return traced(*args, **kwargs) if recording() else target(*args, **kwargs)
+
+            return call
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
                 if span is None or not recording():
@@ -206,10 +217,9 @@ class TimedStore:
                 with span(name):
                     return await target(*args, **kwargs)
             finally:
-                if metrics is not None:
-                    metrics.store_call(name, time.perf_counter() - started)
+                metrics.store_call(name, time.perf_counter() - started)
 
-        return call
+        return timed
 
 
 def _is_coroutine(target: Any) -> bool:

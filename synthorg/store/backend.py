@@ -14,6 +14,7 @@ from synthorg.store.audit import AuditStore
 from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import DelegationStore
 from synthorg.store.push import PushConfigStore, PushOutbox, PushReceipts
+from synthorg.store.ratebuckets import RateBuckets
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.settings import SettingsStore
 from synthorg.store.tasks import TaskStore
@@ -67,6 +68,11 @@ class Stores(Protocol):
 
     @property
     def settings(self) -> SettingsStore: ...
+
+    @property
+    def rate_buckets(self) -> RateBuckets:
+        """The per-peer rate-limit buckets every process serving this store shares."""
+        ...
 
     @property
     def audit(self) -> AuditStore: ...

@@ -117,6 +117,7 @@ def operation_endpoints(
         spec.ADMIN_CREATE_PEER: _admin(handlers.admin.create_peer, admin),
         spec.ADMIN_GET_PEER: _admin(handlers.admin.get_peer, admin),
         spec.ADMIN_REPLACE_PEER: _admin(handlers.admin.replace_peer, admin),
+        spec.ADMIN_SET_PEER_RATE_LIMIT: _admin(handlers.admin.set_peer_rate_limit, admin),
         spec.ADMIN_DELETE_PEER: _admin(handlers.admin.delete_peer, admin),
         spec.PUSH_RECEIVE: _push(handlers.push.receive, push),
     }

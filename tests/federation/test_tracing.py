@@ -1,7 +1,8 @@
 """One delegation across three nodes, A -> B -> C, is one trace: each node exports its spans
 over OTLP (http/protobuf) to a receiver in this test, which decodes them with the protocol's
 own protobuf types. The caller's traceparent is honoured once the gates admit it, and only
-then; every event line inside a span carries its trace_id and span_id."""
+then; every event line inside a span carries its trace_id and span_id. A delegation no node
+records still passes its trace id on, and its event lines carry it."""
 
 from __future__ import annotations
 
@@ -141,3 +142,50 @@ def test_a_delegation_across_three_nodes_is_one_trace(tmp_path: Path,
     # Log lines join the trace.
     assert events_b and all(e["trace_id"] == TRACE_ID and e["span_id"] in by_id
                             for e in events_b)
+
+
+def test_an_unrecorded_delegation_still_carries_its_trace_id(tmp_path: Path,
+                                                             receiver: Receiver) -> None:
+    """The caller's trace is not sampled (flag 00) and the nodes record none of their own
+    (ratio 0): no span is exported, yet every event line of the delegation on B and C carries
+    the caller's trace id, passed on in traceparent with the sampled flag still off."""
+    a = FedNode(tmp_path, "node-a", ["client", "node-b"], {"fwd": "node-b/fwd"})
+    b = FedNode(tmp_path, "node-b", ["node-a", "node-c"], {"fwd": "node-c/echo"})
+    c = FedNode(tmp_path, "node-c", ["node-b"], {"echo": "echo"})
+    for node in (a, b, c):
+        node.env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                         "OTEL_BSP_SCHEDULE_DELAY": "100",
+                         "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+                         "OTEL_TRACES_SAMPLER_ARG": "0"})
+    client_key = secrets.token_urlsafe(24)
+    unsampled = secrets.token_hex(16)
+    with running(a, b, c):
+        link(a, b)
+        link(b, c)
+        a.add_peer("client", "http://127.0.0.1:9", client_key)
+        headers = {"X-A2A-Peer-Name": "client", "X-API-Key": client_key,
+                   "traceparent": f"00-{unsampled}-{PARENT_ID}-00"}
+        with httpx.Client(base_url=a.url, headers=headers, timeout=30) as client:
+            sent = client.post("/api/v1/a2a/agents/fwd/",
+                               json=envelope("message/send", {"message": message("hello")}))
+            assert sent.status_code == 200, sent.text
+            assert sent.json()["result"]["status"]["state"] == "completed", sent.text
+            # A request the gates refuse has ids of its own, never the caller's.
+            stranger = {**headers, "X-A2A-Peer-Name": "stranger"}
+            assert client.post("/api/v1/a2a/", headers=stranger,
+                               json=envelope("tasks/get", {"id": "x"})).status_code == 403
+
+    # Read once the nodes stopped: every line they wrote is in (a request's last line, its
+    # access event, is written after its answer).
+    completed = {node.name: node.events("a2a.inbound.completed") for node in (a, b, c)}
+    refusals = a.events("a2a.inbound.auth_failed")
+    # B's and C's JSON-RPC requests are the delegation's (their card reads are `link`'s).
+    for name in ("node-b", "node-c"):
+        lines = [e for e in completed[name] if e["method"] is not None]
+        assert lines and all(e["trace_id"] == unsampled for e in lines), (name, lines)
+        assert all(len(e["span_id"]) == 16 and e["span_id"] != PARENT_ID for e in lines)
+    assert [e["trace_id"] for e in completed["node-a"] if e["status"] == 200] == [unsampled]
+    refused = [e for e in completed["node-a"] if e["status"] == 403]
+    assert refused and refused[0]["trace_id"] != unsampled
+    assert refusals and refusals[-1]["trace_id"] == refused[0]["trace_id"]
+    assert not receiver.spans  # nothing recorded on any node

@@ -465,3 +465,42 @@ def test_a_generated_token_is_announced_by_path_and_reused(tmp_path: Path) -> No
             answer = client.get(ADMIN + "/settings/a2a.max_message_parts",
                                 headers={"Authorization": f"Bearer {token}"})
             assert answer.json()["value"] == 9  # durable across the restart
+
+
+def test_a_peers_rate_limit_is_set_through_the_api_and_cleared_through_the_remote_cli(
+    node: LiveNode, admin: httpx.Client, peer: httpx.Client, tmp_path: Path
+) -> None:
+    try:
+        assert admin.get(f"/peers/{CALLER}").json()["rateLimit"] is None  # the setting's
+        answer = admin.put(f"/peers/{CALLER}/rate-limit", json={"rateLimit": 1})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["rateLimit"] == 1.0
+        assert admin.get(f"/peers/{CALLER}").json()["rateLimit"] == 1.0
+        for bad in ({"rateLimit": -1}, {"rateLimit": "fast"}, {"rateLimit": True},
+                    {"rateLimit": 1e7}, {}, {"rateLimit": 1, "burst": 2}):
+            refused = admin.put(f"/peers/{CALLER}/rate-limit", json=bad)
+            assert refused.status_code == 400, (bad, refused.text)
+        assert admin.put("/peers/nobody/rate-limit", json={"rateLimit": 1}).status_code == 404
+
+        # The next requests are held to it: at one a second, the burst runs out at once.
+        statuses = []
+        for _ in range(100):
+            response = peer.post("/api/v1/a2a/", json=envelope("tasks/get", {"id": "none"}))
+            statuses.append(response.status_code)
+            if response.status_code == 429:
+                assert response.json()["error"]["code"] == -32005
+                break
+        assert statuses[-1] == 429, statuses
+
+        result = remote_cli(node, tmp_path, "peers", "update", CALLER, "--rate-limit", "default")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == f"updated peer {CALLER} (rate limit default)\n"
+        assert admin.get(f"/peers/{CALLER}").json()["rateLimit"] is None
+        response = peer.post("/api/v1/a2a/", json=envelope("tasks/get", {"id": "none"}))
+        assert response.status_code == 200, response.text
+        trail = [(e["event"], e["via"], e["new"].get("rate_limit")) for e in audit_lines(node)
+                 if e.get("peer") == CALLER and e["event"] == "admin.peer.replaced"]
+        assert trail[-2:] == [("admin.peer.replaced", "admin_api", 1.0),
+                              ("admin.peer.replaced", "admin_api", None)]
+    finally:
+        admin.put(f"/peers/{CALLER}/rate-limit", json={"rateLimit": None})

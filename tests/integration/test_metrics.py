@@ -111,3 +111,18 @@ def test_public_metrics_and_metrics_off(tmp_path: Path) -> None:
         assert scrape(off).status_code == 404
     finally:
         off.stop()
+
+
+def test_the_10_dialect_methods_are_labelled_by_name(node: LiveNode) -> None:
+    before = samples(node)
+    headers = {**api_key_headers(PEER, KEY), "A2A-Version": "1.0"}
+    with httpx.Client(base_url=node.url, headers=headers) as client:
+        answer = client.post("/api/v1/a2a/", json=envelope("GetTask", {"id": "no-such-task"}))
+        assert answer.status_code == 200, answer.text
+    labels = {"operation": "handlers.rpc.post", "method": "GetTask", "dialect": "1.0",
+              "status": "200"}
+    # Whichever worker answers the scrape, the request it counted is there.
+    after = samples(node)
+    assert value(after, "synthorg_requests_total", **labels) - value(
+        before, "synthorg_requests_total", **labels) == 1
+    assert value(after, "synthorg_request_duration_seconds_count", method="GetTask") >= 1

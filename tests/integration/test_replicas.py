@@ -34,6 +34,7 @@ from tests.integration.helpers import (
     UNAUTHENTICATED,
     Json,
     call,
+    envelope,
     expect_error,
     expect_result,
     get_task,
@@ -248,6 +249,34 @@ def test_a_peer_removed_through_one_replica_is_refused_by_the_other_at_once(
         finally:
             replicas.add_peer(PEER_B, KEY_B)
         expect_result(send(b, message("back")))
+
+
+def test_a_peers_rate_limit_holds_across_both_replicas(
+    pair: tuple[LiveNode, LiveNode]
+) -> None:
+    """One bucket for the peer in the shared database: requests alternating between the two
+    replicas are admitted up to the burst (plus what the rate refills and a lease or two of
+    slack), not up to a burst on each."""
+    first, second = pair
+    burst = 20  # a2a.peer_rate_limit_burst's default
+    body = envelope("tasks/get", {"id": "no-such-task"})
+    with admin(first) as api, client(first, PEER_B, KEY_B) as b1, \
+            client(second, PEER_B, KEY_B) as b2:
+        try:
+            assert api.put(f"/peers/{PEER_B}/rate-limit",
+                           json={"rateLimit": 1}).status_code == 200
+            started = time.monotonic()
+            statuses = []
+            for i in range(3 * burst):
+                response = (b1, b2)[i % 2].post("/api/v1/a2a/", json=body)
+                statuses.append(response.status_code)
+            elapsed = time.monotonic() - started
+        finally:
+            api.put(f"/peers/{PEER_B}/rate-limit", json={"rateLimit": None})
+    admitted = statuses.count(200)
+    assert set(statuses) == {200, 429}
+    assert burst - 2 <= admitted <= burst + elapsed + 3, (admitted, elapsed)
+    assert 200 in statuses[1::2] and 200 in statuses[0::2]  # each replica admitted some
 
 
 def test_every_replicas_audit_trail_lands_in_one_place(

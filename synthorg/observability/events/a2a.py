@@ -36,3 +36,6 @@ PUSH_RETRY_SCHEDULED: Final = "a2a.push.retry_scheduled"
 PUSH_FAILED: Final = "a2a.push.failed"
 PUSH_RECEIVED: Final = "a2a.push.received"
 PUSH_REJECTED: Final = "a2a.push.rejected"
+# The shared rate-limit buckets could not be reached: this process holds each peer to its
+# share of the limit until they answer again (said once per process): error, share.
+RATE_LIMIT_FALLBACK: Final = "a2a.rate_limit.fallback"

@@ -12,6 +12,7 @@ from synthorg.store.postgres.database import Connection, PgDatabase
 from synthorg.store.postgres.delegations import PgDelegationStore
 from synthorg.store.postgres.options import PgOptions
 from synthorg.store.postgres.push import PgPushConfigStore, PgPushOutbox, PgPushReceipts
+from synthorg.store.postgres.ratebuckets import PgRateBuckets
 from synthorg.store.postgres.revisions import PgRevisions
 from synthorg.store.postgres.settings import PgSettingsStore
 from synthorg.store.postgres.tasks import PgTaskStore
@@ -39,6 +40,7 @@ class PgStores:
         self.push_outbox = PgPushOutbox(self.db)
         self.push_receipts = PgPushReceipts(self.db)
         self.audit = PgAuditStore(self.db)
+        self.rate_buckets = PgRateBuckets(self.db)
 
     def __repr__(self) -> str:
         return "PgStores(<url redacted>)"

@@ -180,12 +180,24 @@ _V5 = (
     "CREATE INDEX push_receipts_age ON push_receipts (received_at)",
 )
 
+# v6: per-peer rate-limit buckets, shared by every replica (tokens taken in leases). Unlogged:
+# a take commits without waiting for a WAL flush, and a crash only refills every bucket.
+_V6 = (
+    """CREATE UNLOGGED TABLE rate_buckets (
+        peer TEXT PRIMARY KEY,
+        tokens DOUBLE PRECISION NOT NULL,
+        ts DOUBLE PRECISION NOT NULL,
+        granted INTEGER NOT NULL
+    )""",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
     ("per-peer rate limit", _V3),
     ("push notification configs", _V4),
     ("push outbox and receipts", _V5),
+    ("shared rate-limit buckets", _V6),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

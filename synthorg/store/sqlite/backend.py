@@ -12,6 +12,7 @@ from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
 from synthorg.store.sqlite.delegations import SqliteDelegationStore
 from synthorg.store.sqlite.push import SqlitePushConfigStore, SqlitePushOutbox, SqlitePushReceipts
+from synthorg.store.sqlite.ratebuckets import SqliteRateBuckets
 from synthorg.store.sqlite.revisions import Revisions, request_scope
 from synthorg.store.sqlite.schema import SCHEMA_VERSION, migrate, version
 from synthorg.store.sqlite.settings import SqliteSettingsStore
@@ -64,6 +65,11 @@ class SqliteStores:
         return SqliteSettingsStore(self.db, self._revisions)
 
     @cached_property
+    def rate_buckets(self) -> SqliteRateBuckets:
+        # A file of its own beside the node's, opened at the first take.
+        return SqliteRateBuckets(self.data_dir)
+
+    @cached_property
     def audit(self) -> SqliteAuditStore:
         return SqliteAuditStore(self.db)
 
@@ -95,4 +101,6 @@ class SqliteStores:
         return self.schema()
 
     def close(self) -> None:
+        if "rate_buckets" in self.__dict__:
+            self.rate_buckets.close()
         self.db.close()
