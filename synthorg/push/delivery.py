@@ -21,13 +21,11 @@ import random
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from synthorg.generated.constants import PEER_NAME_HEADER
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
+from synthorg.push.sender import BadHeader, PinnedSender, SendError
 from synthorg.push.signing import (
     DELIVERY_ID_HEADER,
     SIGNATURE_HEADER,
@@ -45,6 +43,10 @@ BACKOFF_BASE = 0.5  # seconds before the first retry, doubling each time
 BACKOFF_CAP = 300.0
 PER_TARGET = 4  # concurrent deliveries to one host and port
 BATCH = 64  # rows claimed at once
+# Claimed deliveries not yet finished, at most: a claim is held for CLAIM_LEASE, so what is
+# claimed must be sent well within it (a full load at PER_TARGET per target drains in well
+# under a second on a responsive receiver).
+MAX_IN_FLIGHT = 256
 CLAIM_LEASE = 30.0  # a claimed row is due again after this if its sender vanished
 IDLE_POLL = 1.0  # seconds between claims when nothing wakes the sender (retries, replicas)
 RETRY_STATUSES = frozenset({408, 425, 429})
@@ -75,7 +77,8 @@ class Deliverer:
         self._wake = asyncio.Event()
         self._targets: dict[tuple[str, int], asyncio.Semaphore] = {}
         self._jobs: set[asyncio.Task[Any]] = set()
-        self._client: httpx.AsyncClient | None = None
+        self._sending = 0  # claimed deliveries not yet finished
+        self._sender = PinnedSender()
 
     # -- filling the outbox -----------------------------------------------------------------
 
@@ -102,25 +105,41 @@ class Deliverer:
     # -- draining it ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Claim and send until cancelled."""
-        self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        """Claim and send until cancelled: a full batch is followed by another claim as soon
+        as there is room in flight; otherwise the sender waits for a wake or IDLE_POLL."""
         try:
             while True:
                 self._wake.clear()
-                with contextlib.suppress(Exception):  # a store outage: the next turn retries
-                    for delivery in await self._outbox.claim(self._clock(), CLAIM_LEASE, BATCH):
-                        self._spawn(self._deliver(delivery))
+                room = min(BATCH, MAX_IN_FLIGHT - self._sending)
+                full = False
+                if room > 0:
+                    with contextlib.suppress(Exception):  # a store outage: the next turn retries
+                        claimed = await self._outbox.claim(self._clock(), CLAIM_LEASE, room)
+                        full = len(claimed) == room
+                        self._sending += len(claimed)
+                        for delivery in claimed:
+                            self._spawn(self._sent(delivery))
+                if full and self._sending < MAX_IN_FLIGHT:
+                    continue  # more may be due now
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), IDLE_POLL)
         finally:
             for job in list(self._jobs):
                 job.cancel()
-            await self._client.aclose()
+            await self._sender.aclose()
 
     def _spawn(self, coro: Any) -> None:
         job = asyncio.get_running_loop().create_task(coro)
         self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
+
+    async def _sent(self, delivery: Delivery) -> None:
+        try:
+            await self._deliver(delivery)
+        finally:
+            self._sending -= 1
+            if self._sending == MAX_IN_FLIGHT - BATCH:  # room for a full batch again
+                self._wake.set()
 
     async def _deliver(self, delivery: Delivery) -> None:
         if delivery.config is None:  # deleted since: nothing to send, nothing to retry
@@ -136,8 +155,11 @@ class Deliverer:
         async with gate:
             try:
                 status = await self._post(target, config, delivery)
-            except (httpx.HTTPError, OSError) as exc:
-                await self._failed_attempt(delivery, target, type(exc).__name__)
+            except BadHeader as refused:  # the config's own value: no retry will fix it
+                await self._give_up(delivery, str(refused))
+                return
+            except SendError as exc:
+                await self._failed_attempt(delivery, target, str(exc))
                 return
         if 200 <= status < 300 or status == 409:  # 409: the receiver has this delivery id
             await self._outbox.delivered(delivery.id)
@@ -167,8 +189,8 @@ class Deliverer:
     async def _post(self, target: Target, config: dict[str, Any], delivery: Delivery) -> int:
         body = delivery.body.encode()
         headers = {
-            "Content-Type": "application/json",
             "Host": _host_header(target),
+            "Content-Type": "application/json",
             DELIVERY_ID_HEADER: delivery.id,
         }
         if self._node_name:
@@ -183,13 +205,8 @@ class Deliverer:
             timestamp = str(int(self._clock()))
             headers[TIMESTAMP_HEADER] = timestamp
             headers[SIGNATURE_HEADER] = signature(record.secret, timestamp, body)
-        assert self._client is not None
-        response = await self._client.post(
-            _pinned_url(target, str(config["url"])), content=body, headers=headers,
-            timeout=self._timeout(),
-            extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
-        )
-        return response.status_code
+        return await self._sender.post(target, str(config["url"]), headers, body,
+                                       self._timeout())
 
 
 def _authorization(auth: Any) -> str | None:
@@ -211,11 +228,3 @@ def _host_header(target: Target) -> str:
     host = f"[{target.host}]" if ":" in target.host else target.host
     default = 443 if target.scheme == "https" else 80
     return host if target.port == default else f"{host}:{target.port}"
-
-
-def _pinned_url(target: Target, url: str) -> str:
-    """The url with its host replaced by the address the guard resolved."""
-    parts = urlsplit(url)
-    address = target.addresses[0]
-    netloc = f"[{address}]:{target.port}" if ":" in address else f"{address}:{target.port}"
-    return urlunsplit((target.scheme, netloc, parts.path or "/", parts.query, ""))
