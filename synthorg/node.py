@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import contextvars
 import ipaddress
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -39,6 +40,7 @@ from synthorg.observability.log import emit
 from synthorg.observability.metrics import Metrics, MetricsRoute, TimedStore
 from synthorg.observability.outbound import set_metrics as set_outbound_metrics
 from synthorg.observability.tracing import Tracing
+from synthorg.push import housekeeping as push_housekeeping
 from synthorg.push.configs import PushConfigs
 from synthorg.push.delivery import Deliverer
 from synthorg.push.receiver import PushReceiver, ReceiverContext
@@ -358,6 +360,11 @@ class Node:
                 await self.recover()
             with contextlib.suppress(StoreError):  # pushes a crash or another replica left
                 await self.deliverer.sweep()
+            with contextlib.suppress(StoreError):  # finished deliveries, receipts out of window
+                await push_housekeeping.prune(
+                    self.stores.push_outbox, self.stores.push_receipts, time.time(),
+                    self.settings.push_verification_clock_skew_seconds,
+                )
 
     async def _deliver(self) -> None:
         """Send the pushes owed: first whatever a previous run left owed, then as tasks move."""

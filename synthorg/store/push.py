@@ -55,8 +55,9 @@ class PushOutbox(Protocol):
     leaves it due again (at least once; the delivery id tells duplicates apart)."""
 
     async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
-        """One delivery per config of the task for this status (`status_key`); a status
-        already enqueued for a config is not enqueued again. Returns how many were added."""
+        """One delivery per config of the task for this status (`status_key`); the status a
+        config was last enqueued for is not enqueued again (each config keeps it, so pruned
+        deliveries are not owed again). Returns how many were added."""
         ...
 
     async def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
@@ -79,6 +80,15 @@ class PushOutbox(Protocol):
         """(outcome: None pending, 'delivered' or 'failed'; attempts), None if unknown."""
         ...
 
+    async def prune(self, before: float, limit: int) -> int:
+        """Delete at most `limit` finished deliveries (delivered or given up) whose last claim
+        ran out before `before`; returns how many."""
+        ...
+
+    async def pending(self) -> int:
+        """How many deliveries are owed (not yet delivered nor given up)."""
+        ...
+
 
 class PushReceipts(Protocol):
     """The delivery ids of verified pushes, per peer: what makes a replay detectable."""
@@ -86,6 +96,10 @@ class PushReceipts(Protocol):
     async def first(
         self, peer: str, delivery_id: str, now: float, keep_after: float | None
     ) -> bool:
-        """Record the delivery id; False when the peer's id was already recorded. Receipts
-        from before `keep_after` are forgotten first (None: keep every receipt)."""
+        """Record the delivery id; False when the peer's id was already recorded. A receipt
+        from before `keep_after` is forgotten (None: keep every receipt)."""
+        ...
+
+    async def prune(self, before: float, limit: int) -> int:
+        """Delete at most `limit` receipts recorded before `before`; returns how many."""
         ...

@@ -204,6 +204,22 @@ def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
     assert run(one.delegations.get("missing")) is None
 
 
+def test_a_delegation_is_found_by_its_peer_and_remote_task(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    task = {"id": "r-1", "status": {"state": "submitted"}}
+    for local, peer, when in (("d-old", "peer-a", "2030-01-01"), ("d-new", "peer-a", "2030-01-02"),
+                              ("d-other", "peer-b", "2030-01-03")):
+        stamp = f"{when}T00:00:00.000Z"
+        run(one.delegations.add(Delegation(local, peer, "r-1", "c-1", f"m-{local}", "submitted",
+                                           None, task, stamp, stamp)))
+    found = run(two.delegations.by_remote("peer-a", "r-1"))
+    assert found is not None and found.id == "d-new"  # the newest of that peer's
+    other = run(two.delegations.by_remote("peer-b", "r-1"))
+    assert other is not None and other.id == "d-other"
+    assert run(two.delegations.by_remote("peer-c", "r-1")) is None
+    assert run(two.delegations.by_remote("peer-a", "r-2")) is None
+
+
 # -- push notification configs --------------------------------------------------------------
 
 
@@ -254,6 +270,89 @@ def test_push_outbox_enqueues_once_per_status_and_claims_with_a_lease(bundles: B
     assert run(one.push_outbox.state(again.id)) == ("failed", 2)
     assert run(one.push_outbox.claim(1000.0, 30.0, 10)) == []
     assert run(one.push_outbox.owners()) == [("peer-a", "t-1")]
+
+
+def test_push_outbox_prunes_finished_deliveries_in_bounded_batches(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    for n in range(5):
+        run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
+    assert run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0)) == 5
+    assert run(two.push_outbox.pending()) == 5
+    claimed = run(one.push_outbox.claim(100.0, 30.0, 10))  # held until 130
+    for delivery in claimed[:3]:
+        run(one.push_outbox.delivered(delivery.id))
+    run(one.push_outbox.failed(claimed[3].id, "HTTP 400"))
+    run(one.push_outbox.retry(claimed[4].id, 90.0, "HTTP 503"))  # still owed
+    assert run(two.push_outbox.pending()) == 1
+    assert run(two.push_outbox.prune(130.0, 10)) == 0  # not yet past their last claim
+    assert run(two.push_outbox.prune(131.0, 3)) == 3  # bounded
+    assert run(one.push_outbox.prune(131.0, 3)) == 1
+    assert run(one.push_outbox.prune(10_000.0, 10)) == 0  # the owed one stays
+    assert run(two.push_outbox.state(claimed[4].id)) == (None, 1)
+    assert all(run(one.push_outbox.state(d.id)) is None for d in claimed[:4])
+    # a status pruned is not owed again: a sweep re-reading the task adds nothing
+    assert run(two.push_outbox.enqueue("t-1", "working@1", "{}", 200.0)) == 0
+    assert run(two.push_outbox.enqueue("t-1", "completed@2", "{}", 200.0)) == 5
+
+
+def test_housekeeping_prunes_old_finished_deliveries_and_receipts_out_of_window(
+    bundles: Bundles,
+) -> None:
+    from synthorg.push import housekeeping
+
+    stores = bundles.open()
+    run(stores.push_configs.put("peer-a", "t-1", {"id": "c-1", "url": "https://h.example/"}))
+    run(stores.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    [delivery] = run(stores.push_outbox.claim(100.0, 30.0, 10))
+    run(stores.push_outbox.delivered(delivery.id))
+    run(stores.push_receipts.first("peer-a", "d-old", 100.0, None))
+    run(stores.push_receipts.first("peer-a", "d-new", 5000.0, None))
+    now = 130.0 + housekeeping.OUTBOX_KEEP + 1
+    # freshness off (skew 0): receipts are all that refuse a replay, so none go
+    assert run(housekeeping.prune(stores.push_outbox, stores.push_receipts, now, 0)) == (1, 0)
+    assert run(stores.push_outbox.state(delivery.id)) is None
+    # a 300 s window keeps receipts for twice that
+    assert run(housekeeping.prune(stores.push_outbox, stores.push_receipts, now, 300)) == (0, 1)
+    assert not run(stores.push_receipts.first("peer-a", "d-new", now, None))
+
+
+def test_a_sqlite_outbox_from_before_housekeeping_owes_no_status_twice(tmp_path: Path) -> None:
+    import sqlite3
+
+    from synthorg.store.sqlite import schema
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "secret.key").write_text(Fernet.generate_key().decode() + "\n")
+    conn = sqlite3.connect(data / "synthorg.db")
+    for statements in schema.MIGRATIONS[:7]:  # the schema before housekeeping
+        for statement in statements:
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute("INSERT INTO push_configs VALUES ('t-1', 'c-1', 'peer-a', '{}', 'x')")
+    for key, at in (("working@1", "2030-01-01"), ("completed@2", "2030-01-02")):
+        conn.execute("INSERT INTO push_outbox (id, task_id, config_id, status_key, body, next_at, "
+                     "outcome, created_at) VALUES (?, 't-1', 'c-1', ?, '{}', 1.0, 'delivered', ?)",
+                     (key, key, at))
+    conn.commit()
+    conn.close()
+    stores = SqliteStores(data)
+    try:
+        assert run(stores.push_outbox.prune(10.0, 10)) == 2
+        assert run(stores.push_outbox.enqueue("t-1", "completed@2", "{}", 20.0)) == 0
+    finally:
+        stores.close()
+
+
+def test_push_receipts_are_pruned_by_age_in_bounded_batches(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    for n in range(5):
+        assert run(one.push_receipts.first("peer-a", f"d-{n}", 100.0 + n, None))
+    assert run(two.push_receipts.prune(103.0, 2)) == 2
+    assert run(two.push_receipts.prune(103.0, 2)) == 1
+    assert run(one.push_receipts.prune(103.0, 2)) == 0
+    assert run(one.push_receipts.first("peer-a", "d-0", 200.0, None))  # forgotten
+    assert not run(one.push_receipts.first("peer-a", "d-4", 200.0, None))  # kept
 
 
 def test_push_receipts_refuse_a_delivery_id_seen_before(bundles: Bundles) -> None:

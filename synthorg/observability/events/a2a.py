@@ -31,3 +31,5 @@ PUSH_RETRY_SCHEDULED: Final = "a2a.push.retry_scheduled"
 PUSH_FAILED: Final = "a2a.push.failed"
 PUSH_RECEIVED: Final = "a2a.push.received"
 PUSH_REJECTED: Final = "a2a.push.rejected"
+# The maintenance pass removed finished deliveries and old receipts: outbox, receipts (counts).
+PUSH_PRUNED: Final = "a2a.push.pruned"

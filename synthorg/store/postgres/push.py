@@ -73,8 +73,11 @@ class PgPushOutbox:
 
     async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
         async def job(conn: Connection) -> int:
+            # The config row's lock orders two replicas enqueueing the same status.
             configs = await conn.fetch(
-                "SELECT config_id FROM push_configs WHERE task_id = $1", task_id
+                "UPDATE push_configs SET last_status_key = $1 "
+                "WHERE task_id = $2 AND last_status_key IS DISTINCT FROM $1 RETURNING config_id",
+                status_key, task_id,
             )
             added = 0
             for row in configs:
@@ -136,6 +139,23 @@ class PgPushOutbox:
         )
         return None if row is None else (row[0], int(row[1]))
 
+    async def prune(self, before: float, limit: int) -> int:
+        status = await self._db.execute(
+            "DELETE FROM push_outbox WHERE id IN (SELECT id FROM push_outbox "
+            "WHERE outcome IS NOT NULL AND next_at < $1 LIMIT $2)",
+            before, limit,
+        )
+        return _count(status)
+
+    async def pending(self) -> int:
+        row = await self._db.fetchrow("SELECT count(*) FROM push_outbox WHERE outcome IS NULL")
+        return 0 if row is None else int(row[0])
+
+
+def _count(status: str) -> int:
+    """The row count of a command tag such as 'DELETE 12'."""
+    return int(status.rsplit(" ", 1)[-1])
+
 
 class PgPushReceipts:
     def __init__(self, db: PgDatabase) -> None:
@@ -144,14 +164,19 @@ class PgPushReceipts:
     async def first(
         self, peer: str, delivery_id: str, now: float, keep_after: float | None
     ) -> bool:
-        async def job(conn: Connection) -> bool:
-            if keep_after is not None:
-                await conn.execute("DELETE FROM push_receipts WHERE received_at < $1", keep_after)
-            status = await conn.execute(
-                "INSERT INTO push_receipts (peer, delivery_id, received_at) VALUES ($1, $2, $3) "
-                "ON CONFLICT (peer, delivery_id) DO NOTHING",
-                peer, delivery_id, now,
-            )
-            return bool(status != "INSERT 0 0")
+        # A receipt older than keep_after is taken over (the bulk of old ones goes in prune).
+        status = await self._db.execute(
+            "INSERT INTO push_receipts (peer, delivery_id, received_at) VALUES ($1, $2, $3) "
+            "ON CONFLICT (peer, delivery_id) DO UPDATE SET received_at = excluded.received_at "
+            "WHERE push_receipts.received_at < $4",
+            peer, delivery_id, now, keep_after if keep_after is not None else float("-inf"),
+        )
+        return bool(status != "INSERT 0 0")
 
-        return await self._db.transaction(job)
+    async def prune(self, before: float, limit: int) -> int:
+        status = await self._db.execute(
+            "DELETE FROM push_receipts WHERE ctid IN (SELECT ctid FROM push_receipts "
+            "WHERE received_at < $1 LIMIT $2)",
+            before, limit,
+        )
+        return _count(status)

@@ -75,7 +75,9 @@ class SqlitePushOutbox:
     async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
         def job(conn: sqlite3.Connection) -> int:
             configs = conn.execute(
-                "SELECT config_id FROM push_configs WHERE task_id = ?", (task_id,)
+                "UPDATE push_configs SET last_status_key = ? "
+                "WHERE task_id = ? AND last_status_key IS NOT ? RETURNING config_id",
+                (status_key, task_id, status_key),
             ).fetchall()
             added = 0
             for (config_id,) in configs:
@@ -145,6 +147,20 @@ class SqlitePushOutbox:
         )
         return None if row is None else (row[0], int(row[1]))
 
+    async def prune(self, before: float, limit: int) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "DELETE FROM push_outbox WHERE id IN (SELECT id FROM push_outbox "
+                "WHERE outcome IS NOT NULL AND next_at < ? LIMIT ?)",
+                (before, limit),
+            ).rowcount
+
+        return await self._db.write(job)
+
+    async def pending(self) -> int:
+        row = self._db.query_one("SELECT count(*) FROM push_outbox WHERE outcome IS NULL")
+        return 0 if row is None else int(row[0])
+
 
 class SqlitePushReceipts:
     def __init__(self, db: Database) -> None:
@@ -153,13 +169,23 @@ class SqlitePushReceipts:
     async def first(
         self, peer: str, delivery_id: str, now: float, keep_after: float | None
     ) -> bool:
+        # A receipt older than keep_after is taken over (the bulk of old ones goes in prune).
         def job(conn: sqlite3.Connection) -> bool:
-            if keep_after is not None:
-                conn.execute("DELETE FROM push_receipts WHERE received_at < ?", (keep_after,))
             return conn.execute(
                 "INSERT INTO push_receipts (peer, delivery_id, received_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (peer, delivery_id) DO NOTHING",
-                (peer, delivery_id, now),
+                "ON CONFLICT (peer, delivery_id) DO UPDATE SET received_at = excluded.received_at "
+                "WHERE push_receipts.received_at < ?",
+                (peer, delivery_id, now, keep_after if keep_after is not None else float("-inf")),
             ).rowcount > 0
+
+        return await self._db.write(job)
+
+    async def prune(self, before: float, limit: int) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "DELETE FROM push_receipts WHERE rowid IN (SELECT rowid FROM push_receipts "
+                "WHERE received_at < ? LIMIT ?)",
+                (before, limit),
+            ).rowcount
 
         return await self._db.write(job)
