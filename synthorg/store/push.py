@@ -7,6 +7,7 @@ The body is the config as JSON (A2A `PushNotificationConfig`, its id filled in).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 MAX_CONFIGS_PER_TASK = 16  # the spec's maxItems on tasks/pushNotificationConfig/list
@@ -36,6 +37,11 @@ class PushConfigStore(Protocol):
 
     async def for_task(self, task_id: str) -> list[StoredConfig]:
         """Every config of a task, whoever owns it (the deliverer's read)."""
+        ...
+
+    def rewrite(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> int:
+        """Pass every config through `change` in one transaction, storing what it returns (None:
+        unchanged); the number rewritten. Blocking: for operator commands (`peers rekey`)."""
         ...
 
 

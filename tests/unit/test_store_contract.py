@@ -154,6 +154,38 @@ def test_secrets_are_encrypted_and_read_with_any_listed_key_then_rekeyed(
         bundles.open(old).catalog.get("peer-a")  # the old key alone no longer reads it
 
 
+def test_rekey_seals_push_config_secrets_again_with_the_newest_key(bundles: Bundles) -> None:
+    from synthorg.admin.audit import AuditLog
+    from synthorg.admin.service import PeersAdmin
+    from synthorg.push.sealing import SealedConfigs, Sealer
+
+    def sealed(stores: Stores) -> SealedConfigs:
+        return SealedConfigs(stores.push_configs, Sealer(stores.box))
+
+    old = bundles.key
+    first = bundles.open()
+    first.catalog.put("peer-a", "http://a.example", "api_key", "secret-a")
+    secret = {"id": "c-1", "url": "https://h.example/", "token": "tok-1",
+              "authentication": {"schemes": ["Bearer"], "credentials": "cred-1"}}
+    run(sealed(first).put("peer-a", "t-1", secret))
+    run(sealed(first).put("peer-a", "t-2", {"id": "c-2", "url": "https://h.example/"}))
+    # a value stored before sealing existed is sealed by the rekey too
+    run(first.push_configs.put("peer-a", "t-3", {"id": "c-3", "url": "https://h.example/",
+                                                 "token": "plain-tok"}))
+    new = Fernet.generate_key().decode()
+    rotated = bundles.open(f"{new},{old}")
+    done = PeersAdmin(rotated.catalog, AuditLog(rotated.audit), [], sealed(rotated)).rekey(
+        via="cli")
+    assert (done.peers, done.push_configs) == (1, 2)  # the config without secrets is left
+    only_new = bundles.open(new)
+    assert run(sealed(only_new).get("peer-a", "t-1", "c-1")) == secret
+    assert run(sealed(only_new).get("peer-a", "t-3", "c-3"))["token"] == "plain-tok"
+    raw = run(only_new.push_configs.get("peer-a", "t-3", "c-3"))
+    assert raw is not None and raw["token"] != "plain-tok"  # sealed at rest now
+    with pytest.raises(SecretUnreadable):
+        run(sealed(bundles.open(old)).get("peer-a", "t-1", "c-1"))
+
+
 # -- settings -------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from synthorg.clock import utc_now
@@ -65,6 +66,24 @@ class PgPushConfigStore:
             task_id,
         )
         return [StoredConfig(row[0], task_id, json.loads(row[1])) for row in rows]
+
+    def rewrite(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> int:
+        async def job(conn: Connection) -> int:
+            rows = await conn.fetch(
+                "SELECT task_id, config_id, body FROM push_configs FOR UPDATE"
+            )
+            changed = 0
+            for task_id, config_id, body in rows:
+                new = change(json.loads(body))
+                if new is not None:
+                    await conn.execute(
+                        "UPDATE push_configs SET body = $1 WHERE task_id = $2 AND config_id = $3",
+                        json.dumps(new), task_id, config_id,
+                    )
+                    changed += 1
+            return changed
+
+        return self._db.blocking(lambda db: db.transaction(job))
 
 
 class PgPushOutbox:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from synthorg.clock import utc_now
@@ -66,6 +67,22 @@ class SqlitePushConfigStore:
             (task_id,),
         )
         return [StoredConfig(row[0], task_id, json.loads(row[1])) for row in rows]
+
+    def rewrite(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            rows = conn.execute("SELECT task_id, config_id, body FROM push_configs").fetchall()
+            changed = 0
+            for task_id, config_id, body in rows:
+                new = change(json.loads(body))
+                if new is not None:
+                    conn.execute(
+                        "UPDATE push_configs SET body = ? WHERE task_id = ? AND config_id = ?",
+                        (json.dumps(new), task_id, config_id),
+                    )
+                    changed += 1
+            return changed
+
+        return self._db.write_blocking(job)
 
 
 class SqlitePushOutbox:
