@@ -205,6 +205,7 @@ class Node:
         deliverer = Deliverer(
             stores.tasks, push_configs, stores.push_outbox, guard, catalog, node_name,
             lambda: settings.client_timeout_seconds, sealer.open,
+            on_result=metrics.push_result if metrics is not None else None,
         )
         streams.on_write(deliverer.task_written)
         discovery = CardDiscovery(
@@ -380,7 +381,8 @@ def _observability(config: NodeConfig, stores: Stores) -> tuple[Metrics | None, 
     """The process's metrics (observability.metrics) and traces (an OTLP endpoint set)."""
     metrics = None
     if config.observability.metrics:
-        metrics = Metrics(config.allowed_peers, stores.tasks.count_by_state)
+        metrics = Metrics(config.allowed_peers, stores.tasks.count_by_state,
+                          stores.push_outbox.pending)
     set_outbound_metrics(metrics)
     traced = tracing.configure(config.a2a.node_name or "synthorg-a2a")
     return metrics, traced

@@ -69,8 +69,10 @@ class Deliverer:
         timeout: Callable[[], float],
         open_secrets: Callable[[dict[str, Any]], dict[str, Any]],  # configs are stored sealed
         clock: Callable[[], float] = time.time,
+        on_result: Callable[[str], None] | None = None,  # metrics: delivered, retry, failed
     ) -> None:
         self._tasks, self._configs, self._outbox = tasks, configs, outbox
+        self._on_result = on_result or (lambda result: None)
         self._open_secrets = open_secrets
         self._guard, self._catalog, self._node_name = guard, catalog, node_name
         self._timeout, self._clock = timeout, clock
@@ -163,6 +165,7 @@ class Deliverer:
                 return
         if 200 <= status < 300 or status == 409:  # 409: the receiver has this delivery id
             await self._outbox.delivered(delivery.id)
+            self._on_result("delivered")
             emit(events.PUSH_DELIVERED, delivery_id=delivery.id, task_id=delivery.task_id,
                  host=target.host, status=status, attempt=delivery.attempts + 1)
         elif status >= 500 or status in RETRY_STATUSES:
@@ -177,12 +180,14 @@ class Deliverer:
             return
         delay = backoff(attempts)
         await self._outbox.retry(delivery.id, self._clock() + delay, reason)
+        self._on_result("retry")
         emit(events.PUSH_RETRY_SCHEDULED, level="warning", delivery_id=delivery.id,
              task_id=delivery.task_id, host=target.host, attempt=attempts, reason=reason,
              retry_in_seconds=round(delay, 3))
 
     async def _give_up(self, delivery: Delivery, reason: str) -> None:
         await self._outbox.failed(delivery.id, reason)
+        self._on_result("failed")
         emit(events.PUSH_FAILED, level="warning", delivery_id=delivery.id,
              task_id=delivery.task_id, attempt=delivery.attempts + 1, reason=reason)
 
