@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
@@ -26,6 +28,8 @@ from synthorg.push.ssrf import Target
 
 MAX_RESPONSE_BYTES = 256 * 1024
 MAX_IDLE_PER_TARGET = 8  # connections kept open per target between pushes
+MAX_IDLE = 256  # kept open in all: past it, the least recently used target's go first
+IDLE_SECONDS = 30.0  # a connection unused this long is closed rather than reused
 READ_CHUNK = 64 * 1024
 _PATH_SAFE = "/%:@!$&'()*+,;=-._~"
 _QUERY_SAFE = _PATH_SAFE + "?"
@@ -88,10 +92,22 @@ class _Connection:
         self.writer.close()
 
 
+Key = tuple[str, str, int, str]  # scheme, host, port, the pinned address
+
+
 class PinnedSender:
-    def __init__(self) -> None:
-        self._idle: dict[tuple[str, str, int, str], list[_Connection]] = {}
+    def __init__(self, max_idle: int = MAX_IDLE, idle_seconds: float = IDLE_SECONDS) -> None:
+        # target -> its idle connections with the time each was put back; least recently
+        # used target first
+        self._idle: OrderedDict[Key, list[tuple[float, _Connection]]] = OrderedDict()
+        self._idle_count = 0
+        self._max_idle, self._idle_seconds = max_idle, idle_seconds
         self._tls: ssl.SSLContext | None = None
+
+    @property
+    def idle(self) -> int:
+        """Connections kept open between pushes."""
+        return self._idle_count
 
     async def post(
         self, target: Target, url: str, headers: Mapping[str, str], body: bytes,
@@ -100,7 +116,7 @@ class PinnedSender:
         """POST `body` to the pinned target; the response status. BadHeader before anything
         is sent; SendError when no status could be read."""
         request = encode_request(request_target(url), headers, body)
-        key = (target.scheme, target.host, target.port, target.addresses[0])
+        key: Key = (target.scheme, target.host, target.port, target.addresses[0])
         try:
             async with asyncio.timeout(timeout):
                 connection = self._take(key)
@@ -114,14 +130,45 @@ class PinnedSender:
         except TimeoutError:
             raise SendError("timed out") from None
 
-    def _take(self, key: tuple[str, str, int, str]) -> _Connection | None:
+    def _take(self, key: Key) -> _Connection | None:
         idle = self._idle.get(key)
+        now = time.monotonic()
         while idle:
-            connection = idle.pop()
-            if not connection.reader.at_eof() and not connection.writer.is_closing():
+            since, connection = idle.pop()
+            self._idle_count -= 1
+            if (now - since <= self._idle_seconds and not connection.reader.at_eof()
+                    and not connection.writer.is_closing()):
                 return connection
             connection.close()
         return None
+
+    def _put(self, key: Key, connection: _Connection) -> None:
+        now = time.monotonic()
+        idle = self._idle.get(key)
+        if idle is None:
+            idle = self._idle[key] = []
+        else:
+            self._idle.move_to_end(key)
+        if len(idle) >= MAX_IDLE_PER_TARGET:
+            connection.close()
+            return
+        idle.append((now, connection))
+        self._idle_count += 1
+        self._evict(now)
+
+    def _evict(self, now: float) -> None:
+        """Close the oldest connections of the least recently used targets while too many
+        are kept or they sat unused too long."""
+        while self._idle:
+            key, idle = next(iter(self._idle.items()))
+            if idle and (self._idle_count > self._max_idle
+                         or now - idle[0][0] > self._idle_seconds):
+                idle.pop(0)[1].close()
+                self._idle_count -= 1
+            elif idle:
+                return
+            if not idle:
+                del self._idle[key]
 
     async def _open(self, target: Target) -> _Connection:
         tls = None
@@ -138,9 +185,7 @@ class PinnedSender:
             raise SendError(type(exc).__name__) from None
         return _Connection(reader, writer)
 
-    async def _exchange(
-        self, key: tuple[str, str, int, str], connection: _Connection, request: bytes
-    ) -> int:
+    async def _exchange(self, key: Key, connection: _Connection, request: bytes) -> int:
         response = _Response()
         parser = response.parser = httptools.HttpResponseParser(response)
         try:
@@ -166,17 +211,14 @@ class PinnedSender:
         if not response.done or not response.keep_alive:
             connection.close()
         else:
-            idle = self._idle.setdefault(key, [])
-            if len(idle) < MAX_IDLE_PER_TARGET:
-                idle.append(connection)
-            else:
-                connection.close()
+            self._put(key, connection)
         if not status:
             raise SendError("no response")
         return int(status)
 
     async def aclose(self) -> None:
         for idle in self._idle.values():
-            for connection in idle:
+            for _, connection in idle:
                 connection.close()
         self._idle.clear()
+        self._idle_count = 0

@@ -4,6 +4,7 @@ connections it keeps and reuses, and the bounds on what a receiver can make it d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -177,3 +178,37 @@ def test_the_request_target_is_the_path_and_query_encoded() -> None:
     assert request_target("http://h/a/b?c=d&e") == "/a/b?c=d&e"
     assert request_target("http://h/a b/\u00e9?q=\u00e9 x") == "/a%20b/%C3%A9?q=%C3%A9%20x"
     assert request_target("http://h/p#frag") == "/p"
+
+
+def test_idle_connections_are_bounded_in_all_and_by_age() -> None:
+    opened: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        opened.append(1)
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                await read_request(reader)
+                writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+                await writer.drain()
+
+    async def go() -> None:
+        servers = [await asyncio.start_server(handler, "127.0.0.1", 0) for _ in range(5)]
+        ports = [server.sockets[0].getsockname()[1] for server in servers]
+        try:
+            bounded = PinnedSender(max_idle=3)
+            for port in ports:  # one kept per target, the oldest closed past 3
+                assert await bounded.post(target(port), "http://r/", {}, b"x", 5.0) == 204
+                assert bounded.idle == min(3, ports.index(port) + 1)
+            assert await bounded.post(target(ports[-1]), "http://r/", {}, b"x", 5.0) == 204
+            assert len(opened) == 5  # the most recent target's connection was reused
+            await bounded.aclose()
+            stale = PinnedSender(idle_seconds=-1.0)  # nothing is fresh enough to reuse
+            for _ in range(2):
+                assert await stale.post(target(ports[0]), "http://r/", {}, b"x", 5.0) == 204
+            assert len(opened) == 7
+            await stale.aclose()
+        finally:
+            for server in servers:
+                server.close()
+
+    asyncio.run(go())
