@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import secrets
 import subprocess
 import sys
@@ -32,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -150,12 +151,14 @@ async def _rpc(client: httpx.AsyncClient, method: str, params: dict[str, object]
     raise RuntimeError(f"{method}: {answer.get('error')}")
 
 
-async def _bounded(jobs: list[Awaitable[T]], limit: int = CONCURRENCY) -> list[T]:
+async def _bounded(jobs: list[Callable[[], Awaitable[T]]], limit: int = CONCURRENCY) -> list[T]:
+    """Each job started (called) only when it has a slot: one that fails leaves no call
+    made and never awaited behind it."""
     gate = asyncio.Semaphore(limit)
 
-    async def one(job: Awaitable[T]) -> T:
+    async def one(job: Callable[[], Awaitable[T]]) -> T:
         async with gate:
-            return await job
+            return await job()
 
     return list(await asyncio.gather(*(one(j) for j in jobs)))
 
@@ -178,14 +181,14 @@ async def fill(node: NodeProcess, key: str, sink: Sink, tasks: int, configs: int
             task = await _rpc(client, "message/send", {"message": message})
             return str(task["id"])
 
-        ids = await _bounded([park(n) for n in range(tasks)])
+        ids = await _bounded([functools.partial(park, n) for n in range(tasks)])
 
         async def configure(task_id: str, c: int) -> None:
             config = {"id": f"c{c}", "url": f"{sink.url}/hook/{c}"}
             await _rpc(client, "tasks/pushNotificationConfig/set",
                        {"taskId": task_id, "pushNotificationConfig": config})
 
-        await _bounded([configure(t, c) for t in ids for c in range(configs)])
+        await _bounded([functools.partial(configure, t, c) for t in ids for c in range(configs)])
     if not sink.wait_for("input-required", set(ids), tasks * configs, WAIT):
         raise RuntimeError("the input-required pushes did not all arrive")
     return ids
@@ -193,7 +196,7 @@ async def fill(node: NodeProcess, key: str, sink: Sink, tasks: int, configs: int
 
 async def cancel_all(node: NodeProcess, key: str, ids: list[str]) -> None:
     async with _client(node, key) as client:
-        await _bounded([_rpc(client, "tasks/cancel", {"id": t}, NOT_CANCELABLE)
+        await _bounded([functools.partial(_rpc, client, "tasks/cancel", {"id": t}, NOT_CANCELABLE)
                         for t in ids])
 
 
@@ -243,7 +246,8 @@ def _cancel_until_killed(node: NodeProcess, key: str, ids: list[str]) -> None:
 
 async def _canceled(node: NodeProcess, key: str, ids: list[str]) -> set[str]:
     async with _client(node, key) as client:
-        tasks = await _bounded([_rpc(client, "tasks/get", {"id": t}) for t in ids])
+        get = [functools.partial(_rpc, client, "tasks/get", {"id": t}) for t in ids]
+        tasks = await _bounded(get)
     return {str(t["id"]) for t in tasks if _state(t) == "canceled"}
 
 
