@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -151,7 +151,7 @@ async def _rpc(client: httpx.AsyncClient, method: str, params: dict[str, object]
     raise RuntimeError(f"{method}: {answer.get('error')}")
 
 
-async def _bounded(jobs: list[Callable[[], Awaitable[T]]], limit: int = CONCURRENCY) -> list[T]:
+async def _bounded(jobs: Sequence[Callable[[], Awaitable[T]]], limit: int = CONCURRENCY) -> list[T]:
     """Each job started (called) only when it has a slot: one that fails leaves no call
     made and never awaited behind it."""
     gate = asyncio.Semaphore(limit)
