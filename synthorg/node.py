@@ -42,7 +42,7 @@ from synthorg.observability.outbound import set_metrics as set_outbound_metrics
 from synthorg.observability.tracing import Tracing
 from synthorg.push import housekeeping as push_housekeeping
 from synthorg.push.configs import PushConfigs
-from synthorg.push.delivery import Deliverer
+from synthorg.push.delivery import CLAIM_LEASE, Deliverer
 from synthorg.push.receiver import PushReceiver, ReceiverContext
 from synthorg.push.sealing import SealedConfigs, Sealer
 from synthorg.push.ssrf import TargetGuard
@@ -314,6 +314,8 @@ class Node:
         """Fail the unfinished tasks whose runner is gone (with `others_gone`: every runner
         but this one, as when the only server of a store starts); returns the count."""
         recovered = await self.task_store.recover(now_iso(), others_gone=others_gone)
+        if others_gone:  # every push claim is a dead sender's: due now, not when it runs out
+            await self.stores.push_outbox.release(time.time(), CLAIM_LEASE)
         if recovered:
             emit(
                 events.TASK_RECOVERED,

@@ -95,6 +95,12 @@ class PushOutbox(Protocol):
         """How many deliveries are owed (not yet delivered nor given up)."""
         ...
 
+    async def release(self, now: float, lease: float) -> int:
+        """Owed deliveries due within `lease` (those a claim holds, and retries about due)
+        made due now: for the start of a store's only server, when every claim is a dead
+        sender's. Returns how many."""
+        ...
+
 
 class PushReceipts(Protocol):
     """The delivery ids of verified pushes, per peer: what makes a replay detectable."""

@@ -327,6 +327,20 @@ def test_push_outbox_prunes_finished_deliveries_in_bounded_batches(bundles: Bund
     assert run(two.push_outbox.enqueue("t-1", "completed@2", "{}", 200.0)) == 5
 
 
+def test_push_outbox_releases_claims_due_within_the_lease(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    for n in range(3):
+        run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
+    run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    first, second, third = run(one.push_outbox.claim(100.0, 30.0, 10))  # held until 130
+    run(one.push_outbox.retry(second.id, 400.0, "HTTP 503"))  # a retry far off: left alone
+    run(one.push_outbox.delivered(third.id))
+    assert run(two.push_outbox.claim(101.0, 30.0, 10)) == []
+    assert run(two.push_outbox.release(101.0, 30.0)) == 1
+    assert [d.id for d in run(two.push_outbox.claim(101.0, 30.0, 10))] == [first.id]
+    assert run(two.push_outbox.state(third.id)) == ("delivered", 1)
+
+
 def test_housekeeping_prunes_old_finished_deliveries_and_receipts_out_of_window(
     bundles: Bundles,
 ) -> None:

@@ -170,6 +170,14 @@ class PgPushOutbox:
         row = await self._db.fetchrow("SELECT count(*) FROM push_outbox WHERE outcome IS NULL")
         return 0 if row is None else int(row[0])
 
+    async def release(self, now: float, lease: float) -> int:
+        status = await self._db.execute(
+            "UPDATE push_outbox SET next_at = $1 "
+            "WHERE outcome IS NULL AND next_at > $1 AND next_at <= $2",
+            now, now + lease,
+        )
+        return _count(status)
+
 
 def _count(status: str) -> int:
     """The row count of a command tag such as 'DELETE 12'."""

@@ -178,6 +178,16 @@ class SqlitePushOutbox:
         row = self._db.query_one("SELECT count(*) FROM push_outbox WHERE outcome IS NULL")
         return 0 if row is None else int(row[0])
 
+    async def release(self, now: float, lease: float) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "UPDATE push_outbox SET next_at = ? "
+                "WHERE outcome IS NULL AND next_at > ? AND next_at <= ?",
+                (now, now, now + lease),
+            ).rowcount
+
+        return await self._db.write(job)
+
 
 class SqlitePushReceipts:
     def __init__(self, db: Database) -> None:
