@@ -7,9 +7,11 @@ once per lease enqueues what a crash or another replica left out, so every statu
 was set for is pushed at least once across restarts.
 
 The sender claims due rows (each claim holds a row for CLAIM_LEASE; a sender that dies leaves
-it due again), POSTs the Task JSON to the config's url, connecting to the address the SSRF
-guard resolved (pinned: no second lookup), at most PER_TARGET at once per host and port, and
-retries failures with exponential backoff and full jitter up to MAX_ATTEMPTS.
+it due again), at most MAX_IN_FLIGHT at once and again at once while full batches come back,
+POSTs the Task JSON to the config's url through `push.sender` (to the address the SSRF guard
+resolved, pinned: no second lookup; connections kept per target), at most PER_TARGET at once
+per host and port, and retries failures with exponential backoff and full jitter up to
+MAX_ATTEMPTS.
 """
 
 from __future__ import annotations
@@ -162,6 +164,10 @@ class Deliverer:
                 return
             except SendError as exc:
                 await self._failed_attempt(delivery, target, str(exc))
+                return
+            except Exception as exc:  # whatever a receiver provokes counts as an attempt, so
+                # the attempt cap still ends it (left claimed, it would come back every lease)
+                await self._failed_attempt(delivery, target, type(exc).__name__)
                 return
         if 200 <= status < 300 or status == 409:  # 409: the receiver has this delivery id
             await self._outbox.delivered(delivery.id)
