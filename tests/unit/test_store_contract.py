@@ -179,7 +179,8 @@ def test_rekey_seals_push_config_secrets_again_with_the_newest_key(bundles: Bund
     assert (done.peers, done.push_configs) == (1, 2)  # the config without secrets is left
     only_new = bundles.open(new)
     assert run(sealed(only_new).get("peer-a", "t-1", "c-1")) == secret
-    assert run(sealed(only_new).get("peer-a", "t-3", "c-3"))["token"] == "plain-tok"
+    opened = run(sealed(only_new).get("peer-a", "t-3", "c-3"))
+    assert opened is not None and opened["token"] == "plain-tok"
     raw = run(only_new.push_configs.get("peer-a", "t-3", "c-3"))
     assert raw is not None and raw["token"] != "plain-tok"  # sealed at rest now
     with pytest.raises(SecretUnreadable):
@@ -383,6 +384,42 @@ def test_a_sqlite_outbox_from_before_housekeeping_owes_no_status_twice(tmp_path:
     conn.commit()
     conn.close()
     stores = SqliteStores(data)
+    try:
+        assert run(stores.push_outbox.prune(10.0, 10)) == 2
+        assert run(stores.push_outbox.enqueue("t-1", "completed@2", "{}", 20.0)) == 0
+    finally:
+        stores.close()
+
+
+def test_a_postgresql_outbox_from_before_housekeeping_owes_no_status_twice(
+    postgres_database: str,
+) -> None:
+    import asyncpg
+
+    from synthorg.store.postgres import schema
+
+    async def before_housekeeping() -> None:
+        conn = await asyncpg.connect(postgres_database)
+        try:
+            await conn.execute(schema._CREATE_LEDGER)
+            for number, (name, statements) in enumerate(schema.MIGRATIONS[:5], start=1):
+                for statement in statements:
+                    await conn.execute(statement)
+                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                                   number, name)
+            await conn.execute(
+                "INSERT INTO push_configs VALUES ('t-1', 'c-1', 'peer-a', '{}', 'x')")
+            for key, at in (("working@1", "2030-01-01"), ("completed@2", "2030-01-02")):
+                await conn.execute(
+                    "INSERT INTO push_outbox (id, task_id, config_id, status_key, body, "
+                    "next_at, outcome, created_at) "
+                    "VALUES ($1, 't-1', 'c-1', $1, '{}', 1.0, 'delivered', $2)",
+                    key, at)
+        finally:
+            await conn.close()
+
+    run(before_housekeeping())
+    stores = Bundles(Path("unused"), postgres_database).open()  # migrates to the latest
     try:
         assert run(stores.push_outbox.prune(10.0, 10)) == 2
         assert run(stores.push_outbox.enqueue("t-1", "completed@2", "{}", 20.0)) == 0
