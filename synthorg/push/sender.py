@@ -201,7 +201,8 @@ class PinnedSender:
                 parser.feed_data(chunk)
                 if read > MAX_RESPONSE_BYTES:
                     break
-        except (OSError, ssl.SSLError, httptools.HttpParserError) as exc:
+        except (OSError, ssl.SSLError, httptools.HttpParserError,
+                httptools.HttpParserUpgrade) as exc:  # a push never switches protocols
             connection.close()
             raise SendError(type(exc).__name__) from None
         except BaseException:  # cancelled or timed out mid-exchange: the connection is unusable

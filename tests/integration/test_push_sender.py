@@ -149,6 +149,23 @@ def test_no_answer_and_a_timeout_are_send_errors() -> None:
     asyncio.run(with_server(stalled, times_out))
 
 
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n",
+    b"NOT HTTP AT ALL\r\n\r\n",
+])
+def test_an_upgrade_or_garbage_is_a_send_error(answer: bytes) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(answer)
+        await writer.drain()
+
+    async def body(port: int) -> None:
+        with pytest.raises(SendError):
+            await PinnedSender().post(target(port), "http://r/", {}, b"x", 5.0)
+
+    asyncio.run(with_server(handler, body))
+
+
 def test_nothing_listening_is_a_send_error() -> None:
     async def go() -> None:
         server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
