@@ -39,11 +39,13 @@ from pathlib import Path
 from typing import TypeVar
 
 import httpx
+from cryptography.fernet import Fernet
 
 from bench.report import Check
 from bench.system import cpu_seconds
 from synthorg.generated.constants import TASK_NOT_CANCELABLE
 from tests.support.node import ROOT, NodeProcess, cli
+from tests.support.postgres import throwaway_database
 
 T = TypeVar("T")
 NOT_CANCELABLE = TASK_NOT_CANCELABLE.code
@@ -282,13 +284,18 @@ class PushResult:
         ]
 
 
-def run(workdir: Path, tasks: int, configs: int) -> PushResult:
+def run(workdir: Path, tasks: int, configs: int, database_url: str | None = None) -> PushResult:
+    """Both runs on one node: on SQLite in the workdir, or on `database_url` (PostgreSQL)."""
     data = workdir / "node-push"
     key = secrets.token_urlsafe(24)
+    env = {} if database_url is None else {
+        "SYNTHORG_DATABASE_URL": database_url,
+        "SYNTHORG_SECRET_KEY": Fernet.generate_key().decode(),
+    }
     sink = Sink(workdir)
     try:
-        node = NodeProcess(data, CONFIG.format(peer=PEER))
-        cli(data, "peers", "add", PEER, "--endpoint", "http://127.0.0.1:9", stdin=key)
+        node = NodeProcess(data, CONFIG.format(peer=PEER), env=env)
+        cli(data, "peers", "add", PEER, "--endpoint", "http://127.0.0.1:9", stdin=key, env=env)
         with node:
             burst = throughput(node, key, sink, tasks, configs)
             kill = durability(node, key, sink, tasks, configs)
@@ -304,6 +311,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--configs", type=int, default=CONFIGS, metavar="C",
                         help="push configs per task (1..16, default 16)")
     parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_TASKS} tasks")
+    parser.add_argument("--pg", action="store_true",
+                        help="the node on a throwaway PostgreSQL database (SYNTHORG_TEST_POSTGRES_URL "
+                        "or 127.0.0.1:5432, as the tests use)")
     args = parser.parse_args(argv)
     if args.quick:
         args.tasks = QUICK_TASKS
@@ -314,10 +324,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    store = "PostgreSQL" if args.pg else "SQLite"
     print(f"push bench: {args.tasks} parked tasks x {args.configs} configs, one receiver on "
-          "127.0.0.1", flush=True)
+          f"127.0.0.1, the node on {store}", flush=True)
     with tempfile.TemporaryDirectory(prefix="synthorg-push-bench-") as tmp:
-        result = run(Path(tmp), args.tasks, args.configs)
+        if args.pg:
+            with throwaway_database("synthorg_push_bench") as url:
+                result = run(Path(tmp), args.tasks, args.configs, url)
+        else:
+            result = run(Path(tmp), args.tasks, args.configs)
     for line in result.lines():
         print(line)
     for check in result.checks():
