@@ -312,8 +312,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="push configs per task (1..16, default 16)")
     parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_TASKS} tasks")
     parser.add_argument("--pg", action="store_true",
-                        help="the node on a throwaway PostgreSQL database (SYNTHORG_TEST_POSTGRES_URL "
-                        "or 127.0.0.1:5432, as the tests use)")
+                        help="the node on a throwaway PostgreSQL database "
+                        "(SYNTHORG_TEST_POSTGRES_URL or 127.0.0.1:5432, as the tests use)")
     args = parser.parse_args(argv)
     if args.quick:
         args.tasks = QUICK_TASKS

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -91,25 +90,19 @@ class PgPushOutbox:
         self._db = db
 
     async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
-        async def job(conn: Connection) -> int:
-            # The config row's lock orders two replicas enqueueing the same status.
-            configs = await conn.fetch(
-                "UPDATE push_configs SET last_status_key = $1 "
-                "WHERE task_id = $2 AND last_status_key IS DISTINCT FROM $1 RETURNING config_id",
-                status_key, task_id,
-            )
-            added = 0
-            for row in configs:
-                status = await conn.execute(
-                    "INSERT INTO push_outbox (id, task_id, config_id, status_key, body, next_at, "
-                    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) "
-                    "ON CONFLICT (task_id, config_id, status_key) DO NOTHING",
-                    uuid.uuid4().hex, task_id, row[0], status_key, body, now, utc_now(),
-                )
-                added += status != "INSERT 0 0"
-            return added
-
-        return await self._db.transaction(job)
+        # One statement, one round trip for every config: the config rows' locks order two
+        # replicas enqueueing the same status (the second finds it set and adds nothing).
+        row = await self._db.fetchrow(
+            "WITH due AS (UPDATE push_configs SET last_status_key = $2 "
+            "WHERE task_id = $1 AND last_status_key IS DISTINCT FROM $2 RETURNING config_id), "
+            "added AS (INSERT INTO push_outbox (id, task_id, config_id, status_key, body, "
+            "next_at, created_at) SELECT replace(gen_random_uuid()::text, '-', ''), $1, "
+            "config_id, $2, $3, $4, $5 FROM due "
+            "ON CONFLICT (task_id, config_id, status_key) DO NOTHING RETURNING 1) "
+            "SELECT count(*) FROM added",
+            task_id, status_key, body, now, utc_now(),
+        )
+        return 0 if row is None else int(row[0])
 
     async def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
         # SKIP LOCKED: replicas claiming together take different deliveries.
