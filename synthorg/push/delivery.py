@@ -54,6 +54,26 @@ IDLE_POLL = 1.0  # seconds between claims when nothing wakes the sender (retries
 RETRY_STATUSES = frozenset({408, 425, 429})
 
 
+class _Delivered:
+    """Deliveries that finish in one loop turn are marked delivered in one write (one round
+    trip on PostgreSQL, one statement on SQLite); each caller returns once it committed."""
+
+    def __init__(self, outbox: PushOutbox) -> None:
+        self._outbox = outbox
+        self._ids: list[str] = []
+        self._write: asyncio.Task[None] | None = None
+
+    async def mark(self, delivery_id: str) -> None:
+        self._ids.append(delivery_id)
+        if self._write is None:
+            self._write = asyncio.get_running_loop().create_task(self._flush())
+        await asyncio.shield(self._write)  # one caller cancelled leaves the write to the rest
+
+    async def _flush(self) -> None:
+        ids, self._ids, self._write = self._ids, [], None  # later ones go in the next write
+        await self._outbox.delivered_many(ids)
+
+
 def backoff(attempts: int, rng: Callable[[], float] = random.random) -> float:
     """Seconds before retry number `attempts` (1-based): full jitter under a doubling cap."""
     return float(rng() * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempts - 1)))
@@ -82,6 +102,7 @@ class Deliverer:
         self._targets: dict[tuple[str, int], asyncio.Semaphore] = {}
         self._jobs: set[asyncio.Task[Any]] = set()
         self._sending = 0  # claimed deliveries not yet finished
+        self._delivered = _Delivered(outbox)
         self._sender = PinnedSender()
 
     # -- filling the outbox -----------------------------------------------------------------
@@ -170,7 +191,7 @@ class Deliverer:
                 await self._failed_attempt(delivery, target, type(exc).__name__)
                 return
         if 200 <= status < 300 or status == 409:  # 409: the receiver has this delivery id
-            await self._outbox.delivered(delivery.id)
+            await self._delivered.mark(delivery.id)
             self._on_result("delivered")
             emit(events.PUSH_DELIVERED, delivery_id=delivery.id, task_id=delivery.task_id,
                  host=target.host, status=status, attempt=delivery.attempts + 1)

@@ -7,7 +7,7 @@ The body is the config as JSON (A2A `PushNotificationConfig`, its id filled in).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 MAX_CONFIGS_PER_TASK = 16  # the spec's maxItems on tasks/pushNotificationConfig/list
@@ -71,6 +71,10 @@ class PushOutbox(Protocol):
         ...
 
     async def delivered(self, delivery_id: str) -> None: ...
+
+    async def delivered_many(self, delivery_ids: Sequence[str]) -> None:
+        """`delivered` for each, in one write."""
+        ...
 
     async def retry(self, delivery_id: str, next_at: float, error: str) -> None: ...
 

@@ -328,6 +328,20 @@ def test_push_outbox_prunes_finished_deliveries_in_bounded_batches(bundles: Bund
     assert run(two.push_outbox.enqueue("t-1", "completed@2", "{}", 200.0)) == 5
 
 
+def test_push_outbox_marks_many_delivered_in_one_write(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    for n in range(3):
+        run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
+    run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    first, second, third = run(one.push_outbox.claim(100.0, 30.0, 10))
+    run(one.push_outbox.delivered_many([first.id, third.id]))
+    run(one.push_outbox.delivered_many([]))
+    assert run(two.push_outbox.state(first.id)) == ("delivered", 1)
+    assert run(two.push_outbox.state(third.id)) == ("delivered", 1)
+    assert run(two.push_outbox.state(second.id)) == (None, 0)
+    assert run(two.push_outbox.pending()) == 1
+
+
 def test_push_outbox_releases_claims_due_within_the_lease(bundles: Bundles) -> None:
     one, two = bundles.open(), bundles.open()
     for n in range(3):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from synthorg.clock import utc_now
@@ -125,6 +125,13 @@ class PgPushOutbox:
         await self._db.execute(
             "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 WHERE id = $1",
             delivery_id,
+        )
+
+    async def delivered_many(self, delivery_ids: Sequence[str]) -> None:
+        await self._db.execute(
+            "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 "
+            "WHERE id = ANY($1::text[])",
+            list(delivery_ids),
         )
 
     async def retry(self, delivery_id: str, next_at: float, error: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from synthorg.clock import utc_now
@@ -139,6 +139,16 @@ class SqlitePushOutbox:
             "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 WHERE id = ?",
             (delivery_id,),
         )
+
+    async def delivered_many(self, delivery_ids: Sequence[str]) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 "
+                "WHERE id = ?",
+                [(delivery_id,) for delivery_id in delivery_ids],
+            )
+
+        await self._db.write(job)
 
     async def retry(self, delivery_id: str, next_at: float, error: str) -> None:
         await self._set(
