@@ -10,7 +10,9 @@ unless something could not run.
     .venv/bin/python -m bench.live [--duration S] [--warmup S] [--quick] [--threads 1|2]
                                    [--connections N] [--json PATH]
 
-The in-process pipeline benchmark is still `python -m bench.pipeline`.
+The push rows (deliveries/s to a local receiver, none lost across kill -9) run last; alone:
+`python -m bench.push [--quick]`. The in-process pipeline benchmark is still
+`python -m bench.pipeline`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 from bench import flood
 from bench import hostile as hostile_body
+from bench import push as push_bench
 from bench.hostile import HostileResult
 from bench.report import Check, Row, checks, hostile_table, notes, table, to_json
 from bench.scenarios import SCENARIOS, Scenario, probe
@@ -204,6 +207,28 @@ def run_flood(args: argparse.Namespace, wrk: str, pinning: Pinning, workdir: Pat
     return result.check()
 
 
+PUSH_ROW = "node-push: deliveries to a local receiver, and across kill -9"
+
+
+def run_push(args: argparse.Namespace, workdir: Path, failures: list[str]) -> list[Check]:
+    """The push rows (bench.push): a burst's deliveries/s, then none lost across kill -9."""
+    words = [w.strip() for w in (args.only or "").split(",") if w.strip()]
+    if words and not any(w in PUSH_ROW for w in words):
+        return []
+    tasks = push_bench.QUICK_TASKS if args.quick else push_bench.TASKS
+    print(f"\n== {PUSH_ROW} ({tasks} parked tasks x {push_bench.CONFIGS} configs)", flush=True)
+    try:
+        result = push_bench.run(workdir, tasks, push_bench.CONFIGS)
+    except Exception as exc:
+        reason = f"node-push: {type(exc).__name__}: {exc}"
+        print(f"  could not run: {reason}", flush=True)
+        failures.append(reason)
+        return []
+    for line in result.lines():
+        print(line, flush=True)
+    return result.checks()
+
+
 def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
@@ -238,14 +263,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="synthorg-bench-") as tmp:
         bench = Bench(args, wrk, pinning, Path(tmp))
         flood_check = None
+        push_checks: list[Check] = []
         try:
             bench.run()
             flood_check = run_flood(args, wrk, pinning, Path(tmp), bench.failures)
+            push_checks = run_push(args, Path(tmp), bench.failures)
         except KeyboardInterrupt:
             print("\ninterrupted: servers stopped, temporary data removed", file=sys.stderr)
             return 130
 
     found = checks(bench.rows, bench.hostile) + ([flood_check] if flood_check else [])
+    found += push_checks
     print("\n== summary (x floor, x sdk: req/s ratios; wrk cpu, srv cpu: CPU time over wall "
           "time, 100% = one core;\n   others: the server's CPU taken by other processes or the "
           "hypervisor meanwhile; req/cpu-s: requests per server CPU-second)")

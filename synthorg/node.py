@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import contextvars
 import ipaddress
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -39,8 +40,9 @@ from synthorg.observability.log import emit
 from synthorg.observability.metrics import Metrics, MetricsRoute, TimedStore
 from synthorg.observability.outbound import set_metrics as set_outbound_metrics
 from synthorg.observability.tracing import Tracing
+from synthorg.push import housekeeping as push_housekeeping
 from synthorg.push.configs import PushConfigs
-from synthorg.push.delivery import Deliverer
+from synthorg.push.delivery import CLAIM_LEASE, Deliverer
 from synthorg.push.receiver import PushReceiver, ReceiverContext
 from synthorg.push.sealing import SealedConfigs, Sealer
 from synthorg.push.ssrf import TargetGuard
@@ -205,6 +207,7 @@ class Node:
         deliverer = Deliverer(
             stores.tasks, push_configs, stores.push_outbox, guard, catalog, node_name,
             lambda: settings.client_timeout_seconds, sealer.open,
+            on_result=metrics.push_result if metrics is not None else None,
         )
         streams.on_write(deliverer.task_written)
         discovery = CardDiscovery(
@@ -323,6 +326,8 @@ class Node:
             await self.task_store.adopt(self.tasks.resumable, others_gone=others_gone)
         )
         recovered = await self.task_store.recover(now_iso(), others_gone=others_gone)
+        if others_gone:  # every push claim is a dead sender's: due now, not when it runs out
+            await self.stores.push_outbox.release(time.time(), CLAIM_LEASE)
         if recovered:
             emit(
                 events.TASK_RECOVERED,
@@ -383,6 +388,11 @@ class Node:
             await self.resume_adopted()
             with contextlib.suppress(StoreError):  # pushes a crash or another replica left
                 await self.deliverer.sweep()
+            with contextlib.suppress(StoreError):  # finished deliveries, receipts out of window
+                await push_housekeeping.prune(
+                    self.stores.push_outbox, self.stores.push_receipts, time.time(),
+                    self.settings.push_verification_clock_skew_seconds,
+                )
 
     async def _deliver(self) -> None:
         """Send the pushes owed: first whatever a previous run left owed, then as tasks move."""
@@ -398,7 +408,8 @@ def _observability(config: NodeConfig, stores: Stores) -> tuple[Metrics | None, 
     """The process's metrics (observability.metrics) and traces (an OTLP endpoint set)."""
     metrics = None
     if config.observability.metrics:
-        metrics = Metrics(config.allowed_peers, stores.tasks.count_by_state)
+        metrics = Metrics(config.allowed_peers, stores.tasks.count_by_state,
+                          stores.push_outbox.pending)
     set_outbound_metrics(metrics)
     traced = tracing.configure(config.a2a.node_name or "synthorg-a2a")
     return metrics, traced

@@ -14,7 +14,7 @@ import hmac
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from synthorg.admin.audit import AuditLog, Via
 from synthorg.admin.token import AdminToken
@@ -113,12 +113,25 @@ def _field_problem(exc: ValueError) -> InvalidValue:
     return InvalidValue(message, key=key)
 
 
+class Rekeyable(Protocol):
+    """Other secrets sealed with the same key (push config secrets), rekeyed with the peers'."""
+
+    def rekey(self) -> int: ...
+
+
+class Rekeyed(NamedTuple):
+    peers: int
+    push_configs: int
+
+
 class PeersAdmin:
     def __init__(self, catalog: Catalog, audit: AuditLog,
-                 admin_tokens: Sequence[AdminToken]) -> None:
+                 admin_tokens: Sequence[AdminToken],
+                 push_secrets: Rekeyable | None = None) -> None:
         self.catalog = catalog
         self._audit = audit
         self._admin_tokens = tuple(admin_tokens)
+        self._push_secrets = push_secrets
         self._lock = threading.Lock()
 
     def list(self) -> list[PeerRecord]:
@@ -215,12 +228,15 @@ class PeersAdmin:
             self._audit.record(PEER_DELETED, via=via, peer=name,
                                old=None if old is None else _public(old), new=None, **context)
 
-    def rekey(self, *, via: Via, **context: object) -> int:
-        """Encrypt every record's secret again with the newest key; how many, audited."""
+    def rekey(self, *, via: Via, **context: object) -> Rekeyed:
+        """Encrypt every record's secret, and every push config's, again with the newest key;
+        how many of each, audited."""
         with self._lock:
             count = self.catalog.rekey()
-            self._audit.record(PEERS_REKEYED, via=via, count=count, **context)
-        return count
+            pushes = self._push_secrets.rekey() if self._push_secrets is not None else 0
+            self._audit.record(PEERS_REKEYED, via=via, count=count, push_configs=pushes,
+                               **context)
+        return Rekeyed(count, pushes)
 
     def _validate(self, name: str, endpoint: str, scheme: str, secret: str) -> None:
         """Everything the catalog would refuse, and a secret that is the admin token."""

@@ -38,6 +38,7 @@ from synthorg.cli.common import (
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
 from synthorg.errors import SynthorgError, UnknownPeer
 from synthorg.names import canonical_peer_name
+from synthorg.push.sealing import SealedConfigs, Sealer
 from synthorg.store.catalog import (
     MAX_SECRET_LENGTH,
     SCHEMES,
@@ -389,10 +390,13 @@ def run_remove(args: argparse.Namespace) -> int:
 
 def run_rekey(args: argparse.Namespace) -> int:
     with open_local(data_dir(args)) as stores:
-        count = PeersAdmin(stores.catalog, AuditLog(stores.audit), []).rekey(
+        push_secrets = SealedConfigs(stores.push_configs, Sealer(stores.box))
+        done = PeersAdmin(stores.catalog, AuditLog(stores.audit), [], push_secrets).rekey(
             via="cli", user=cli_user()
         )
-    print(f"re-encrypted {count} peer record{'' if count == 1 else 's'} with the newest key")
+    print(f"re-encrypted {done.peers} peer record{'' if done.peers == 1 else 's'} and "
+          f"{done.push_configs} push config{'' if done.push_configs == 1 else 's'} with the "
+          "newest key")
     return EXIT_OK
 
 

@@ -38,6 +38,7 @@ REFUSAL_REASONS = frozenset({
     "invalid_content_length", "body_too_large", "body_too_large_streamed",
     "unsupported_media_type", "unknown_agent", "rate_limited",
 })
+PUSH_RESULTS = frozenset({"delivered", "retry", "failed"})
 
 
 def prepare_multiprocess() -> Path:
@@ -89,6 +90,10 @@ class _Instruments:
         self.store = Histogram(
             "synthorg_store_call_duration_seconds", "Time of task store calls, by operation.",
             ["operation"], buckets=LATENCY_BUCKETS, registry=registry)
+        self.push = Counter(
+            "synthorg_push_deliveries", "Push delivery attempts, by result (delivered, "
+            "retry: failed and scheduled again, failed: given up).", ["result"],
+            registry=registry)
 
 
 @cache
@@ -100,9 +105,11 @@ class Metrics:
     """The access observer that counts and times requests, and the scrape's renderer."""
 
     def __init__(self, allowed_peers: frozenset[str],
-                 count_tasks: Callable[[], Awaitable[dict[str, int]]] | None = None) -> None:
+                 count_tasks: Callable[[], Awaitable[dict[str, int]]] | None = None,
+                 outbox_depth: Callable[[], Awaitable[int]] | None = None) -> None:
         self.allowed_peers = allowed_peers
         self._count_tasks = count_tasks
+        self._outbox_depth = outbox_depth
         self._instruments = instruments()
         # Label children by their values: `labels()` takes a lock and builds a key each time.
         self._children: dict[tuple[str, ...], Any] = {}
@@ -144,6 +151,10 @@ class Metrics:
     def store_call(self, operation: str, seconds: float) -> None:
         self._child(self._instruments.store, operation).observe(seconds)
 
+    def push_result(self, result: str) -> None:
+        """One push delivery attempt ended: delivered, retry or failed."""
+        self._child(self._instruments.push, result if result in PUSH_RESULTS else OTHER).inc()
+
     async def render(self) -> bytes:
         """The text format: every worker's values (summed) and the tasks by state, now."""
         from prometheus_client import CollectorRegistry, generate_latest
@@ -158,7 +169,16 @@ class Metrics:
         text = generate_latest(registry)
         if self._count_tasks is not None:
             text += _tasks_text(await self._count_tasks())
+        if self._outbox_depth is not None:
+            text += _gauge_text("synthorg_push_outbox_depth", "Push deliveries owed (not yet "
+                                "delivered nor given up), in the store.",
+                                await self._outbox_depth())
         return text
+
+
+def _gauge_text(name: str, help_text: str, value: int) -> bytes:
+    """One gauge read from the store at scrape time (one query, by one worker)."""
+    return f"# HELP {name} {help_text}\n# TYPE {name} gauge\n{name} {value}\n".encode()
 
 
 def _tasks_text(counts: dict[str, int]) -> bytes:

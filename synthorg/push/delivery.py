@@ -7,9 +7,11 @@ once per lease enqueues what a crash or another replica left out, so every statu
 was set for is pushed at least once across restarts.
 
 The sender claims due rows (each claim holds a row for CLAIM_LEASE; a sender that dies leaves
-it due again), POSTs the Task JSON to the config's url, connecting to the address the SSRF
-guard resolved (pinned: no second lookup), at most PER_TARGET at once per host and port, and
-retries failures with exponential backoff and full jitter up to MAX_ATTEMPTS.
+it due again), at most MAX_IN_FLIGHT at once and again at once while full batches come back,
+POSTs the Task JSON to the config's url through `push.sender` (to the address the SSRF guard
+resolved, pinned: no second lookup; connections kept per target), at most PER_TARGET at once
+per host and port, and retries failures with exponential backoff and full jitter up to
+MAX_ATTEMPTS.
 """
 
 from __future__ import annotations
@@ -21,13 +23,11 @@ import random
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from synthorg.generated.constants import PEER_NAME_HEADER
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
+from synthorg.push.sender import BadHeader, PinnedSender, SendError
 from synthorg.push.signing import (
     DELIVERY_ID_HEADER,
     SIGNATURE_HEADER,
@@ -45,9 +45,33 @@ BACKOFF_BASE = 0.5  # seconds before the first retry, doubling each time
 BACKOFF_CAP = 300.0
 PER_TARGET = 4  # concurrent deliveries to one host and port
 BATCH = 64  # rows claimed at once
+# Claimed deliveries not yet finished, at most: a claim is held for CLAIM_LEASE, so what is
+# claimed must be sent well within it (a full load at PER_TARGET per target drains in well
+# under a second on a responsive receiver).
+MAX_IN_FLIGHT = 256
 CLAIM_LEASE = 30.0  # a claimed row is due again after this if its sender vanished
 IDLE_POLL = 1.0  # seconds between claims when nothing wakes the sender (retries, replicas)
 RETRY_STATUSES = frozenset({408, 425, 429})
+
+
+class _Delivered:
+    """Deliveries that finish in one loop turn are marked delivered in one write (one round
+    trip on PostgreSQL, one statement on SQLite); each caller returns once it committed."""
+
+    def __init__(self, outbox: PushOutbox) -> None:
+        self._outbox = outbox
+        self._ids: list[str] = []
+        self._write: asyncio.Task[None] | None = None
+
+    async def mark(self, delivery_id: str) -> None:
+        self._ids.append(delivery_id)
+        if self._write is None:
+            self._write = asyncio.get_running_loop().create_task(self._flush())
+        await asyncio.shield(self._write)  # one caller cancelled leaves the write to the rest
+
+    async def _flush(self) -> None:
+        ids, self._ids, self._write = self._ids, [], None  # later ones go in the next write
+        await self._outbox.delivered_many(ids)
 
 
 def backoff(attempts: int, rng: Callable[[], float] = random.random) -> float:
@@ -67,15 +91,19 @@ class Deliverer:
         timeout: Callable[[], float],
         open_secrets: Callable[[dict[str, Any]], dict[str, Any]],  # configs are stored sealed
         clock: Callable[[], float] = time.time,
+        on_result: Callable[[str], None] | None = None,  # metrics: delivered, retry, failed
     ) -> None:
         self._tasks, self._configs, self._outbox = tasks, configs, outbox
+        self._on_result = on_result or (lambda result: None)
         self._open_secrets = open_secrets
         self._guard, self._catalog, self._node_name = guard, catalog, node_name
         self._timeout, self._clock = timeout, clock
         self._wake = asyncio.Event()
         self._targets: dict[tuple[str, int], asyncio.Semaphore] = {}
         self._jobs: set[asyncio.Task[Any]] = set()
-        self._client: httpx.AsyncClient | None = None
+        self._sending = 0  # claimed deliveries not yet finished
+        self._delivered = _Delivered(outbox)
+        self._sender = PinnedSender()
 
     # -- filling the outbox -----------------------------------------------------------------
 
@@ -102,25 +130,41 @@ class Deliverer:
     # -- draining it ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Claim and send until cancelled."""
-        self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        """Claim and send until cancelled: a full batch is followed by another claim as soon
+        as there is room in flight; otherwise the sender waits for a wake or IDLE_POLL."""
         try:
             while True:
                 self._wake.clear()
-                with contextlib.suppress(Exception):  # a store outage: the next turn retries
-                    for delivery in await self._outbox.claim(self._clock(), CLAIM_LEASE, BATCH):
-                        self._spawn(self._deliver(delivery))
+                room = min(BATCH, MAX_IN_FLIGHT - self._sending)
+                full = False
+                if room > 0:
+                    with contextlib.suppress(Exception):  # a store outage: the next turn retries
+                        claimed = await self._outbox.claim(self._clock(), CLAIM_LEASE, room)
+                        full = len(claimed) == room
+                        self._sending += len(claimed)
+                        for delivery in claimed:
+                            self._spawn(self._sent(delivery))
+                if full and self._sending < MAX_IN_FLIGHT:
+                    continue  # more may be due now
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), IDLE_POLL)
         finally:
             for job in list(self._jobs):
                 job.cancel()
-            await self._client.aclose()
+            await self._sender.aclose()
 
     def _spawn(self, coro: Any) -> None:
         job = asyncio.get_running_loop().create_task(coro)
         self._jobs.add(job)
         job.add_done_callback(self._jobs.discard)
+
+    async def _sent(self, delivery: Delivery) -> None:
+        try:
+            await self._deliver(delivery)
+        finally:
+            self._sending -= 1
+            if self._sending == MAX_IN_FLIGHT - BATCH:  # room for a full batch again
+                self._wake.set()
 
     async def _deliver(self, delivery: Delivery) -> None:
         if delivery.config is None:  # deleted since: nothing to send, nothing to retry
@@ -136,11 +180,19 @@ class Deliverer:
         async with gate:
             try:
                 status = await self._post(target, config, delivery)
-            except (httpx.HTTPError, OSError) as exc:
+            except BadHeader as refused:  # the config's own value: no retry will fix it
+                await self._give_up(delivery, str(refused))
+                return
+            except SendError as exc:
+                await self._failed_attempt(delivery, target, str(exc))
+                return
+            except Exception as exc:  # whatever a receiver provokes counts as an attempt, so
+                # the attempt cap still ends it (left claimed, it would come back every lease)
                 await self._failed_attempt(delivery, target, type(exc).__name__)
                 return
         if 200 <= status < 300 or status == 409:  # 409: the receiver has this delivery id
-            await self._outbox.delivered(delivery.id)
+            await self._delivered.mark(delivery.id)
+            self._on_result("delivered")
             emit(events.PUSH_DELIVERED, delivery_id=delivery.id, task_id=delivery.task_id,
                  host=target.host, status=status, attempt=delivery.attempts + 1)
         elif status >= 500 or status in RETRY_STATUSES:
@@ -155,20 +207,22 @@ class Deliverer:
             return
         delay = backoff(attempts)
         await self._outbox.retry(delivery.id, self._clock() + delay, reason)
+        self._on_result("retry")
         emit(events.PUSH_RETRY_SCHEDULED, level="warning", delivery_id=delivery.id,
              task_id=delivery.task_id, host=target.host, attempt=attempts, reason=reason,
              retry_in_seconds=round(delay, 3))
 
     async def _give_up(self, delivery: Delivery, reason: str) -> None:
         await self._outbox.failed(delivery.id, reason)
+        self._on_result("failed")
         emit(events.PUSH_FAILED, level="warning", delivery_id=delivery.id,
              task_id=delivery.task_id, attempt=delivery.attempts + 1, reason=reason)
 
     async def _post(self, target: Target, config: dict[str, Any], delivery: Delivery) -> int:
         body = delivery.body.encode()
         headers = {
-            "Content-Type": "application/json",
             "Host": _host_header(target),
+            "Content-Type": "application/json",
             DELIVERY_ID_HEADER: delivery.id,
         }
         if self._node_name:
@@ -183,13 +237,8 @@ class Deliverer:
             timestamp = str(int(self._clock()))
             headers[TIMESTAMP_HEADER] = timestamp
             headers[SIGNATURE_HEADER] = signature(record.secret, timestamp, body)
-        assert self._client is not None
-        response = await self._client.post(
-            _pinned_url(target, str(config["url"])), content=body, headers=headers,
-            timeout=self._timeout(),
-            extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
-        )
-        return response.status_code
+        return await self._sender.post(target, str(config["url"]), headers, body,
+                                       self._timeout())
 
 
 def _authorization(auth: Any) -> str | None:
@@ -211,11 +260,3 @@ def _host_header(target: Target) -> str:
     host = f"[{target.host}]" if ":" in target.host else target.host
     default = 443 if target.scheme == "https" else 80
     return host if target.port == default else f"{host}:{target.port}"
-
-
-def _pinned_url(target: Target, url: str) -> str:
-    """The url with its host replaced by the address the guard resolved."""
-    parts = urlsplit(url)
-    address = target.addresses[0]
-    netloc = f"[{address}]:{target.port}" if ":" in address else f"{address}:{target.port}"
-    return urlunsplit((target.scheme, netloc, parts.path or "/", parts.query, ""))

@@ -29,13 +29,19 @@ from synthorg.store.delegations import DelegationStore
 from synthorg.store.push import PushReceipts
 
 MAX_DELIVERY_ID = 128
-RECENT_DELEGATIONS = 1000  # how far back a push looks for the delegation it updates
 
 
 @dataclass(frozen=True)
 class Verdict:
     status: int  # 204 accepted, 400 not a Task, 401 unverifiable, 409 replayed
     reason: str = ""
+
+
+def receipts_kept_after(now: float, skew: int) -> float | None:
+    """The age before which a receipt no longer matters: a push that old can only come with a
+    stale timestamp, refused before its receipt is looked at (twice the window, so clocks a
+    window apart agree). None when freshness is not checked: every receipt is kept."""
+    return now - 2 * skew if skew > 0 else None
 
 
 def _number(text: str | None) -> int | None:
@@ -79,8 +85,7 @@ class PushReceiver:
         skew = self._skew()  # read at every request: a runtime settings write applies now
         if skew > 0 and abs(now - when) > skew:
             return self._refused(401, "stale_timestamp", record.name)
-        # A receipt older than twice the window can only come with a stale timestamp.
-        keep_after = now - 2 * skew if skew > 0 else None
+        keep_after = receipts_kept_after(now, skew)
         if not await self._receipts.first(record.name, delivery_id, now, keep_after):
             return self._refused(409, "replayed", record.name, delivery_id)
         try:
@@ -92,12 +97,11 @@ class PushReceiver:
 
     async def _apply(self, peer: str, task: Task, delivery_id: str) -> None:
         updated = None
-        for delegation in await self._delegations.recent(RECENT_DELEGATIONS):
-            if delegation.peer == peer and delegation.remote_task_id == task.id:
-                updated = await self._delegations.update(
-                    delegation.id, task.model_dump(mode="json", exclude_none=True)
-                )
-                break
+        delegation = await self._delegations.by_remote(peer, task.id)  # one indexed read
+        if delegation is not None:
+            updated = await self._delegations.update(
+                delegation.id, task.model_dump(mode="json", exclude_none=True)
+            )
         emit(events.PUSH_RECEIVED, peer_name=peer, delivery_id=delivery_id, task_id=task.id,
              state=task.status.state, delegation_id=updated.id if updated else None)
 

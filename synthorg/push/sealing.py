@@ -1,9 +1,11 @@
 """Push config secrets sealed at rest: a config's `token` and its `authentication.credentials`
 are kept encrypted with the node's secret box (as peer link secrets are) and opened only to
-answer their owner or to send a push."""
+answer their owner or to send a push. `peers rekey` seals them again with the newest key
+(values stored before sealing existed are sealed then)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from synthorg.store.push import PushConfigStore, StoredConfig
@@ -32,6 +34,27 @@ class Sealer:
             sealed["authentication"] = {**auth, "credentials": PREFIX + token}
         return sealed
 
+    def _resealed(self, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if value.startswith(PREFIX):  # the plaintext never leaves the box
+            return PREFIX + self._box.rotate(value[len(PREFIX):].encode("ascii")).decode("ascii")
+        return PREFIX + self._box.encrypt(value).decode("ascii")
+
+    def reseal(self, config: dict[str, Any]) -> dict[str, Any] | None:
+        """The config with its secrets sealed with the newest key; None when it has none."""
+        resealed = dict(config)
+        changed = False
+        if isinstance(resealed.get("token"), str):
+            resealed["token"] = self._resealed(resealed["token"])
+            changed = True
+        auth = resealed.get("authentication")
+        if isinstance(auth, dict) and isinstance(auth.get("credentials"), str):
+            resealed["authentication"] = {**auth,
+                                          "credentials": self._resealed(auth["credentials"])}
+            changed = True
+        return resealed if changed else None
+
     def open(self, config: dict[str, Any]) -> dict[str, Any]:
         opened = dict(config)
         if "token" in opened:
@@ -48,6 +71,17 @@ class SealedConfigs:
 
     def __init__(self, inner: PushConfigStore, sealer: Sealer) -> None:
         self._inner, self._sealer = inner, sealer
+
+    def rekey(self) -> int:
+        """Seal every config's secrets again with the newest key; how many configs."""
+        return self._inner.rewrite(self._sealer.reseal)
+
+    def rewrite(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> int:
+        def sealed_change(stored: dict[str, Any]) -> dict[str, Any] | None:
+            changed = change(self._sealer.open(stored))
+            return None if changed is None else self._sealer.seal(changed)
+
+        return self._inner.rewrite(sealed_change)
 
     async def put(self, peer: str, task_id: str, config: dict[str, Any]) -> bool:
         return await self._inner.put(peer, task_id, self._sealer.seal(config))

@@ -7,6 +7,7 @@ The body is the config as JSON (A2A `PushNotificationConfig`, its id filled in).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 MAX_CONFIGS_PER_TASK = 16  # the spec's maxItems on tasks/pushNotificationConfig/list
@@ -38,6 +39,11 @@ class PushConfigStore(Protocol):
         """Every config of a task, whoever owns it (the deliverer's read)."""
         ...
 
+    def rewrite(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> int:
+        """Pass every config through `change` in one transaction, storing what it returns (None:
+        unchanged); the number rewritten. Blocking: for operator commands (`peers rekey`)."""
+        ...
+
 
 class Delivery(NamedTuple):
     """One push owed to one config: the task as it was when it reached a status."""
@@ -55,8 +61,9 @@ class PushOutbox(Protocol):
     leaves it due again (at least once; the delivery id tells duplicates apart)."""
 
     async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
-        """One delivery per config of the task for this status (`status_key`); a status
-        already enqueued for a config is not enqueued again. Returns how many were added."""
+        """One delivery per config of the task for this status (`status_key`); the status a
+        config was last enqueued for is not enqueued again (each config keeps it, so pruned
+        deliveries are not owed again). Returns how many were added."""
         ...
 
     async def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
@@ -64,6 +71,10 @@ class PushOutbox(Protocol):
         ...
 
     async def delivered(self, delivery_id: str) -> None: ...
+
+    async def delivered_many(self, delivery_ids: Sequence[str]) -> None:
+        """`delivered` for each, in one write."""
+        ...
 
     async def retry(self, delivery_id: str, next_at: float, error: str) -> None: ...
 
@@ -79,6 +90,21 @@ class PushOutbox(Protocol):
         """(outcome: None pending, 'delivered' or 'failed'; attempts), None if unknown."""
         ...
 
+    async def prune(self, before: float, limit: int) -> int:
+        """Delete at most `limit` finished deliveries (delivered or given up) whose last claim
+        ran out before `before`; returns how many."""
+        ...
+
+    async def pending(self) -> int:
+        """How many deliveries are owed (not yet delivered nor given up)."""
+        ...
+
+    async def release(self, now: float, lease: float) -> int:
+        """Owed deliveries due within `lease` (those a claim holds, and retries about due)
+        made due now: for the start of a store's only server, when every claim is a dead
+        sender's. Returns how many."""
+        ...
+
 
 class PushReceipts(Protocol):
     """The delivery ids of verified pushes, per peer: what makes a replay detectable."""
@@ -86,6 +112,10 @@ class PushReceipts(Protocol):
     async def first(
         self, peer: str, delivery_id: str, now: float, keep_after: float | None
     ) -> bool:
-        """Record the delivery id; False when the peer's id was already recorded. Receipts
-        from before `keep_after` are forgotten first (None: keep every receipt)."""
+        """Record the delivery id; False when the peer's id was already recorded. A receipt
+        from before `keep_after` is forgotten (None: keep every receipt)."""
+        ...
+
+    async def prune(self, before: float, limit: int) -> int:
+        """Delete at most `limit` receipts recorded before `before`; returns how many."""
         ...

@@ -126,3 +126,20 @@ def test_a_skew_of_zero_turns_the_freshness_check_off(tmp_path: Path) -> None:
     with LiveNode(tmp_path, RECEIVER_CONFIG) as node:
         response, _ = push(node, timestamp=int(time.time()) - 86400 * 30)
         assert response.status_code == 204
+
+
+def test_the_maintenance_pass_prunes_receipts_past_the_replay_window(tmp_path: Path) -> None:
+    add_peer(tmp_path, SENDER, LINK)
+    # a 3 s window (room for a slow request) keeps receipts 6 s; a 1 s lease runs the
+    # maintenance pass every second
+    config = RECEIVER_CONFIG + "  push_verification_clock_skew_seconds: 3\n"
+    with LiveNode(tmp_path, config, env={"SYNTHORG_RUNNER_LEASE_SECONDS": "1"}) as node:
+        response, delivery = push(node)
+        assert response.status_code == 204
+        pruned = node.wait_for_event("a2a.push.pruned", timeout=60)
+        assert pruned["receipts"] >= 1
+        # forgotten, and still refused: a replay of it now carries a stale timestamp
+        replay, _ = push(node, delivery_id=delivery, timestamp=int(time.time()) - 60)
+        assert replay.status_code == 401
+        fresh, _ = push(node, delivery_id=delivery)
+        assert fresh.status_code == 204  # its receipt was gone: taken as new

@@ -5,6 +5,7 @@ The secrets here are distinctive strings so that a leak into any output is unamb
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -354,3 +355,24 @@ def test_a_running_node_applies_cli_changes_to_the_next_request(tmp_path: Path) 
         assert _tasks_get(node, {"Authorization": f"Bearer {SECRET_2}"})[0] == 401
     run.assert_no_leak(SECRET, SECRET_2)
     assert not any(SECRET in line or SECRET_2 in line for line in node.lines)
+
+
+def test_rekey_reports_the_peer_records_and_push_configs_it_sealed_again(
+    run: Runner, data_dir: Path
+) -> None:
+    from synthorg.push.sealing import SealedConfigs, Sealer
+    from synthorg.store.sqlite.backend import SqliteStores
+
+    assert run.add().returncode == 0
+    stores = SqliteStores(data_dir)
+    try:
+        configs = SealedConfigs(stores.push_configs, Sealer(stores.box))
+        config = {"id": "c-1", "url": "https://h.example/", "token": SECRET_2}
+        asyncio.run(configs.put("synthorg-a", "t-1", config))
+    finally:
+        stores.close()
+    result = run("peers", "rekey")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "re-encrypted 1 peer record and 1 push config with the newest key"
+    )

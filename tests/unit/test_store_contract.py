@@ -154,6 +154,39 @@ def test_secrets_are_encrypted_and_read_with_any_listed_key_then_rekeyed(
         bundles.open(old).catalog.get("peer-a")  # the old key alone no longer reads it
 
 
+def test_rekey_seals_push_config_secrets_again_with_the_newest_key(bundles: Bundles) -> None:
+    from synthorg.admin.audit import AuditLog
+    from synthorg.admin.service import PeersAdmin
+    from synthorg.push.sealing import SealedConfigs, Sealer
+
+    def sealed(stores: Stores) -> SealedConfigs:
+        return SealedConfigs(stores.push_configs, Sealer(stores.box))
+
+    old = bundles.key
+    first = bundles.open()
+    first.catalog.put("peer-a", "http://a.example", "api_key", "secret-a")
+    secret = {"id": "c-1", "url": "https://h.example/", "token": "tok-1",
+              "authentication": {"schemes": ["Bearer"], "credentials": "cred-1"}}
+    run(sealed(first).put("peer-a", "t-1", secret))
+    run(sealed(first).put("peer-a", "t-2", {"id": "c-2", "url": "https://h.example/"}))
+    # a value stored before sealing existed is sealed by the rekey too
+    run(first.push_configs.put("peer-a", "t-3", {"id": "c-3", "url": "https://h.example/",
+                                                 "token": "plain-tok"}))
+    new = Fernet.generate_key().decode()
+    rotated = bundles.open(f"{new},{old}")
+    done = PeersAdmin(rotated.catalog, AuditLog(rotated.audit), [], sealed(rotated)).rekey(
+        via="cli")
+    assert (done.peers, done.push_configs) == (1, 2)  # the config without secrets is left
+    only_new = bundles.open(new)
+    assert run(sealed(only_new).get("peer-a", "t-1", "c-1")) == secret
+    opened = run(sealed(only_new).get("peer-a", "t-3", "c-3"))
+    assert opened is not None and opened["token"] == "plain-tok"
+    raw = run(only_new.push_configs.get("peer-a", "t-3", "c-3"))
+    assert raw is not None and raw["token"] != "plain-tok"  # sealed at rest now
+    with pytest.raises(SecretUnreadable):
+        run(sealed(bundles.open(old)).get("peer-a", "t-1", "c-1"))
+
+
 # -- settings -------------------------------------------------------------------------------
 
 
@@ -202,6 +235,22 @@ def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
     with pytest.raises(LookupError):
         run(one.delegations.update("missing", task))
     assert run(one.delegations.get("missing")) is None
+
+
+def test_a_delegation_is_found_by_its_peer_and_remote_task(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    task = {"id": "r-1", "status": {"state": "submitted"}}
+    for local, peer, when in (("d-old", "peer-a", "2030-01-01"), ("d-new", "peer-a", "2030-01-02"),
+                              ("d-other", "peer-b", "2030-01-03")):
+        stamp = f"{when}T00:00:00.000Z"
+        run(one.delegations.add(Delegation(local, peer, "r-1", "c-1", f"m-{local}", "submitted",
+                                           None, task, stamp, stamp)))
+    found = run(two.delegations.by_remote("peer-a", "r-1"))
+    assert found is not None and found.id == "d-new"  # the newest of that peer's
+    other = run(two.delegations.by_remote("peer-b", "r-1"))
+    assert other is not None and other.id == "d-other"
+    assert run(two.delegations.by_remote("peer-c", "r-1")) is None
+    assert run(two.delegations.by_remote("peer-a", "r-2")) is None
 
 
 # -- push notification configs --------------------------------------------------------------
@@ -254,6 +303,153 @@ def test_push_outbox_enqueues_once_per_status_and_claims_with_a_lease(bundles: B
     assert run(one.push_outbox.state(again.id)) == ("failed", 2)
     assert run(one.push_outbox.claim(1000.0, 30.0, 10)) == []
     assert run(one.push_outbox.owners()) == [("peer-a", "t-1")]
+
+
+def test_push_outbox_prunes_finished_deliveries_in_bounded_batches(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    for n in range(5):
+        run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
+    assert run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0)) == 5
+    assert run(two.push_outbox.pending()) == 5
+    claimed = run(one.push_outbox.claim(100.0, 30.0, 10))  # held until 130
+    for delivery in claimed[:3]:
+        run(one.push_outbox.delivered(delivery.id))
+    run(one.push_outbox.failed(claimed[3].id, "HTTP 400"))
+    run(one.push_outbox.retry(claimed[4].id, 90.0, "HTTP 503"))  # still owed
+    assert run(two.push_outbox.pending()) == 1
+    assert run(two.push_outbox.prune(130.0, 10)) == 0  # not yet past their last claim
+    assert run(two.push_outbox.prune(131.0, 3)) == 3  # bounded
+    assert run(one.push_outbox.prune(131.0, 3)) == 1
+    assert run(one.push_outbox.prune(10_000.0, 10)) == 0  # the owed one stays
+    assert run(two.push_outbox.state(claimed[4].id)) == (None, 1)
+    assert all(run(one.push_outbox.state(d.id)) is None for d in claimed[:4])
+    # a status pruned is not owed again: a sweep re-reading the task adds nothing
+    assert run(two.push_outbox.enqueue("t-1", "working@1", "{}", 200.0)) == 0
+    assert run(two.push_outbox.enqueue("t-1", "completed@2", "{}", 200.0)) == 5
+
+
+def test_push_outbox_marks_many_delivered_in_one_write(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    for n in range(3):
+        run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
+    run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    first, second, third = run(one.push_outbox.claim(100.0, 30.0, 10))
+    run(one.push_outbox.delivered_many([first.id, third.id]))
+    run(one.push_outbox.delivered_many([]))
+    assert run(two.push_outbox.state(first.id)) == ("delivered", 1)
+    assert run(two.push_outbox.state(third.id)) == ("delivered", 1)
+    assert run(two.push_outbox.state(second.id)) == (None, 0)
+    assert run(two.push_outbox.pending()) == 1
+
+
+def test_push_outbox_releases_claims_due_within_the_lease(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    for n in range(3):
+        run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
+    run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    first, second, third = run(one.push_outbox.claim(100.0, 30.0, 10))  # held until 130
+    run(one.push_outbox.retry(second.id, 400.0, "HTTP 503"))  # a retry far off: left alone
+    run(one.push_outbox.delivered(third.id))
+    assert run(two.push_outbox.claim(101.0, 30.0, 10)) == []
+    assert run(two.push_outbox.release(101.0, 30.0)) == 1
+    assert [d.id for d in run(two.push_outbox.claim(101.0, 30.0, 10))] == [first.id]
+    assert run(two.push_outbox.state(third.id)) == ("delivered", 1)
+
+
+def test_housekeeping_prunes_old_finished_deliveries_and_receipts_out_of_window(
+    bundles: Bundles,
+) -> None:
+    from synthorg.push import housekeeping
+
+    stores = bundles.open()
+    run(stores.push_configs.put("peer-a", "t-1", {"id": "c-1", "url": "https://h.example/"}))
+    run(stores.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    [delivery] = run(stores.push_outbox.claim(100.0, 30.0, 10))
+    run(stores.push_outbox.delivered(delivery.id))
+    run(stores.push_receipts.first("peer-a", "d-old", 100.0, None))
+    run(stores.push_receipts.first("peer-a", "d-new", 5000.0, None))
+    now = 130.0 + housekeeping.OUTBOX_KEEP + 1
+    # freshness off (skew 0): receipts are all that refuse a replay, so none go
+    assert run(housekeeping.prune(stores.push_outbox, stores.push_receipts, now, 0)) == (1, 0)
+    assert run(stores.push_outbox.state(delivery.id)) is None
+    # a 300 s window keeps receipts for twice that
+    assert run(housekeeping.prune(stores.push_outbox, stores.push_receipts, now, 300)) == (0, 1)
+    assert not run(stores.push_receipts.first("peer-a", "d-new", now, None))
+
+
+def test_a_sqlite_outbox_from_before_housekeeping_owes_no_status_twice(tmp_path: Path) -> None:
+    import sqlite3
+
+    from synthorg.store.sqlite import schema
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "secret.key").write_text(Fernet.generate_key().decode() + "\n")
+    conn = sqlite3.connect(data / "synthorg.db")
+    for statements in schema.MIGRATIONS[:7]:  # the schema before housekeeping
+        for statement in statements:
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute("INSERT INTO push_configs VALUES ('t-1', 'c-1', 'peer-a', '{}', 'x')")
+    for key, at in (("working@1", "2030-01-01"), ("completed@2", "2030-01-02")):
+        conn.execute("INSERT INTO push_outbox (id, task_id, config_id, status_key, body, next_at, "
+                     "outcome, created_at) VALUES (?, 't-1', 'c-1', ?, '{}', 1.0, 'delivered', ?)",
+                     (key, key, at))
+    conn.commit()
+    conn.close()
+    stores = SqliteStores(data)
+    try:
+        assert run(stores.push_outbox.prune(10.0, 10)) == 2
+        assert run(stores.push_outbox.enqueue("t-1", "completed@2", "{}", 20.0)) == 0
+    finally:
+        stores.close()
+
+
+def test_a_postgresql_outbox_from_before_housekeeping_owes_no_status_twice(
+    postgres_database: str,
+) -> None:
+    import asyncpg
+
+    from synthorg.store.postgres import schema
+
+    async def before_housekeeping() -> None:
+        conn = await asyncpg.connect(postgres_database)
+        try:
+            await conn.execute(schema._CREATE_LEDGER)
+            for number, (name, statements) in enumerate(schema.MIGRATIONS[:5], start=1):
+                for statement in statements:
+                    await conn.execute(statement)
+                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                                   number, name)
+            await conn.execute(
+                "INSERT INTO push_configs VALUES ('t-1', 'c-1', 'peer-a', '{}', 'x')")
+            for key, at in (("working@1", "2030-01-01"), ("completed@2", "2030-01-02")):
+                await conn.execute(
+                    "INSERT INTO push_outbox (id, task_id, config_id, status_key, body, "
+                    "next_at, outcome, created_at) "
+                    "VALUES ($1, 't-1', 'c-1', $1, '{}', 1.0, 'delivered', $2)",
+                    key, at)
+        finally:
+            await conn.close()
+
+    run(before_housekeeping())
+    stores = Bundles(Path("unused"), postgres_database).open()  # migrates to the latest
+    try:
+        assert run(stores.push_outbox.prune(10.0, 10)) == 2
+        assert run(stores.push_outbox.enqueue("t-1", "completed@2", "{}", 20.0)) == 0
+    finally:
+        stores.close()
+
+
+def test_push_receipts_are_pruned_by_age_in_bounded_batches(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    for n in range(5):
+        assert run(one.push_receipts.first("peer-a", f"d-{n}", 100.0 + n, None))
+    assert run(two.push_receipts.prune(103.0, 2)) == 2
+    assert run(two.push_receipts.prune(103.0, 2)) == 1
+    assert run(one.push_receipts.prune(103.0, 2)) == 0
+    assert run(one.push_receipts.first("peer-a", "d-0", 200.0, None))  # forgotten
+    assert not run(one.push_receipts.first("peer-a", "d-4", 200.0, None))  # kept
 
 
 def test_push_receipts_refuse_a_delivery_id_seen_before(bundles: Bundles) -> None:

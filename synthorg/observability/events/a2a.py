@@ -39,3 +39,5 @@ PUSH_REJECTED: Final = "a2a.push.rejected"
 # The shared rate-limit buckets could not be reached: this process holds each peer to its
 # share of the limit until they answer again (said once per process): error, share.
 RATE_LIMIT_FALLBACK: Final = "a2a.rate_limit.fallback"
+# The maintenance pass removed finished deliveries and old receipts: outbox, receipts (counts).
+PUSH_PRUNED: Final = "a2a.push.pruned"

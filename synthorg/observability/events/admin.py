@@ -16,7 +16,8 @@ SETTING_RESET: Final = "admin.setting.reset"
 PEER_CREATED: Final = "admin.peer.created"
 PEER_REPLACED: Final = "admin.peer.replaced"
 PEER_DELETED: Final = "admin.peer.deleted"
-PEERS_REKEYED: Final = "admin.peers.rekeyed"  # every secret encrypted again: `count`
+# every secret encrypted again: `count` (peers), `push_configs`
+PEERS_REKEYED: Final = "admin.peers.rekeyed"
 AUDIT_EVENTS: Final = frozenset(
     {SETTING_CHANGED, SETTING_RESET, PEER_CREATED, PEER_REPLACED, PEER_DELETED, PEERS_REKEYED}
 )

@@ -56,6 +56,14 @@ class PgDelegationStore:
     async def by_origin(self, origin_task_id: str) -> Delegation | None:
         return await self._one("origin_task_id = $1", origin_task_id)
 
+    async def by_remote(self, peer: str, remote_task_id: str) -> Delegation | None:
+        row = await self._db.fetchrow(
+            f"SELECT {_COLUMNS} FROM delegations WHERE peer = $1 AND remote_task_id = $2 "
+            "ORDER BY created_at DESC LIMIT 1",
+            peer, remote_task_id,
+        )
+        return None if row is None else _record(row)
+
     async def recent(self, limit: int = 100) -> list[Delegation]:
         rows = await self._db.fetch(
             f"SELECT {_COLUMNS} FROM delegations ORDER BY created_at DESC, id LIMIT $1", limit

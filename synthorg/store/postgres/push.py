@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from synthorg.clock import utc_now
@@ -66,28 +66,43 @@ class PgPushConfigStore:
         )
         return [StoredConfig(row[0], task_id, json.loads(row[1])) for row in rows]
 
+    def rewrite(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> int:
+        async def job(conn: Connection) -> int:
+            rows = await conn.fetch(
+                "SELECT task_id, config_id, body FROM push_configs FOR UPDATE"
+            )
+            changed = 0
+            for task_id, config_id, body in rows:
+                new = change(json.loads(body))
+                if new is not None:
+                    await conn.execute(
+                        "UPDATE push_configs SET body = $1 WHERE task_id = $2 AND config_id = $3",
+                        json.dumps(new), task_id, config_id,
+                    )
+                    changed += 1
+            return changed
+
+        return self._db.blocking(lambda db: db.transaction(job))
+
 
 class PgPushOutbox:
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
 
     async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
-        async def job(conn: Connection) -> int:
-            configs = await conn.fetch(
-                "SELECT config_id FROM push_configs WHERE task_id = $1", task_id
-            )
-            added = 0
-            for row in configs:
-                status = await conn.execute(
-                    "INSERT INTO push_outbox (id, task_id, config_id, status_key, body, next_at, "
-                    "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) "
-                    "ON CONFLICT (task_id, config_id, status_key) DO NOTHING",
-                    uuid.uuid4().hex, task_id, row[0], status_key, body, now, utc_now(),
-                )
-                added += status != "INSERT 0 0"
-            return added
-
-        return await self._db.transaction(job)
+        # One statement, one round trip for every config: the config rows' locks order two
+        # replicas enqueueing the same status (the second finds it set and adds nothing).
+        row = await self._db.fetchrow(
+            "WITH due AS (UPDATE push_configs SET last_status_key = $2 "
+            "WHERE task_id = $1 AND last_status_key IS DISTINCT FROM $2 RETURNING config_id), "
+            "added AS (INSERT INTO push_outbox (id, task_id, config_id, status_key, body, "
+            "next_at, created_at) SELECT replace(gen_random_uuid()::text, '-', ''), $1, "
+            "config_id, $2, $3, $4, $5 FROM due "
+            "ON CONFLICT (task_id, config_id, status_key) DO NOTHING RETURNING 1) "
+            "SELECT count(*) FROM added",
+            task_id, status_key, body, now, utc_now(),
+        )
+        return 0 if row is None else int(row[0])
 
     async def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:
         # SKIP LOCKED: replicas claiming together take different deliveries.
@@ -110,6 +125,13 @@ class PgPushOutbox:
         await self._db.execute(
             "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 WHERE id = $1",
             delivery_id,
+        )
+
+    async def delivered_many(self, delivery_ids: Sequence[str]) -> None:
+        await self._db.execute(
+            "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 "
+            "WHERE id = ANY($1::text[])",
+            list(delivery_ids),
         )
 
     async def retry(self, delivery_id: str, next_at: float, error: str) -> None:
@@ -136,6 +158,31 @@ class PgPushOutbox:
         )
         return None if row is None else (row[0], int(row[1]))
 
+    async def prune(self, before: float, limit: int) -> int:
+        status = await self._db.execute(
+            "DELETE FROM push_outbox WHERE id IN (SELECT id FROM push_outbox "
+            "WHERE outcome IS NOT NULL AND next_at < $1 LIMIT $2)",
+            before, limit,
+        )
+        return _count(status)
+
+    async def pending(self) -> int:
+        row = await self._db.fetchrow("SELECT count(*) FROM push_outbox WHERE outcome IS NULL")
+        return 0 if row is None else int(row[0])
+
+    async def release(self, now: float, lease: float) -> int:
+        status = await self._db.execute(
+            "UPDATE push_outbox SET next_at = $1 "
+            "WHERE outcome IS NULL AND next_at > $1 AND next_at <= $2",
+            now, now + lease,
+        )
+        return _count(status)
+
+
+def _count(status: str) -> int:
+    """The row count of a command tag such as 'DELETE 12'."""
+    return int(status.rsplit(" ", 1)[-1])
+
 
 class PgPushReceipts:
     def __init__(self, db: PgDatabase) -> None:
@@ -144,14 +191,19 @@ class PgPushReceipts:
     async def first(
         self, peer: str, delivery_id: str, now: float, keep_after: float | None
     ) -> bool:
-        async def job(conn: Connection) -> bool:
-            if keep_after is not None:
-                await conn.execute("DELETE FROM push_receipts WHERE received_at < $1", keep_after)
-            status = await conn.execute(
-                "INSERT INTO push_receipts (peer, delivery_id, received_at) VALUES ($1, $2, $3) "
-                "ON CONFLICT (peer, delivery_id) DO NOTHING",
-                peer, delivery_id, now,
-            )
-            return bool(status != "INSERT 0 0")
+        # A receipt older than keep_after is taken over (the bulk of old ones goes in prune).
+        status = await self._db.execute(
+            "INSERT INTO push_receipts (peer, delivery_id, received_at) VALUES ($1, $2, $3) "
+            "ON CONFLICT (peer, delivery_id) DO UPDATE SET received_at = excluded.received_at "
+            "WHERE push_receipts.received_at < $4",
+            peer, delivery_id, now, keep_after if keep_after is not None else float("-inf"),
+        )
+        return bool(status != "INSERT 0 0")
 
-        return await self._db.transaction(job)
+    async def prune(self, before: float, limit: int) -> int:
+        status = await self._db.execute(
+            "DELETE FROM push_receipts WHERE ctid IN (SELECT ctid FROM push_receipts "
+            "WHERE received_at < $1 LIMIT $2)",
+            before, limit,
+        )
+        return _count(status)

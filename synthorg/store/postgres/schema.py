@@ -191,6 +191,21 @@ _V6 = (
     )""",
 )
 
+# v7: push housekeeping. Each config remembers the last status enqueued for it, so finished
+# outbox rows can be pruned without a sweep enqueueing their status again; finished rows are
+# found by age through their own index; a push received finds its delegation by the peer's
+# task id through an index rather than a scan of recent records.
+_V7 = (
+    "ALTER TABLE push_configs ADD COLUMN last_status_key TEXT",
+    """UPDATE push_configs c SET last_status_key = (
+        SELECT o.status_key FROM push_outbox o
+        WHERE o.task_id = c.task_id AND o.config_id = c.config_id
+        ORDER BY o.created_at DESC, o.next_at DESC LIMIT 1
+    )""",
+    "CREATE INDEX push_outbox_finished ON push_outbox (next_at) WHERE outcome IS NOT NULL",
+    "CREATE INDEX delegations_remote ON delegations (peer, remote_task_id)",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
@@ -198,6 +213,8 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("push notification configs", _V4),
     ("push outbox and receipts", _V5),
     ("shared rate-limit buckets", _V6),
+    ("push housekeeping: last status per config, finished outbox rows, delegations by remote "
+     "task", _V7),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

@@ -61,6 +61,14 @@ class SqliteDelegationStore:
     async def by_origin(self, origin_task_id: str) -> Delegation | None:
         return self._one("origin_task_id = ?", origin_task_id)
 
+    async def by_remote(self, peer: str, remote_task_id: str) -> Delegation | None:
+        row = self._db.query_one(
+            f"SELECT {_COLUMNS} FROM delegations WHERE peer = ? AND remote_task_id = ? "
+            "ORDER BY created_at DESC LIMIT 1",
+            (peer, remote_task_id),
+        )
+        return None if row is None else _record(row)
+
     async def recent(self, limit: int = 100) -> list[Delegation]:
         rows = self._db.query(
             f"SELECT {_COLUMNS} FROM delegations ORDER BY created_at DESC, id LIMIT ?", (limit,)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from synthorg.clock import utc_now
@@ -67,6 +68,22 @@ class SqlitePushConfigStore:
         )
         return [StoredConfig(row[0], task_id, json.loads(row[1])) for row in rows]
 
+    def rewrite(self, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            rows = conn.execute("SELECT task_id, config_id, body FROM push_configs").fetchall()
+            changed = 0
+            for task_id, config_id, body in rows:
+                new = change(json.loads(body))
+                if new is not None:
+                    conn.execute(
+                        "UPDATE push_configs SET body = ? WHERE task_id = ? AND config_id = ?",
+                        (json.dumps(new), task_id, config_id),
+                    )
+                    changed += 1
+            return changed
+
+        return self._db.write_blocking(job)
+
 
 class SqlitePushOutbox:
     def __init__(self, db: Database) -> None:
@@ -75,7 +92,9 @@ class SqlitePushOutbox:
     async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
         def job(conn: sqlite3.Connection) -> int:
             configs = conn.execute(
-                "SELECT config_id FROM push_configs WHERE task_id = ?", (task_id,)
+                "UPDATE push_configs SET last_status_key = ? "
+                "WHERE task_id = ? AND last_status_key IS NOT ? RETURNING config_id",
+                (status_key, task_id, status_key),
             ).fetchall()
             added = 0
             for (config_id,) in configs:
@@ -121,6 +140,16 @@ class SqlitePushOutbox:
             (delivery_id,),
         )
 
+    async def delivered_many(self, delivery_ids: Sequence[str]) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE push_outbox SET outcome = 'delivered', attempts = attempts + 1 "
+                "WHERE id = ?",
+                [(delivery_id,) for delivery_id in delivery_ids],
+            )
+
+        await self._db.write(job)
+
     async def retry(self, delivery_id: str, next_at: float, error: str) -> None:
         await self._set(
             "UPDATE push_outbox SET attempts = attempts + 1, next_at = ?, last_error = ? "
@@ -145,6 +174,30 @@ class SqlitePushOutbox:
         )
         return None if row is None else (row[0], int(row[1]))
 
+    async def prune(self, before: float, limit: int) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "DELETE FROM push_outbox WHERE id IN (SELECT id FROM push_outbox "
+                "WHERE outcome IS NOT NULL AND next_at < ? LIMIT ?)",
+                (before, limit),
+            ).rowcount
+
+        return await self._db.write(job)
+
+    async def pending(self) -> int:
+        row = self._db.query_one("SELECT count(*) FROM push_outbox WHERE outcome IS NULL")
+        return 0 if row is None else int(row[0])
+
+    async def release(self, now: float, lease: float) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "UPDATE push_outbox SET next_at = ? "
+                "WHERE outcome IS NULL AND next_at > ? AND next_at <= ?",
+                (now, now, now + lease),
+            ).rowcount
+
+        return await self._db.write(job)
+
 
 class SqlitePushReceipts:
     def __init__(self, db: Database) -> None:
@@ -153,13 +206,23 @@ class SqlitePushReceipts:
     async def first(
         self, peer: str, delivery_id: str, now: float, keep_after: float | None
     ) -> bool:
+        # A receipt older than keep_after is taken over (the bulk of old ones goes in prune).
         def job(conn: sqlite3.Connection) -> bool:
-            if keep_after is not None:
-                conn.execute("DELETE FROM push_receipts WHERE received_at < ?", (keep_after,))
             return conn.execute(
                 "INSERT INTO push_receipts (peer, delivery_id, received_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (peer, delivery_id) DO NOTHING",
-                (peer, delivery_id, now),
+                "ON CONFLICT (peer, delivery_id) DO UPDATE SET received_at = excluded.received_at "
+                "WHERE push_receipts.received_at < ?",
+                (peer, delivery_id, now, keep_after if keep_after is not None else float("-inf")),
             ).rowcount > 0
+
+        return await self._db.write(job)
+
+    async def prune(self, before: float, limit: int) -> int:
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "DELETE FROM push_receipts WHERE rowid IN (SELECT rowid FROM push_receipts "
+                "WHERE received_at < ? LIMIT ?)",
+                (before, limit),
+            ).rowcount
 
         return await self._db.write(job)

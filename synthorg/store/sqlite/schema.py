@@ -152,7 +152,22 @@ _V7 = (
     "CREATE INDEX push_receipts_age ON push_receipts (received_at)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# v8: push housekeeping. Each config remembers the last status enqueued for it, so finished
+# outbox rows can be pruned without a sweep enqueueing their status again; finished rows are
+# found by age through their own index; a push received finds its delegation by the peer's
+# task id through an index rather than a scan of recent records.
+_V8 = (
+    "ALTER TABLE push_configs ADD COLUMN last_status_key TEXT",
+    """UPDATE push_configs SET last_status_key = (
+        SELECT o.status_key FROM push_outbox o
+        WHERE o.task_id = push_configs.task_id AND o.config_id = push_configs.config_id
+        ORDER BY o.created_at DESC, o.rowid DESC LIMIT 1
+    )""",
+    "CREATE INDEX push_outbox_finished ON push_outbox (next_at) WHERE outcome IS NOT NULL",
+    "CREATE INDEX delegations_remote ON delegations (peer, remote_task_id)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
