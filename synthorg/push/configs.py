@@ -12,7 +12,7 @@ from typing import Any
 
 from synthorg.errors import InvalidParams, TaskNotFound
 from synthorg.generated.models import PushNotificationConfig, TaskPushNotificationConfig
-from synthorg.push.ssrf import TargetGuard, TargetRefused
+from synthorg.push.ssrf import TargetGuard, TargetRefused, Unresolved
 from synthorg.store.push import MAX_CONFIGS_PER_TASK, PushConfigStore
 from synthorg.store.tasks import TaskStore
 
@@ -51,6 +51,10 @@ class PushConfigs:
         _check_authentication(config)
         try:
             await self._guard.check(config.url)
+        except Unresolved:
+            # Not refused for a name that does not resolve yet (or a resolver's bad moment):
+            # each delivery resolves the host again and is refused then if it must be.
+            pass
         except TargetRefused as refused:
             raise InvalidParams(f"Invalid params: {refused}") from None
 

@@ -23,6 +23,7 @@ import random
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from synthorg.generated.constants import PEER_NAME_HEADER
 from synthorg.observability.events import a2a as events
@@ -35,7 +36,7 @@ from synthorg.push.signing import (
     TOKEN_HEADER,
     signature,
 )
-from synthorg.push.ssrf import Target, TargetGuard, TargetRefused
+from synthorg.push.ssrf import Target, TargetGuard, TargetRefused, Unresolved
 from synthorg.store.catalog import Catalog
 from synthorg.store.push import Delivery, PushConfigStore, PushOutbox
 from synthorg.store.tasks import TaskStore
@@ -173,6 +174,10 @@ class Deliverer:
         config = self._open_secrets(delivery.config)
         try:
             target = await self._guard.check(str(config["url"]))
+        except Unresolved as unresolved:  # perhaps the resolver's bad moment: try again later
+            await self._failed_attempt(delivery, urlsplit(str(config["url"])).hostname or "",
+                                       str(unresolved))
+            return
         except TargetRefused as refused:
             await self._give_up(delivery, str(refused))
             return
@@ -184,11 +189,11 @@ class Deliverer:
                 await self._give_up(delivery, str(refused))
                 return
             except SendError as exc:
-                await self._failed_attempt(delivery, target, str(exc))
+                await self._failed_attempt(delivery, target.host, str(exc))
                 return
             except Exception as exc:  # whatever a receiver provokes counts as an attempt, so
                 # the attempt cap still ends it (left claimed, it would come back every lease)
-                await self._failed_attempt(delivery, target, type(exc).__name__)
+                await self._failed_attempt(delivery, target.host, type(exc).__name__)
                 return
         if 200 <= status < 300 or status == 409:  # 409: the receiver has this delivery id
             await self._delivered.mark(delivery.id)
@@ -196,11 +201,11 @@ class Deliverer:
             emit(events.PUSH_DELIVERED, delivery_id=delivery.id, task_id=delivery.task_id,
                  host=target.host, status=status, attempt=delivery.attempts + 1)
         elif status >= 500 or status in RETRY_STATUSES:
-            await self._failed_attempt(delivery, target, f"HTTP {status}")
+            await self._failed_attempt(delivery, target.host, f"HTTP {status}")
         else:
             await self._give_up(delivery, f"HTTP {status}")
 
-    async def _failed_attempt(self, delivery: Delivery, target: Target, reason: str) -> None:
+    async def _failed_attempt(self, delivery: Delivery, host: str, reason: str) -> None:
         attempts = delivery.attempts + 1
         if attempts >= MAX_ATTEMPTS:
             await self._give_up(delivery, reason)
@@ -209,7 +214,7 @@ class Deliverer:
         await self._outbox.retry(delivery.id, self._clock() + delay, reason)
         self._on_result("retry")
         emit(events.PUSH_RETRY_SCHEDULED, level="warning", delivery_id=delivery.id,
-             task_id=delivery.task_id, host=target.host, attempt=attempts, reason=reason,
+             task_id=delivery.task_id, host=host, attempt=attempts, reason=reason,
              retry_in_seconds=round(delay, 3))
 
     async def _give_up(self, delivery: Delivery, reason: str) -> None:

@@ -28,6 +28,10 @@ class TargetRefused(Exception):
     """The URL is not a place this node pushes to; the message says why."""
 
 
+class Unresolved(TargetRefused):
+    """The URL's host does not resolve (now: a name may resolve later)."""
+
+
 @dataclass(frozen=True)
 class Target:
     scheme: str
@@ -100,9 +104,11 @@ async def _resolve(host: str, port: int) -> tuple[str, ...]:
         infos = await asyncio.get_running_loop().getaddrinfo(
             host, port, type=socket.SOCK_STREAM
         )
-    except (socket.gaierror, UnicodeError):
-        raise TargetRefused("the push url's host does not resolve") from None
+    except UnicodeError:  # no name at all (an empty label, say): no lookup could help
+        raise TargetRefused("the push url's host is not a valid name") from None
+    except socket.gaierror:
+        raise Unresolved("the push url's host does not resolve") from None
     addresses = tuple(dict.fromkeys(str(info[4][0]).split("%")[0] for info in infos))
     if not addresses:
-        raise TargetRefused("the push url's host does not resolve")
+        raise Unresolved("the push url's host does not resolve")
     return addresses
