@@ -14,7 +14,6 @@ passed gate 1 (the metrics map names outside the allowlist to `other` themselves
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -188,8 +187,10 @@ class Observed:
             reason=record.refusal,
         )
         for observer in self.observers:
-            with contextlib.suppress(Exception):  # an observer's fault never reaches a caller
+            try:  # noqa: SIM105 - a plain try costs less than suppress, once per request
                 observer.finished(record)
+            except Exception:  # an observer's fault never reaches a caller
+                pass
 
 
 def _counting_receive(receive: Receive, record: RequestRecord) -> Callable[[], Awaitable[Message]]:
