@@ -365,3 +365,31 @@ async def _answer_lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+def path_conforms(case: AnyCase) -> bool:
+    """Whether every path parameter of the case matches its schema. Steps of the stateful
+    phase take path parameters from earlier answers (the links Schemathesis infers), and such
+    a value need not conform (an empty or capitalised agent id, say): that step is negative
+    data, whatever it is labelled, and the answer the spec documents for it is a refusal."""
+    values = case.path_parameters or {}
+    for parameter in case.operation.path_parameters:
+        definition = parameter.definition
+        value = values.get(definition["name"])
+        if value is None:
+            continue
+        if not Draft202012Validator(definition.get("schema", {})).is_valid(value):
+            return False
+    return True
+
+
+def stateful_checks(case: AnyCase, checks: list[Any]) -> list[Any]:
+    """The checks for a stateful step: all of them, or, for a step whose path parameters do
+    not conform, those that hold for any request (no positive-data acceptance, and no schema
+    of an answer for a path the empty or odd value may have turned into another one)."""
+    if path_conforms(case):
+        return checks
+    return [check for check in checks if getattr(check, "__name__", "") not in _POSITIVE_ONLY]
+
+
+_POSITIVE_ONLY = frozenset({"positive_data_acceptance", "response_schema_conformance"})

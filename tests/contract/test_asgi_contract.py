@@ -26,6 +26,7 @@ from tests.contract.support import (
     Outcomes,
     load_schema,
     prepare_data_dir,
+    stateful_checks,
 )
 
 HEADERS = {"X-A2A-Peer-Name": PEER, "X-API-Key": SECRET}
@@ -80,7 +81,7 @@ class InProcessWorkflow(schema.as_state_machine()):  # type: ignore[misc]
         OUTCOMES.record(case, response)
         case.validate_response(
             response,
-            checks=ALL_CHECKS,
+            checks=stateful_checks(case, ALL_CHECKS),
             headers=HEADERS,
             transport_kwargs=kwargs,
             recorder=getattr(self, "recorder", None),
