@@ -16,9 +16,9 @@ import json
 from starlette.responses import Response
 
 from handlers.context import CardDocument, CardsContext, HttpRequest
-from synthorg.dialects.version import major_minor
 from synthorg.generated.constants import A2A_VERSION_1_0, A2A_VERSION_HEADER
 from synthorg.http.caching import none_match
+from synthorg.http.version import major_minor
 from synthorg.names import is_agent_id
 
 

@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
-from synthorg.dialects.version import major_minor
 from synthorg.gateway.dispatch import (
     DISPATCH,
     DISPATCH_V1,
@@ -27,6 +26,7 @@ from synthorg.gateway.dispatch import (
     Route,
 )
 from synthorg.generated.constants import A2A_VERSION_0_3, A2A_VERSION_1_0, A2A_VERSIONS
+from synthorg.http.version import major_minor
 
 
 class Dialect(NamedTuple):

@@ -30,7 +30,6 @@ from typing import NamedTuple
 from starlette.types import Receive, Scope, Send
 
 from synthorg.dialects.errors import error_details
-from synthorg.dialects.version import major_minor
 from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
 from synthorg.gateway.gates import Admitted, PeerGate
@@ -52,6 +51,7 @@ from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
+from synthorg.http.version import major_minor
 from synthorg.names import is_agent_id
 from synthorg.observability.access import note_admitted, note_refusal
 from synthorg.observability.events.a2a import (
