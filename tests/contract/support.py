@@ -106,16 +106,19 @@ def fuzzing() -> tuple[int, int] | None:
     return int(examples), int(os.environ.get(FUZZ_SEED_ENV) or 0)
 
 
-def load_schema(*, admin: bool = False) -> OpenApiSchema:
+def load_schema(*, admin: bool = False, max_examples: int | None = None) -> OpenApiSchema:
     """The bundled spec as a Schemathesis schema, with schemathesis.toml applied and this
     package's hooks registered on it (on it only: nothing global).
 
     The peer-facing operations and the admin API (`/api/v1/admin/`) are fuzzed in separate
     runs: they have different credentials, and the admin run changes the node's settings and
     catalog. `admin=False` is the peer-facing operations, `admin=True` the admin API only.
+    `max_examples` lowers the examples per operation (`make fuzz` still sets its own).
     (Exclusions, not inclusions: schemathesis.toml's `[[operations]]` already install an
     include-everything filter, and includes are alternatives.)"""
     config = schemathesis.Config.from_path(CONFIG_FILE)
+    if max_examples is not None:  # fewer than schemathesis.toml's, for a run that repeats one
+        config.projects.default.generation.update(max_examples=max_examples)
     fuzz = fuzzing()
     if fuzz is not None:  # `make fuzz`: a random seed and many examples instead of CI's run
         examples, seed = fuzz
