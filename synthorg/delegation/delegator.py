@@ -29,6 +29,7 @@ from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.dialects.outbound import PeerDialect, choose
 from synthorg.generated.constants import (
     MESSAGE_STREAM,
+    PUSH_RECEIVE,
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
     TERMINAL_STATES,
@@ -55,7 +56,7 @@ def push_url(public_url: str | None, peer: str) -> str | None:
     """Where `peer` may push to this node: its receiver, under the name we know the peer by."""
     if not public_url:
         return None
-    return f"{public_url.rstrip('/')}/api/v1/webhooks/{peer}/a2a_push"
+    return public_url.rstrip("/") + PUSH_RECEIVE.path.format(peer=peer)
 
 
 def _task_json(task: Task) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from synthorg.delegation.client import (
 )
 from synthorg.dialects import v1
 from synthorg.generated.constants import (
+    LAST_EVENT_ID_HEADER,
     MESSAGE_STREAM,
     TASKS_RESUBSCRIBE,
     V1_SEND_STREAMING_MESSAGE,
@@ -33,7 +34,6 @@ from synthorg.generated.constants import (
 from synthorg.observability.outbound import outbound_call, trace_headers
 
 EVENT_STREAM = "text/event-stream"
-LAST_EVENT_ID = "Last-Event-ID"
 STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is dead
 # The 1.0 method that stands for each 0.3 streaming method this client calls.
 V1_STREAMS = {MESSAGE_STREAM: V1_SEND_STREAMING_MESSAGE, TASKS_RESUBSCRIBE: V1_SUBSCRIBE_TO_TASK}
@@ -106,7 +106,7 @@ async def stream_call(
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
     headers = {**client.headers, "Content-Type": "application/json", "Accept": EVENT_STREAM}
     if last_event_id is not None:
-        headers[LAST_EVENT_ID] = str(last_event_id)
+        headers[LAST_EVENT_ID_HEADER] = str(last_event_id)
     # One outbound call (counted, timed, a span when traces are on) for the stream's life.
     with outbound_call(name, method) as outcome:
         try:
