@@ -24,6 +24,10 @@ def uvicorn_options(config: ServerConfig) -> dict[str, Any]:
         "http": protocol_class(limits),
         # The node serves no WebSocket; an upgrade would leave these limits behind.
         "ws": "none",
+        # uvicorn trusts X-Forwarded-Proto/-For from loopback by default: a local caller could
+        # then turn the socket's scheme (the card url's fallback) and the client address (the
+        # audit trail's) into values of its choosing. The node reads its own socket.
+        "proxy_headers": False,
         "timeout_keep_alive": limits.keepalive_timeout,
         # No handlers of uvicorn's own: its records reach the event stream as `server.log`
         # lines through the root handler `configure_logging` installs.

@@ -141,6 +141,21 @@ def test_max_message_parts_bounds_the_next_send(
     expect_parts_limit(parts_call(peer, 4), 3)
 
 
+def test_the_audit_trail_records_the_socket_address_not_a_forwarded_one(
+    node: LiveNode, admin: httpx.Client
+) -> None:
+    # From loopback, where a trusted proxy would sit: the header is still not believed.
+    answer = admin.put("/settings/a2a.max_message_parts", json={"value": 5},
+                       headers={"X-Forwarded-For": "203.0.113.9"})
+    assert answer.status_code == 200, answer.text
+    try:
+        change = audit_lines(node, "admin.setting.changed")[-1]
+        assert (change["key"], change["new"]) == ("a2a.max_message_parts", 5)
+        assert change["client"] == "127.0.0.1"
+    finally:
+        admin.delete("/settings/a2a.max_message_parts")
+
+
 def test_client_timeout_bounds_the_next_outbound_call(
     node: LiveNode, admin: httpx.Client, peer: httpx.Client
 ) -> None:

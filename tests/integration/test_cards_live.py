@@ -216,8 +216,11 @@ def test_a_node_with_the_gateway_off_serves_no_cards(tmp_path: Path) -> None:
 # -- the card url: never from the Host header --------------------------------------------------
 
 
+# X-Forwarded-Proto and -For come from a loopback client here, the address a proxy in front
+# of the node would have: the node trusts neither.
 POISON = {"Host": "evil.example", "X-Forwarded-Host": "evil.example",
-          "Forwarded": "host=evil.example;proto=https"}
+          "Forwarded": "host=evil.example;proto=https", "X-Forwarded-Proto": "https",
+          "X-Forwarded-For": "203.0.113.9"}
 
 
 def test_host_header_poisoning_does_not_reach_the_card_or_its_cache(tmp_path: Path) -> None:
