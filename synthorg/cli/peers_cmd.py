@@ -243,12 +243,13 @@ def _add_remote(client: AdminClient, name: str, endpoint: str, scheme: str, secr
     return _remote_public(replaced), False
 
 
-def _remote_public(peer: dict[str, Any]) -> dict[str, str]:
+def _remote_public(peer: dict[str, Any]) -> dict[str, Any]:
     """An AdminPeer in the CLI's own shape (what `_public` prints for a local record)."""
     return {
         "name": peer["name"],
         "endpoint": peer["endpoint"],
         "scheme": peer["scheme"],
+        "rate_limit": peer.get("rateLimit"),
         "created_at": peer["createdAt"],
         "updated_at": peer["updatedAt"],
     }
@@ -294,12 +295,14 @@ def _read_stdin(stdin: Any) -> str:
         fail("the secret on standard input is not UTF-8 text")
 
 
-def _public(record: PeerRecord) -> dict[str, str]:
-    """A record without its secret: the only shape the CLI ever prints."""
+def _public(record: PeerRecord) -> dict[str, Any]:
+    """A record without its secret: the only shape the CLI ever prints. `rate_limit` is the
+    peer's own requests per second, null when it follows a2a.peer_rate_limit_per_second."""
     return {
         "name": record.name,
         "endpoint": record.endpoint,
         "scheme": record.scheme,
+        "rate_limit": record.rate_limit,
         "created_at": record.created_at,
         "updated_at": record.updated_at,
     }
@@ -328,9 +331,10 @@ def run_list(args: argparse.Namespace) -> int:
               "--endpoint URL)")
     else:
         card_column = ("CARD",) if probed else ()
-        header = ("NAME", "ENDPOINT", "SCHEME", "CREATED", "UPDATED", *card_column)
+        header = ("NAME", "ENDPOINT", "SCHEME", "RATE", "CREATED", "UPDATED", *card_column)
         rows = [header] + [
-            (r["name"], r["endpoint"], r["scheme"], r["created_at"], r["updated_at"],
+            (r["name"], r["endpoint"], r["scheme"], _shown_limit(r["rate_limit"]),
+             r["created_at"], r["updated_at"],
              *((_describe(cards[r["name"]]),) if probed else ()))
             for r in records
         ]
@@ -363,9 +367,11 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         print_json(public)
     else:
-        fields = {**public, "secret": SECRET_SHOWN}
+        fields = {**public, "secret": SECRET_SHOWN,
+                  "rate_limit": _shown_limit(public["rate_limit"])}
         width = max(len(key) for key in fields) + 1
-        for key in ("name", "endpoint", "scheme", "secret", "created_at", "updated_at"):
+        for key in ("name", "endpoint", "scheme", "secret", "rate_limit", "created_at",
+                    "updated_at"):
             print(f"{key + ':':<{width}} {fields[key]}")
     return EXIT_OK
 

@@ -28,7 +28,7 @@ from tests.support.node import NodeProcess, cli
 SECRET = "cli-secret-7f3a9c-must-never-print"
 SECRET_2 = "cli-rotated-secret-41be-must-never-print"
 ENDPOINT = "http://127.0.0.1:8000"
-PUBLIC_KEYS = {"name", "endpoint", "scheme", "created_at", "updated_at"}
+PUBLIC_KEYS = {"name", "endpoint", "scheme", "rate_limit", "created_at", "updated_at"}
 
 
 @pytest.fixture(autouse=True)
@@ -237,10 +237,10 @@ def test_list_and_show_never_print_the_secret(run: Runner) -> None:
     table = run("peers", "list", "--no-probe")
     assert table.returncode == 0
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "ENDPOINT", "SCHEME", "CREATED", "UPDATED"]
-    assert [line.split()[:3] for line in lines[1:]] == [
-        ["peer-z", "https://z.example", "bearer"],
-        ["synthorg-a", ENDPOINT, "api_key"],
+    assert lines[0].split() == ["NAME", "ENDPOINT", "SCHEME", "RATE", "CREATED", "UPDATED"]
+    assert [line.split()[:4] for line in lines[1:]] == [
+        ["peer-z", "https://z.example", "bearer", "default"],
+        ["synthorg-a", ENDPOINT, "api_key", "default"],
     ]
 
     listed: list[dict[str, Any]] = json.loads(run("peers", "list", "--json", "--no-probe").stdout)
@@ -257,6 +257,22 @@ def test_list_and_show_never_print_the_secret(run: Runner) -> None:
     assert set(as_json) == PUBLIC_KEYS
     assert as_json["scheme"] == "bearer"
     # The `run` fixture then checks every output of this test for both secrets.
+
+
+def test_list_and_show_print_a_peers_own_rate_limit(run: Runner) -> None:
+    assert run.add("synthorg-a", SECRET, "--rate-limit", "2.5").returncode == 0
+    assert run.add("peer-z", SECRET_2).returncode == 0
+
+    rows = {line.split()[0]: line.split()[3]
+            for line in run("peers", "list", "--no-probe").stdout.splitlines()[1:]}
+    assert rows == {"synthorg-a": "2.5/s", "peer-z": "default"}
+    listed = json.loads(run("peers", "list", "--json", "--no-probe").stdout)
+    assert {p["name"]: p["rate_limit"] for p in listed} == {"synthorg-a": 2.5, "peer-z": None}
+
+    assert run("peers", "update", "peer-z", "--rate-limit", "0").returncode == 0
+    shown = run("peers", "show", "peer-z")
+    assert re.search(r"^rate_limit:\s+0/s$", shown.stdout, re.MULTILINE), shown.stdout
+    assert json.loads(run("peers", "show", "peer-z", "--json").stdout)["rate_limit"] == 0
 
 
 def test_list_of_an_empty_catalog(run: Runner) -> None:
