@@ -163,7 +163,9 @@ def _override(value: float | str) -> float | None:
 
 
 def _shown_limit(per_second: float | None) -> str:
-    return _DEFAULT if per_second is None else f"{per_second:g}/s"
+    if per_second is None:
+        return _DEFAULT
+    return "none" if per_second <= 0 else f"{per_second:g}/s"  # 0: no limit for this peer
 
 
 def run_update(args: argparse.Namespace) -> int:
