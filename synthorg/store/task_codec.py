@@ -20,7 +20,13 @@ def loads(body: str) -> Task:
 
 class TaskCache:
     """Validated tasks by (peer, id) and version, least recently used first out, bounded by
-    the size of their stored bodies."""
+    the size of their stored bodies.
+
+    Filled by reads only. A task just written is usually not read again at that version
+    (message/send answers it; its next write changes the version). Every cached task is a
+    few dozen objects that the garbage collector traverses: cached on every write, under a
+    steady message/send load, they made a collection of 190 ms every ~20,000 requests, and
+    each one held up every request in flight."""
 
     def __init__(self, max_bytes: int = 16 * 1024 * 1024) -> None:
         self._max_bytes = max_bytes

@@ -99,7 +99,6 @@ class PgTaskStore:
         if not created:
             raise KeyRecorded(await self._recorded(peer, key))
         stored = StoredTask(task, 0)
-        self._read.put((peer, task.id), stored, len(body))
         return stored
 
     async def update(
@@ -139,7 +138,6 @@ class PgTaskStore:
         if outcome == "missing":
             raise TaskNotFound()
         stored = StoredTask(task, version + 1)
-        self._read.put((peer, task.id), stored, len(body))
         return stored
 
     async def _recorded(self, peer: str, key: MessageKey) -> MessageKey:

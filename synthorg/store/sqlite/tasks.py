@@ -69,7 +69,6 @@ class SqliteTaskStore:
             return StoredTask(task, 0)
 
         stored = await self._db.write(job)
-        self._read.put((peer, task.id), stored, len(body))
         return stored
 
     async def update(
@@ -99,7 +98,6 @@ class SqliteTaskStore:
             return StoredTask(task, version + 1)
 
         stored = await self._db.write(job)
-        self._read.put((peer, task.id), stored, len(body))
         return stored
 
     async def heartbeat(self) -> None:
