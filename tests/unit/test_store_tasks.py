@@ -6,6 +6,7 @@ and kill -9 durability; then what only SQLite has (its write lock, its group com
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import signal
@@ -26,7 +27,12 @@ from synthorg.store.postgres import schema as pg_schema
 from synthorg.store.postgres.database import PgDatabase
 from synthorg.store.postgres.options import PgOptions
 from synthorg.store.postgres.tasks import PgTaskStore
-from synthorg.store.sqlite.database import Database, open_database
+from synthorg.store.sqlite.database import (
+    DB_FILENAME,
+    Database,
+    checkpoint_wal,
+    open_database,
+)
 from synthorg.store.sqlite.tasks import SqliteTaskStore
 from synthorg.store.tasks import (
     RESTART_MESSAGE,
@@ -214,6 +220,25 @@ def test_events_commit_with_their_write_in_order_and_per_owner(store: TaskStore)
     with pytest.raises(KeyRecorded):  # a refused create logs nothing
         run(store.create("peer-a", key("m-1"), make_task("t-2"), ['{"n":"lost"}']))
     assert run(store.events_after("peer-a", "t-2", 0, 10)) == []
+
+
+def test_writes_keep_no_task_in_memory(handles: Handles) -> None:
+    """A task written is not kept: under a steady message/send load every task kept is a
+    few dozen more objects for each garbage collection to walk (see TaskCache)."""
+    store = handles.open()
+
+    async def write(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            stored = await store.create("peer-a", key(f"m-{i}"), make_task(f"t-{i}"))
+            await store.update("peer-a", with_state(stored.task, "working"), stored.version)
+
+    run(write(0, 20))  # statement caches, connections
+    gc.collect()
+    before = len(gc.get_objects())
+    run(write(20, 300))
+    gc.collect()
+    grown = len(gc.get_objects()) - before
+    assert grown < 1500, grown  # kept, these 300 tasks were ~4,500 objects
 
 
 def test_recovery_logs_the_final_event_of_the_task_it_fails(handles: Handles) -> None:
@@ -492,6 +517,52 @@ def test_the_wal_stays_bounded_under_steady_writes(
     # keeps the WAL within two periods (~4 MiB), however the checkpoint's thread is scheduled:
     # writes wait for a checkpoint that falls a whole period behind.
     assert largest < 5 * 1024 * 1024, largest
+
+
+def test_group_commits_are_checkpointed_by_the_jobs_they_carry(
+    sqlite_store: SqliteTaskStore, db: Database, data_dir: Path
+) -> None:
+    """Under load one commit carries many jobs: checkpoints follow the jobs, so the WAL stays
+    within about two periods of them however few the commits are."""
+    db.checkpoint_every = 50
+    text = "x" * 40_000  # each task's body its own ten pages
+
+    def big_task(task_id: str) -> Task:
+        task = make_task(task_id)
+        return task.model_copy(update={"artifacts": [Artifact(
+            artifactId=f"a-{task_id}", parts=[TextPart(kind="text", text=text)])]})
+
+    async def bursts() -> int:
+        largest = 0
+        for burst in range(16):  # 400 tasks in about 16 commits
+            await asyncio.gather(*(
+                sqlite_store.create("peer-a", key(f"m-{burst}-{i}"), big_task(f"t-{burst}-{i}"))
+                for i in range(25)
+            ))
+            largest = max(largest, (data_dir / "synthorg.db-wal").stat().st_size)
+        return largest
+
+    largest = run(bursts())
+    # Counted in commits, no checkpoint would run at all: ~16 MiB of WAL.
+    assert largest < 8 * 1024 * 1024, largest
+
+
+def test_a_restarting_checkpoint_gives_up_on_a_reader_that_stays(
+    sqlite_store: SqliteTaskStore, data_dir: Path
+) -> None:
+    """While every write is held for it, it does not wait on a reader for SQLite's growing
+    busy sleeps: within its patience it reports that it could not finish."""
+    run(sqlite_store.create("peer-a", key("m-1"), make_task("t-1")))
+    path = data_dir / DB_FILENAME
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM tasks").fetchone() == (1,)
+        assert checkpoint_wal(path, "RESTART", patience=0.0) is False
+        reader.execute("COMMIT")
+        assert checkpoint_wal(path, "RESTART", patience=0.0) is True
+    finally:
+        reader.close()
 
 
 def test_a_failed_commit_acknowledges_nothing(data_dir: Path) -> None:
