@@ -229,12 +229,42 @@ def _json_union(kinds: list[Any], schema: dict[str, Any], where: str) -> str:
 def _discriminated_props() -> dict[str, set[str]]:
     """Definition name -> properties a union discriminates it on."""
     found: dict[str, set[str]] = {}
-    for _, schema in all_definitions().values():
+    for name, (_, schema) in all_definitions().items():
         if "discriminator" in schema:
             prop = schema["discriminator"]["propertyName"]
+            check_mapping(name, schema)
             for variant in schema["oneOf"]:
                 found.setdefault(ref_target(variant["$ref"]), set()).add(prop)
     return found
+
+
+def check_mapping(name: str, schema: dict[str, Any]) -> None:
+    """A discriminator's `mapping` must name every variant by the const of its discriminating
+    property, and nothing else: generators that read the mapping (openapi-typescript types
+    each variant's property as its mapping key) then agree with the models, which dispatch on
+    the consts."""
+    discriminator = schema["discriminator"]
+    prop = discriminator["propertyName"]
+    expected: dict[str, str] = {}
+    for variant in schema.get("oneOf", []):
+        if set(variant) != {"$ref"}:
+            raise CodegenError(f"{name}: a discriminated union's variants must be $refs")
+        target = ref_target(variant["$ref"])
+        const = all_definitions()[target][1].get("properties", {}).get(prop, {}).get("const")
+        if not isinstance(const, str):
+            raise CodegenError(f"{name}: {target}.{prop} must be a string const")
+        if const in expected:
+            raise CodegenError(f"{name}: {expected[const]} and {target} share {prop} {const!r}")
+        expected[const] = target
+    mapping = discriminator.get("mapping")
+    if not isinstance(mapping, dict):
+        raise CodegenError(f"{name}: the discriminator needs a mapping ({prop} value -> $ref)")
+    given = {key: ref_target(ref) for key, ref in mapping.items()}
+    if given != expected:
+        raise CodegenError(
+            f"{name}: discriminator mapping {given} does not match the variants' {prop} "
+            f"consts {expected}"
+        )
 
 
 def _is_nullable(schema: dict[str, Any]) -> bool:

@@ -1,7 +1,9 @@
 """`synthorg-a2a spec`: print this node's contract, or check a peer's against it.
 
-`spec [--format json|yaml]` prints the bundled OpenAPI 3.1 document, byte for byte what a
-running node serves at /openapi.json (or /openapi.yaml).
+`spec [--bundle] [--format json|yaml]` prints the bundled OpenAPI 3.1 document, byte for byte
+what a running node serves at /openapi.json (or /openapi.yaml): spec/ in one self-contained
+file, every reference local, read from disk with no network access. `--bundle` names what is
+printed for scripts and generators that need one file; the document is bundled either way.
 
 `spec check TARGET` fetches a peer's published document and reports, method by method, whether
 the peer offers our JSON-RPC methods and whether the requests we send and the results we read
@@ -56,11 +58,17 @@ def register(subparsers: Subparsers) -> None:
         "spec",
         help="print this node's OpenAPI contract, or check a peer's against it",
         description="Print the OpenAPI 3.1 document this node serves at /openapi.json "
-        "(--format yaml: /openapi.yaml), or, with 'check', compare a peer's published document "
-        "with ours.",
+        "(--format yaml: /openapi.yaml): spec/ bundled into one self-contained file, with no "
+        "network access. Or, with 'check', compare a peer's published document with ours.",
     )
     group.add_argument(
         "--format", choices=("json", "yaml"), default="json", help="output format (json)"
+    )
+    group.add_argument(
+        "--bundle",
+        action="store_true",
+        help="the bundled, self-contained document (every $ref local; what is printed "
+        "either way)",
     )
     group.set_defaults(handler=run_print)
     commands = group.add_subparsers(dest="spec_command", metavar="COMMAND")

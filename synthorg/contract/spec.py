@@ -73,14 +73,22 @@ def _bundled_ref(ref: str) -> str:
 
 
 def _rewrite_refs(node: Any) -> Any:
+    """Every reference rewritten for the bundle: `$ref`s, and the targets of a discriminator's
+    `mapping`, which are references too (OpenAPI 3.1, Discriminator Object)."""
     if isinstance(node, dict):
-        return {
-            key: _bundled_ref(value) if key == "$ref" else _rewrite_refs(value)
-            for key, value in node.items()
-        }
+        return {key: _rewritten(key, value) for key, value in node.items()}
     if isinstance(node, list):
         return [_rewrite_refs(item) for item in node]
     return node
+
+
+def _rewritten(key: str, value: Any) -> Any:
+    if key == "$ref":
+        return _bundled_ref(value)
+    if key == "discriminator" and isinstance(value, dict) and "mapping" in value:
+        mapping = {name: _bundled_ref(ref) for name, ref in value["mapping"].items()}
+        return {**value, "mapping": mapping}
+    return _rewrite_refs(value)
 
 
 @cache

@@ -7,6 +7,7 @@ JSON Schema they come from.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import shutil
@@ -24,7 +25,14 @@ from referencing import Registry, Resource
 import codegen.__main__ as codegen_main
 from codegen.constants import UNION_V1, methods, render_constants, streams
 from codegen.dispatch import render_dispatch
-from codegen.models import CodegenError, _class_source, render_models, spec_names, type_expr
+from codegen.models import (
+    CodegenError,
+    _class_source,
+    check_mapping,
+    render_models,
+    spec_names,
+    type_expr,
+)
 from codegen.naming import handler_module
 from synthorg.contract.spec import all_definitions, load_schema_files
 from synthorg.gateway import pipeline as rpc
@@ -186,6 +194,49 @@ def test_generator_refuses_unsupported_keywords() -> None:
 def test_generator_refuses_open_objects() -> None:
     with pytest.raises(CodegenError, match="must set additionalProperties: false"):
         _class_source("Open", {"type": "object", "properties": {"a": {"type": "string"}}}, set())
+
+
+def _part_union(mapping: dict[str, str] | None) -> dict[str, Any]:
+    union = copy.deepcopy(all_definitions()["Part"][1])
+    if mapping is None:
+        del union["discriminator"]["mapping"]
+    else:
+        union["discriminator"]["mapping"] = mapping
+    return union
+
+
+def test_every_discriminated_union_of_the_spec_has_a_mapping_that_matches_its_variants() -> None:
+    unions = [name for name, (_, s) in all_definitions().items() if "discriminator" in s]
+    assert len(unions) == 5
+    for name in unions:
+        check_mapping(name, all_definitions()[name][1])  # raises on a mismatch
+
+
+@pytest.mark.parametrize(
+    ("mapping", "complaint"),
+    [
+        (None, "needs a mapping"),
+        ({"text": "#/$defs/TextPart", "file": "#/$defs/FilePart"}, "does not match"),
+        (
+            {"text": "#/$defs/DataPart", "file": "#/$defs/FilePart", "data": "#/$defs/TextPart"},
+            "does not match",
+        ),
+        (
+            {
+                "text": "#/$defs/TextPart",
+                "file": "#/$defs/FilePart",
+                "data": "#/$defs/DataPart",
+                "video": "#/$defs/DataPart",
+            },
+            "does not match",
+        ),
+    ],
+)
+def test_generator_refuses_a_mapping_that_does_not_name_each_variant_by_its_const(
+    mapping: dict[str, str] | None, complaint: str
+) -> None:
+    with pytest.raises(CodegenError, match=complaint):
+        check_mapping("Part", _part_union(mapping))
 
 
 def rendered(schema: dict[str, Any]) -> TypeAdapter[Any]:
