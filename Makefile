@@ -1,11 +1,12 @@
 # `make demo` runs two federated nodes on loopback and one delegation between them;
-# `make test` runs every check CI runs. Both set up .venv first.
+# `make test` runs every check CI runs. Both set up .venv first (and `make test` the TypeScript
+# client's npm dependencies).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen lint bench tck clean
+.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench tck clean
 
 venv: $(STAMP)
 
@@ -32,7 +33,7 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/python -m synthorg.demo
 
-test: venv sdk1-venv
+test: venv sdk1-venv client-ts-deps
 	$(BIN)/python -m codegen --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -90,6 +91,29 @@ tck: venv $(TCK_STAMP)
 codegen: venv
 	$(BIN)/python -m codegen
 
+# The TypeScript client (clients/typescript): its npm dependencies, exactly as package-lock.json
+# pins them (Node.js 20+ and npm from the machine; nothing else is downloaded). The stamp holds
+# the lock file's hash, which tests/clients/test_typescript.py reads too.
+CLIENT_TS := clients/typescript
+CLIENT_TS_STAMP := $(CLIENT_TS)/node_modules/.synthorg-lock-sha256
+
+client-ts-deps: $(CLIENT_TS_STAMP)
+
+$(CLIENT_TS_STAMP): $(CLIENT_TS)/package-lock.json
+	cd $(CLIENT_TS) && npm ci --no-audit --no-fund
+	sha256sum $(CLIENT_TS)/package-lock.json | cut -d' ' -f1 > $@
+
+# Regenerate the client's types and constants from the bundled spec (after a spec change, as
+# `make codegen` for the Python side; CI fails while they are stale), then compile it.
+client-ts: venv client-ts-deps
+	mkdir -p $(CLIENT_TS)/build
+	$(BIN)/synthorg-a2a spec --bundle > $(CLIENT_TS)/build/openapi.json
+	cd $(CLIENT_TS) && node scripts/generate.mjs --spec build/openapi.json && npm run --silent build
+
+# The client's checks and its own tests against a live node this starts (tests/clients).
+client-ts-test: venv client-ts-deps
+	$(BIN)/pytest tests/clients -q
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -97,5 +121,6 @@ lint: venv
 # Removes what the targets above create; never a data directory (it holds peer secrets).
 clean:
 	rm -rf $(VENV) $(SDK1_VENV) $(TCK1_VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache \
-		.hypothesis .schemathesis schemathesis-report
+		.hypothesis .schemathesis schemathesis-report \
+		$(CLIENT_TS)/node_modules $(CLIENT_TS)/build $(CLIENT_TS)/dist
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -3,12 +3,15 @@
 The generator is openapi-python-client (a pinned dev dependency), run as a subprocess on the
 document exactly as the node serves it. The generated package is imported from a temporary
 directory and used, with its own models, to send message/send, tasks/get and tasks/cancel.
-A missing generator fails the test: this is what the published spec promises.
+A missing generator fails the test: this is what the published spec promises. The generated
+client also runs the scenario list every generated client shares (tests/clients/scenarios.json;
+the TypeScript package runs it too), so a spec change that breaks either generator fails.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -36,6 +39,9 @@ agents:
   - {{id: parker, name: Parker, executor: {{kind: park}}}}
 """
 GENERATOR_CONFIG = f"package_name_override: {PACKAGE}\nproject_name_override: synthorg-a2a-client\n"
+SCENARIOS = json.loads(
+    (Path(__file__).resolve().parents[1] / "clients" / "scenarios.json").read_text()
+)["scenarios"]
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +223,37 @@ def test_errors_are_read_through_the_generated_models(
         assert response.status_code == 401
         assert isinstance(response.parsed, m.JsonRpcErrorResponse)
         assert response.parsed.error.code == m.ErrorCode(-32003)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s["name"] for s in SCENARIOS])
+def test_the_shared_scenarios(generated: ModuleType, node: LiveNode, scenario: Any) -> None:
+    """Each step through the generated client, as scenarios.json describes it."""
+    last: str | None = None
+    for index, step in enumerate(scenario["steps"]):
+        where = f"step {index + 1} ({step['call']})"
+        api = Api(generated, node, key=f"{KEY}-wrong" if step.get("credential") == "wrong" else KEY)
+        task_id = last if step.get("task") == "$last" else step.get("task")
+        if step["call"] == "send":
+            request = api.message(step["text"])
+        else:
+            assert task_id is not None, where
+            request = api.get(task_id) if step["call"] == "get" else api.cancel(task_id)
+        with api.client as client:
+            if step.get("agent"):
+                response = api.rpc_agent.sync_detailed(step["agent"], client=client, body=request)
+            else:
+                response = api.rpc.sync_detailed(client=client, body=request)
+        expect = step["expect"]
+        if "error" in expect:
+            assert response.status_code == expect.get("http", 200), where
+            assert isinstance(response.parsed, api.models.JsonRpcErrorResponse), where
+            assert response.parsed.error.code == api.models.ErrorCode(expect["error"]), where
+            continue
+        task = api.task(response, request)
+        last = task.id
+        if "state" in expect:
+            assert task.status.state == api.models.TaskState(expect["state"]), where
+        if "artifactText" in expect:
+            assert task.artifacts[0].parts[0].text == expect["artifactText"], where
+        if "firstHistoryRole" in expect:
+            assert task.history[0].role == api.models.Role(expect["firstHistoryRole"]), where

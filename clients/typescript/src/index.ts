@@ -1,0 +1,13 @@
+export { A2AClient, endpointFor, fetchCard } from "./client.js";
+export type { Card, ClientOptions, ConnectOptions, FetchCardOptions, MethodsOf, StreamingMethodsOf } from "./client.js";
+export { authHeaders } from "./auth.js";
+export type { Credentials } from "./auth.js";
+export { A2AAuthError, A2AError, A2AHttpError, A2AProtocolError, isA2AError } from "./errors.js";
+export { TaskStream } from "./stream.js";
+export type { StreamOptions } from "./stream.js";
+export { JsonRpcTransport } from "./transport.js";
+export type { CallOptions, MethodName, Params, Result, RetryOptions, StreamedResult, Transport } from "./transport.js";
+export { readEvents } from "./sse.js";
+export type { SseEvent } from "./sse.js";
+export * from "./generated/spec.js";
+export type * from "./generated/schema.js";
