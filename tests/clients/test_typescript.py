@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,40 @@ def test_the_generated_types_carry_each_discriminator_value(package: Path) -> No
 
 def test_package_examples_and_tests_type_check_strictly(package: Path) -> None:
     tsc("-p", "tsconfig.json", "--noEmit", "--strict")
+
+
+# A second generator reads the bundle as served: @hey-api/openapi-ts (its fetch client, types
+# and SDK; 0.95.0 is its last release that runs on Node 20, pinned in package.json). Its output
+# must type-check as strictly as the package does.
+HEY_API_CONFIG = """\
+export default {
+  input: "openapi.json",
+  output: { path: "client", importFileExtension: ".js" },
+  plugins: ["@hey-api/client-fetch", "@hey-api/typescript", "@hey-api/sdk"],
+};
+"""
+HEY_API_TSCONFIG = {
+    "compilerOptions": {
+        "target": "ES2022", "lib": ["ES2022", "DOM", "DOM.Iterable"], "module": "NodeNext",
+        "moduleResolution": "NodeNext", "strict": True, "noEmit": True, "types": [],
+    },
+    "include": ["client"],
+}
+
+
+def test_a_second_generator_makes_a_client_that_type_checks(package: Path) -> None:
+    work = PACKAGE / "build" / "second-generator"  # inside the package: its node_modules resolve
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    (work / "openapi.json").write_bytes(bundle_bytes())
+    (work / "openapi-ts.config.mjs").write_text(HEY_API_CONFIG)
+    (work / "tsconfig.json").write_text(json.dumps(HEY_API_TSCONFIG))
+    generator = PACKAGE / "node_modules" / "@hey-api" / "openapi-ts" / "bin" / "run.js"
+    result = run(tool("node"), str(generator), cwd=work)
+    assert "error" not in (result.stdout + result.stderr).lower(), result.stdout + result.stderr
+    types = (work / "client" / "types.gen.ts").read_text()
+    assert "method: 'message/send';" in types  # the mapping's value, not a schema name
+    tsc("-p", str(work / "tsconfig.json"))
 
 
 @pytest.fixture(scope="module")

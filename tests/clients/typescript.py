@@ -34,9 +34,9 @@ def tool(name: str) -> str:
 
 
 def run(*args: str, env: dict[str, str] | None = None, timeout: int = TIMEOUT,
-        check: bool = True) -> subprocess.CompletedProcess[str]:
+        check: bool = True, cwd: Path = PACKAGE) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        list(args), cwd=PACKAGE, capture_output=True, text=True, timeout=timeout,
+        list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, **(env or {})}, check=False,
     )
     if check and result.returncode != 0:
