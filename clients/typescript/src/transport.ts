@@ -176,7 +176,10 @@ export class JsonRpcTransport implements Transport {
     const attempts = retry.attempts ?? 3;
     const maxDelay = retry.maxDelaySeconds ?? 60;
     for (let attempt = 1; ; attempt++) {
-      const answer = await this.post(method, params, parseAs, options);
+      const answer = await this.post(method, params, parseAs, options).catch((error: unknown) => {
+        // openapi-fetch parses a 200 answer as JSON: one that is not is unreadable, not a fault.
+        throw error instanceof SyntaxError ? new A2AProtocolError(`an answer that is not JSON: ${error.message}`) : error;
+      });
       const body = answer.response.ok ? answer.data : answer.error;
       if (answer.response.status !== 429) return { body, response: answer.response };
       const error = failure(body, answer.response);
