@@ -338,11 +338,19 @@ class Node:
         return recovered
 
     async def resume_adopted(self) -> None:
-        """Go on with the tasks `recover` took over, on the loop that serves."""
+        """Go on with the tasks `recover` took over, on the loop that serves. Each on its own:
+        one that cannot go on (it moved on meanwhile: canceled elsewhere, say) is reported
+        and the others still resume; nothing of it reaches the caller (the start-up, the
+        maintenance loop with its heartbeats)."""
         adopted, self._adopted = self._adopted, []
         for peer, stored in adopted:
-            with contextlib.suppress(StoreError):  # left to the next sweep's recovery
+            try:
                 await self.tasks.resume(peer, stored)
+            except Exception as exc:
+                if isinstance(exc, StoreError):  # this runner holds it: the next sweep retries
+                    self._adopted.append((peer, stored))
+                emit(events.TASK_RESUME_FAILED, level="warning", peer_name=peer,
+                     task_id=stored.task.id, error=type(exc).__name__)
 
     async def start_background(self) -> None:
         """Hold this runner's lease while the node serves, and sweep up after runners that

@@ -18,6 +18,9 @@ TASK_STATE_CHANGED: Final = "a2a.task.state_changed"
 TASK_RECOVERED: Final = "a2a.task.recovered"
 # An unfinished task of a runner that is gone, taken over and followed again: task_id.
 TASK_RESUMED: Final = "a2a.task.resumed"
+# A task taken over could not be resumed (it moved on meanwhile, canceled elsewhere, or the
+# store failed): peer_name, task_id, error (the type only); the node's other work goes on.
+TASK_RESUME_FAILED: Final = "a2a.task.resume_failed"
 # A delegated task is no longer followed by stream (refused, invalid, or the peer away too
 # long): peer_name, task_id (the peer's), reason; its follower polls instead.
 FOLLOW_STREAM_ABANDONED: Final = "a2a.follow.stream_abandoned"
