@@ -322,6 +322,12 @@ class Node:
         but this one, as when the only server of a store starts); returns the count. Those
         whose agent can go on with them (a forwarded task still running at the peer) are
         taken over instead, and resumed once the node serves (`resume_adopted`)."""
+        if not others_gone:
+            # This runner holds its lease before it takes anything over: a task adopted by a
+            # runner with none would look left behind to another replica's sweep, which would
+            # take it over (and resume it) too. (With `others_gone` no other runner sweeps:
+            # a store's only server, or a supervisor adopting for the workers it starts.)
+            await self.task_store.heartbeat()
         self._adopted.extend(
             await self.task_store.adopt(self.tasks.resumable, others_gone=others_gone)
         )

@@ -51,12 +51,19 @@ T = TypeVar("T")
 LEASE = "2"  # seconds: a killed replica's tasks are failed this long after its last heartbeat
 ADMIN_TOKEN = "replica-admin-token-7d1e5c9a3b"
 DOWNSTREAM = "downstream"
+WRITER_SECONDS, WRITER_CHUNKS = 3, 6  # the slow writer: one chunk of its answer every 0.5 s
 CONFIG = f"""\
 a2a:
   enabled: true
   node_name: replicated-node
   allowed_peers: [{PEER_A}, {PEER_B}]
 {AGENTS_YAML}  - {{id: slow, name: Slow, executor: {{kind: peer, peer: {DOWNSTREAM}}}}}
+  - id: writer
+    name: Writer
+    executor:
+      kind: python
+      entrypoint: examples.slow_writer:factory
+      options: {{seconds: {WRITER_SECONDS}, chunks: {WRITER_CHUNKS}}}
 """
 
 
@@ -414,3 +421,56 @@ def test_kill_9_of_one_replica_under_load_loses_nothing_and_duplicates_nothing(
             assert replay["id"] == answer["id"]
             by_key.setdefault(sent["messageId"], set()).add(answer["id"])
     assert all(len(ids) == 1 for ids in by_key.values())  # zero duplicate tasks
+
+
+def answer_of(task: Json) -> list[str]:
+    return [part["text"] for artifact in task.get("artifacts") or [] for part in artifact["parts"]]
+
+
+def wait_until_written(c: httpx.Client, task_id: str, chunks: int, timeout: float) -> Json:
+    """The task once its answer has at least `chunks` chunks (polled, as wait_until_final)."""
+    deadline = time.monotonic() + timeout
+    tick = threading.Event()
+    while True:
+        task = expect_result(get_task(c, task_id))
+        if len(answer_of(task)) >= chunks:
+            return task
+        if time.monotonic() > deadline:
+            raise AssertionError(f"task {task_id} wrote fewer than {chunks} chunks in {timeout}s")
+        tick.wait(0.1)
+
+
+def test_the_tasks_of_a_killed_replica_are_resumed_once_each_while_another_replica_starts(
+    replicas: Replicas, pair: tuple[LiveNode, LiveNode],
+) -> None:
+    """A replica is killed (kill -9) while its agent writes three answers chunk by chunk; a
+    third replica starts meanwhile (it takes over at start what it finds left behind) while
+    the other two sweep once per lease. Each task is resumed by one replica only, and ends
+    completed with every chunk of its answer exactly once, in order."""
+    victim, late = replicas.replica("writer-victim"), replicas.replica("writer-late")
+    try:
+        victim.start()
+        with client(victim) as c:
+            ids = [
+                expect_result(call(c, "message/send", {
+                    "message": message(f"story {i}", agent_id="writer"),
+                    "configuration": {"blocking": False},
+                }))["id"]
+                for i in range(3)
+            ]
+        with client(pair[0]) as c:
+            for task_id in ids:
+                assert len(answer_of(wait_until_written(c, task_id, 1, 30))) < WRITER_CHUNKS
+        victim.kill()
+        late.start()
+        with client(pair[1]) as c:
+            finals = [wait_until_final(c, task_id, 4 * float(LEASE) + 30) for task_id in ids]
+        for i, final in enumerate(finals):
+            assert final["status"]["state"] == "completed", final
+            assert answer_of(final) == [f"[{n}] story {i}\n" for n in range(1, WRITER_CHUNKS + 1)]
+        resumed = [event["task_id"] for node in (*pair, late)
+                   for event in node.events("a2a.task.resumed") if event["task_id"] in ids]
+        assert sorted(resumed) == sorted(ids)  # once each, by one replica
+    finally:
+        late.stop()
+        victim.stop()

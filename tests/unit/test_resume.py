@@ -15,10 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
+from synthorg.api.serve import boot_shared
 from synthorg.clock import new_id
 from synthorg.generated.models import Message, Task, TaskStatus, TextPart
-from synthorg.node import Node
+from synthorg.node import Node, prepare
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import LOGGER_NAME
 from synthorg.store.select import open_stores
@@ -131,5 +133,41 @@ def test_a_task_canceled_between_adoption_and_resumption_ends_neither_start_nor_
             await node.stop_background()
             node.close()
             other.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_replica_holds_its_lease_before_it_takes_over_at_start(
+    tmp_path: Path, postgres_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a starting replica takes over (adopts) the tasks of runners that are
+    gone before it serves. If its own runner held no lease yet, those tasks would look left
+    behind to the sweep of every other replica, which would take them over too: two
+    replicas resuming one task, writing each chunk twice."""
+    monkeypatch.setenv("SYNTHORG_DATABASE_URL", postgres_database)
+    monkeypatch.setenv("SYNTHORG_SECRET_KEY", Fernet.generate_key().decode())
+    dirs = []
+    for name in ("gone", "starting", "sweeping"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.yaml").write_text(CONFIG)
+        dirs.append(tmp_path / name)
+
+    async def scenario() -> None:
+        task_id = await left_unstarted(dirs[0], "gone-replica", "take me over once")
+        starting = open_stores(dirs[1], Runner(lease_seconds=60), migrate=False)
+        sweeping = open_stores(dirs[2], Runner(lease_seconds=60), migrate=False)
+        try:
+            # The start-up work of a replica (reach the store, migrate, build, recover),
+            # just before it starts serving and resuming.
+            await boot_shared(prepare(dirs[1]), starting, "127.0.0.1", 0, 1, pytest.fail)
+            await sweeping.tasks.heartbeat()
+            # Another live replica's sweep, at that moment: the task is taken.
+            assert await sweeping.tasks.adopt(lambda task: True) == []
+            assert await sweeping.tasks.recover("2030-01-01T00:00:00.000Z") == 0
+            stored = await sweeping.tasks.get(PEER, task_id)
+            assert stored is not None and stored.task.status.state == "submitted"
+        finally:
+            starting.close()
+            sweeping.close()
 
     asyncio.run(scenario())
