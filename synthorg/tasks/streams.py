@@ -35,8 +35,12 @@ class TaskStreams:
         self._reads: dict[tuple[str, str, int], asyncio.Future[list[Sequenced[StreamEvent]]]] = {}
         self._listeners: list[Callable[[str], None]] = []
         # One timer for every follower, not one per wait: a write wakes all the followers of
-        # its task, and a timer each would be made and cancelled for every event.
+        # its task, and a timer each would be made and cancelled for every event. It lives
+        # while there are followers, on their loop: the last one to leave cancels it, and a
+        # follower on another loop (the timer's own closed, its callback never to run)
+        # starts one of its own.
         self._ticker: asyncio.TimerHandle | None = None
+        self._ticker_loop: asyncio.AbstractEventLoop | None = None
 
     def on_write(self, listener: Callable[[str], None]) -> None:
         """Call `listener(task_id)` on every write in this process (the push deliverer)."""
@@ -52,6 +56,19 @@ class TaskStreams:
             if self._waiting else None
         )
 
+    def _keep_ticking(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._ticker is not None and self._ticker_loop is loop:
+            return
+        if self._ticker is not None:
+            self._ticker.cancel()
+        self._ticker, self._ticker_loop = loop.call_later(self._poll, self._tick), loop
+
+    def _stop_ticking(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+        self._ticker = self._ticker_loop = None
+
     def notify(self, task_id: str) -> None:
         """Something was logged for the task: wake its followers in this process."""
         for woken in self._waiting.get(task_id, ()):
@@ -64,8 +81,7 @@ class TaskStreams:
     ) -> AsyncIterator[Sequenced[StreamEvent]]:
         woken = asyncio.Event()
         self._waiting.setdefault(task_id, set()).add(woken)
-        if self._ticker is None:
-            self._ticker = asyncio.get_running_loop().call_later(self._poll, self._tick)
+        self._keep_ticking()
         try:
             while True:
                 woken.clear()  # before the read: a write after it wakes the wait below
@@ -83,6 +99,8 @@ class TaskStreams:
                 waiting.discard(woken)
                 if not waiting:
                     del self._waiting[task_id]
+            if not self._waiting:
+                self._stop_ticking()
 
     async def _page(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
         """One read of the log shared by the followers that ask for it in the same loop turn:
