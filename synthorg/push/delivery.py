@@ -121,7 +121,10 @@ class Deliverer:
             task = stored.task
             body = task.__pydantic_serializer__.to_json(task, by_alias=True, exclude_none=True)
             key = f"{task.status.state}@{task.status.timestamp or ''}"
-            if await self._outbox.enqueue(task_id, key, body.decode(), self._clock()):
+            added = await self._outbox.enqueue(
+                task_id, key, stored.version, body.decode(), self._clock()
+            )
+            if added:
                 self._wake.set()
 
     async def sweep(self) -> None:

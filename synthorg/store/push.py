@@ -60,10 +60,14 @@ class PushOutbox(Protocol):
     """Deliveries owed, durable: a claim holds a delivery for a lease, so a sender that dies
     leaves it due again (at least once; the delivery id tells duplicates apart)."""
 
-    async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
-        """One delivery per config of the task for this status (`status_key`); the status a
-        config was last enqueued for is not enqueued again (each config keeps it, so pruned
-        deliveries are not owed again). Returns how many were added."""
+    async def enqueue(
+        self, task_id: str, status_key: str, version: int, body: str, now: float
+    ) -> int:
+        """One delivery per config of the task for this status (`status_key`, read at the
+        task's `version`). Each config keeps the status it was last enqueued for and its
+        version: that status is not enqueued again (so pruned deliveries are not owed again),
+        nor is a status read at an older version (a read that overlapped a newer one's
+        enqueue). Returns how many were added."""
         ...
 
     async def claim(self, now: float, lease: float, limit: int) -> list[Delivery]:

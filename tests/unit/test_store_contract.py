@@ -285,9 +285,9 @@ def test_push_outbox_enqueues_once_per_status_and_claims_with_a_lease(bundles: B
     one, two = bundles.open(), bundles.open()
     run(one.push_configs.put("peer-a", "t-1", {"id": "c-1", "url": "https://h.example/"}))
     run(one.push_configs.put("peer-a", "t-1", {"id": "c-2", "url": "https://h.example/"}))
-    assert run(one.push_outbox.enqueue("t-1", "working@1", '{"v": 1}', 100.0)) == 2
-    assert run(two.push_outbox.enqueue("t-1", "working@1", '{"v": 1}', 100.0)) == 0  # again
-    assert run(one.push_outbox.enqueue("t-none", "working@1", "{}", 100.0)) == 0  # no config
+    assert run(one.push_outbox.enqueue("t-1", "working@1", 1, '{"v": 1}', 100.0)) == 2
+    assert run(two.push_outbox.enqueue("t-1", "working@1", 1, '{"v": 1}', 100.0)) == 0  # again
+    assert run(one.push_outbox.enqueue("t-none", "working@1", 1, "{}", 100.0)) == 0  # no config
     claimed = run(one.push_outbox.claim(100.0, 30.0, 10))
     assert sorted(d.config["id"] for d in claimed if d.config) == ["c-1", "c-2"]
     assert {d.peer for d in claimed} == {"peer-a"} and {d.attempts for d in claimed} == {0}
@@ -309,7 +309,7 @@ def test_push_outbox_prunes_finished_deliveries_in_bounded_batches(bundles: Bund
     one, two = bundles.open(), bundles.open()
     for n in range(5):
         run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
-    assert run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0)) == 5
+    assert run(one.push_outbox.enqueue("t-1", "working@1", 1, "{}", 100.0)) == 5
     assert run(two.push_outbox.pending()) == 5
     claimed = run(one.push_outbox.claim(100.0, 30.0, 10))  # held until 130
     for delivery in claimed[:3]:
@@ -324,15 +324,39 @@ def test_push_outbox_prunes_finished_deliveries_in_bounded_batches(bundles: Bund
     assert run(two.push_outbox.state(claimed[4].id)) == (None, 1)
     assert all(run(one.push_outbox.state(d.id)) is None for d in claimed[:4])
     # a status pruned is not owed again: a sweep re-reading the task adds nothing
-    assert run(two.push_outbox.enqueue("t-1", "working@1", "{}", 200.0)) == 0
-    assert run(two.push_outbox.enqueue("t-1", "completed@2", "{}", 200.0)) == 5
+    assert run(two.push_outbox.enqueue("t-1", "working@1", 1, "{}", 200.0)) == 0
+    assert run(two.push_outbox.enqueue("t-1", "completed@2", 2, "{}", 200.0)) == 5
+
+
+def test_push_outbox_never_enqueues_an_older_status_after_a_newer_one(bundles: Bundles) -> None:
+    """Two enqueues of one task may overlap: each read the task, at some version, before the
+    other wrote. The status read at the older version comes second; it is not owed (pushed
+    after the newer one, it would say the task went back), and neither is a repeat of the
+    newer one once its delivery was pruned."""
+    one, two = bundles.open(), bundles.open()
+    for n in range(2):
+        run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
+    assert run(one.push_outbox.enqueue("t-1", "working@1", 1, "{}", 100.0)) == 2
+    assert run(two.push_outbox.enqueue("t-1", "completed@2", 5, "{}", 100.0)) == 2
+    assert run(one.push_outbox.enqueue("t-1", "working@1", 1, "{}", 100.0)) == 0  # read late
+    assert run(one.push_outbox.enqueue("t-1", "input-required@3", 3, "{}", 100.0)) == 0
+    for delivery in run(one.push_outbox.claim(100.0, 30.0, 10)):
+        run(one.push_outbox.delivered(delivery.id))
+    assert run(one.push_outbox.prune(1000.0, 10)) == 4
+    assert run(two.push_outbox.enqueue("t-1", "working@1", 1, "{}", 2000.0)) == 0
+    assert run(two.push_outbox.enqueue("t-1", "completed@2", 5, "{}", 2000.0)) == 0
+    assert run(one.push_outbox.pending()) == 0
+    run(one.push_configs.put("peer-a", "t-1", {"id": "c-new", "url": "https://h.example/"}))
+    # A config set later is owed the status the task has now, once.
+    assert run(one.push_outbox.enqueue("t-1", "completed@2", 5, "{}", 2000.0)) == 1
+    assert run(two.push_outbox.enqueue("t-1", "completed@2", 5, "{}", 2000.0)) == 0
 
 
 def test_push_outbox_marks_many_delivered_in_one_write(bundles: Bundles) -> None:
     one, two = bundles.open(), bundles.open()
     for n in range(3):
         run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
-    run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    run(one.push_outbox.enqueue("t-1", "working@1", 1, "{}", 100.0))
     first, second, third = run(one.push_outbox.claim(100.0, 30.0, 10))
     run(one.push_outbox.delivered_many([first.id, third.id]))
     run(one.push_outbox.delivered_many([]))
@@ -346,7 +370,7 @@ def test_push_outbox_releases_claims_due_within_the_lease(bundles: Bundles) -> N
     one, two = bundles.open(), bundles.open()
     for n in range(3):
         run(one.push_configs.put("peer-a", "t-1", {"id": f"c-{n}", "url": "https://h.example/"}))
-    run(one.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    run(one.push_outbox.enqueue("t-1", "working@1", 1, "{}", 100.0))
     first, second, third = run(one.push_outbox.claim(100.0, 30.0, 10))  # held until 130
     run(one.push_outbox.retry(second.id, 400.0, "HTTP 503"))  # a retry far off: left alone
     run(one.push_outbox.delivered(third.id))
@@ -363,7 +387,7 @@ def test_housekeeping_prunes_old_finished_deliveries_and_receipts_out_of_window(
 
     stores = bundles.open()
     run(stores.push_configs.put("peer-a", "t-1", {"id": "c-1", "url": "https://h.example/"}))
-    run(stores.push_outbox.enqueue("t-1", "working@1", "{}", 100.0))
+    run(stores.push_outbox.enqueue("t-1", "working@1", 1, "{}", 100.0))
     [delivery] = run(stores.push_outbox.claim(100.0, 30.0, 10))
     run(stores.push_outbox.delivered(delivery.id))
     run(stores.push_receipts.first("peer-a", "d-old", 100.0, None))
@@ -400,7 +424,7 @@ def test_a_sqlite_outbox_from_before_housekeeping_owes_no_status_twice(tmp_path:
     stores = SqliteStores(data)
     try:
         assert run(stores.push_outbox.prune(10.0, 10)) == 2
-        assert run(stores.push_outbox.enqueue("t-1", "completed@2", "{}", 20.0)) == 0
+        assert run(stores.push_outbox.enqueue("t-1", "completed@2", 2, "{}", 20.0)) == 0
     finally:
         stores.close()
 
@@ -436,9 +460,69 @@ def test_a_postgresql_outbox_from_before_housekeeping_owes_no_status_twice(
     stores = Bundles(Path("unused"), postgres_database).open()  # migrates to the latest
     try:
         assert run(stores.push_outbox.prune(10.0, 10)) == 2
-        assert run(stores.push_outbox.enqueue("t-1", "completed@2", "{}", 20.0)) == 0
+        assert run(stores.push_outbox.enqueue("t-1", "completed@2", 2, "{}", 20.0)) == 0
     finally:
         stores.close()
+
+
+def test_overlapping_postgresql_enqueues_push_no_status_twice_and_none_out_of_order(
+    postgres_database: str,
+) -> None:
+    """Replicas enqueue at once on PostgreSQL. Two enqueues of one task that read it at
+    different versions wait on the same config rows (held here by a third transaction, so
+    they are surely both waiting): the newer goes first, and the older, checked again on the
+    row the newer left, adds nothing. Eight replicas enqueueing one status at once add one
+    delivery per config."""
+    import asyncpg
+
+    bundles = Bundles(Path("unused"), postgres_database)
+    handles = [bundles.open() for _ in range(8)]
+    configs = 3
+    for n in range(configs):
+        run(handles[0].push_configs.put("peer-a", "t-1",
+                                        {"id": f"c-{n}", "url": "https://h.example/"}))
+
+    async def waiting_on_locks(conn: asyncpg.Connection, count: int) -> None:
+        for _ in range(1000):  # each check a round trip; bounded, never a blind wait
+            waiting = await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'")
+            if waiting >= count:
+                return
+            await asyncio.sleep(0.005)
+        raise AssertionError(f"fewer than {count} enqueues waiting on the config rows")
+
+    async def overlapping() -> tuple[int, int]:
+        holder = await asyncpg.connect(postgres_database)
+        watcher = await asyncpg.connect(postgres_database)
+        try:
+            hold = holder.transaction()
+            await hold.start()
+            await holder.execute("SELECT 1 FROM push_configs WHERE task_id = 't-1' FOR UPDATE")
+            newer = asyncio.ensure_future(
+                handles[1].push_outbox.enqueue("t-1", "completed@2", 2, "{}", 100.0))
+            await waiting_on_locks(watcher, 1)
+            older = asyncio.ensure_future(
+                handles[2].push_outbox.enqueue("t-1", "working@1", 1, "{}", 100.0))
+            await waiting_on_locks(watcher, 2)
+            await hold.commit()
+            return await newer, await older
+        finally:
+            await holder.close()
+            await watcher.close()
+
+    async def at_once(key: str, version: int) -> list[int]:
+        return list(await asyncio.gather(*(
+            handle.push_outbox.enqueue("t-1", key, version, "{}", 100.0) for handle in handles
+        )))
+
+    try:
+        assert run(overlapping()) == (configs, 0)
+        assert sum(run(at_once("canceled@3", 3))) == configs
+        assert sum(run(at_once("canceled@3", 3))) == 0
+        assert run(handles[0].push_outbox.pending()) == 2 * configs
+    finally:
+        bundles.close()
 
 
 def test_push_receipts_are_pruned_by_age_in_bounded_batches(bundles: Bundles) -> None:

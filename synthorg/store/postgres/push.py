@@ -89,18 +89,24 @@ class PgPushOutbox:
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
 
-    async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
+    async def enqueue(
+        self, task_id: str, status_key: str, version: int, body: str, now: float
+    ) -> int:
         # One statement, one round trip for every config: the config rows' locks order two
-        # replicas enqueueing the same status (the second finds it set and adds nothing).
+        # replicas enqueueing at once, and the second one's condition is checked again on
+        # the row the first left (the same status, or a newer version: it adds nothing).
         row = await self._db.fetchrow(
-            "WITH due AS (UPDATE push_configs SET last_status_key = $2 "
-            "WHERE task_id = $1 AND last_status_key IS DISTINCT FROM $2 RETURNING config_id), "
+            "WITH due AS (UPDATE push_configs SET last_status_key = $2, "
+            "last_status_version = $3 WHERE task_id = $1 "
+            "AND last_status_key IS DISTINCT FROM $2 "
+            "AND (last_status_version IS NULL OR last_status_version < $3) "
+            "RETURNING config_id), "
             "added AS (INSERT INTO push_outbox (id, task_id, config_id, status_key, body, "
             "next_at, created_at) SELECT replace(gen_random_uuid()::text, '-', ''), $1, "
-            "config_id, $2, $3, $4, $5 FROM due "
+            "config_id, $2, $4, $5, $6 FROM due "
             "ON CONFLICT (task_id, config_id, status_key) DO NOTHING RETURNING 1) "
             "SELECT count(*) FROM added",
-            task_id, status_key, body, now, utc_now(),
+            task_id, status_key, version, body, now, utc_now(),
         )
         return 0 if row is None else int(row[0])
 

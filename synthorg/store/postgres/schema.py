@@ -206,6 +206,11 @@ _V7 = (
     "CREATE INDEX delegations_remote ON delegations (peer, remote_task_id)",
 )
 
+# v8: the version of the task each config's last status was read at, so a status read
+# before a newer one was enqueued (two enqueues overlapping) is not enqueued after it. Configs
+# from before hold none: the next status enqueued for them sets it.
+_V8 = ("ALTER TABLE push_configs ADD COLUMN last_status_version BIGINT",)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
@@ -215,6 +220,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared rate-limit buckets", _V6),
     ("push housekeeping: last status per config, finished outbox rows, delegations by remote "
      "task", _V7),
+    ("push status order: the task version of each config's last status", _V8),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

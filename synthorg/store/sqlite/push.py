@@ -89,12 +89,16 @@ class SqlitePushOutbox:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def enqueue(self, task_id: str, status_key: str, body: str, now: float) -> int:
+    async def enqueue(
+        self, task_id: str, status_key: str, version: int, body: str, now: float
+    ) -> int:
         def job(conn: sqlite3.Connection) -> int:
             configs = conn.execute(
-                "UPDATE push_configs SET last_status_key = ? "
-                "WHERE task_id = ? AND last_status_key IS NOT ? RETURNING config_id",
-                (status_key, task_id, status_key),
+                "UPDATE push_configs SET last_status_key = ?, last_status_version = ? "
+                "WHERE task_id = ? AND last_status_key IS NOT ? "
+                "AND (last_status_version IS NULL OR last_status_version < ?) "
+                "RETURNING config_id",
+                (status_key, version, task_id, status_key, version),
             ).fetchall()
             added = 0
             for (config_id,) in configs:

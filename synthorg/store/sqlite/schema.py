@@ -167,7 +167,12 @@ _V8 = (
     "CREATE INDEX delegations_remote ON delegations (peer, remote_task_id)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+# v9: the version of the task each config's last status was read at, so a status read
+# before a newer one was enqueued (two enqueues overlapping) is not enqueued after it. Configs
+# from before hold none: the next status enqueued for them sets it.
+_V9 = ("ALTER TABLE push_configs ADD COLUMN last_status_version INTEGER",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
