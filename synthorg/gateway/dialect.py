@@ -50,6 +50,12 @@ def dialects(version: str | None) -> tuple[Dialect, ...] | None:
     return None if found is None else _BY_VERSION.get(found)
 
 
+def speaks_v1(version: str | None) -> bool:
+    """Whether an A2A-Version header names the 1.0 dialect: the dialect of a refusal made
+    before the method routes the request (1.0's error.data then, `dialects/errors.py`)."""
+    return version is not None and major_minor(version) == A2A_VERSION_1_0
+
+
 def route(allowed: tuple[Dialect, ...], method: str) -> tuple[Route, Dialect] | None:
     for dialect in allowed:
         found = dialect.routes.get(method)

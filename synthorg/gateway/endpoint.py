@@ -14,10 +14,11 @@ one plain ASGI app. Read top to bottom, it is the request pipeline:
 |      | an agent endpoint's id names an agent of this node      | 404, -32012           |
 | 8-12 | parse, envelope, method, params, handler (`pipeline.py`)| 200 / 500             |
 
-Refusals up to step 7 carry `id: null`. Step 6 answers -32005 (A2A 1.0's
-ContentTypeNotSupported) to a caller that sent `A2A-Version: 1.0`, -32600 to any other.
-Nothing of the body is read before the caller is admitted, so an unauthenticated caller
-never reaches the JSON parser.
+Refusals up to step 7 carry `id: null`. Each answers the caller in its own dialect, by its
+`A2A-Version` header (the body is not read): to `1.0`, `error.data` is 1.0's array of details
+(`dialects/errors.py`), and step 6 answers -32005 (A2A 1.0's ContentTypeNotSupported); to any
+other, 0.3's shape, and -32600 at step 6. Nothing of the body is read before the caller is
+admitted, so an unauthenticated caller never reaches the JSON parser.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from starlette.types import Receive, Scope, Send
 from synthorg.dialects.errors import error_details
 from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
+from synthorg.gateway.dialect import speaks_v1
 from synthorg.gateway.gates import Admitted, PeerGate
 from synthorg.gateway.ratelimit import PeerRateLimiter, retry_after
 from synthorg.gateway.replies import error_body
 from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
-    A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
     INVALID_REQUEST,
     LAST_EVENT_ID_HEADER,
@@ -51,7 +52,6 @@ from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
-from synthorg.http.version import major_minor
 from synthorg.names import is_agent_id
 from synthorg.observability.access import note_admitted, note_refusal
 from synthorg.observability.events.a2a import (
@@ -116,29 +116,31 @@ class Gateway:
             await send_not_found(send)
             return
         path = target.log_path
+        headers = header_map(scope["headers"])
+        v1 = speaks_v1(headers.get(A2A_VERSION))  # the dialect every refusal answers in
         if scope["method"] != "POST":  # step 1
             _rejected("method_not_allowed", 405, path, method=_clip(str(scope["method"])))
-            await _refuse(send, 405, INVALID_REQUEST, "Method not allowed; use POST", _ALLOW_POST)
+            await _refuse(send, 405, INVALID_REQUEST, "Method not allowed; use POST", _ALLOW_POST,
+                          v1=v1)
             return
-        headers = header_map(scope["headers"])
         limit = config.max_request_body_bytes
         declared = headers.get("content-length")  # step 2
         if declared is not None:
             length = content_length(declared)
             if length is None:
                 _rejected("invalid_content_length", 400, path)
-                await _refuse(send, 400, INVALID_REQUEST, "Invalid Content-Length header")
+                await _refuse(send, 400, INVALID_REQUEST, "Invalid Content-Length header", v1=v1)
                 return
             if length > limit:
                 _rejected("body_too_large", 413, path, declared=length, limit=limit)
-                await _too_large(send, limit)
+                await _too_large(send, limit, v1)
                 return
         try:  # the catalog and settings are read at most once from here
             await config.request_started()
         except Exception as exc:  # the store is unreachable: nothing can be decided
             emit(INTERNAL_ERROR, level="error", path=path, error=type(exc).__name__,
                  reason="store_unavailable")
-            await _refuse(send, 500, INTERNAL_ERROR_SPEC)  # no detail, as for any fault
+            await _refuse(send, 500, INTERNAL_ERROR_SPEC, v1=v1)  # no detail, as for any fault
             return
         result = config.gate.check(headers)  # steps 3-5
         if not isinstance(result, Admitted):
@@ -153,7 +155,7 @@ class Gateway:
                 # misplaced secret), so none of it is ever logged.
                 peer_name=result.peer,
             )
-            await _refuse(send, result.status, result.error, result.message)
+            await _refuse(send, result.status, result.error, result.message, v1=v1)
             return
         peer, agent = result.peer, target.agent
         note_admitted(peer)
@@ -162,14 +164,14 @@ class Gateway:
             if wait is None:  # this process's lease is spent: ask the shared bucket
                 wait = await config.limiter.take(peer)
             if wait:
-                await _rate_limited(send, path, peer, wait)
+                await _rate_limited(send, path, peer, wait, v1)
                 return
         if agent is not None and not is_agent_id(agent):
-            await _unknown_agent(send, path, peer)
+            await _unknown_agent(send, path, peer, v1)
             return
         if not is_json(headers.get("content-type")):  # step 6
             _rejected("unsupported_media_type", 415, path, peer_name=peer)
-            await _wrong_content_type(send, headers.get(A2A_VERSION))
+            await _wrong_content_type(send, v1)
             return
         try:  # step 7
             body = await read_body(receive, limit)
@@ -177,10 +179,10 @@ class Gateway:
             return
         except BodyTooLarge:
             _rejected("body_too_large_streamed", 413, path, peer_name=peer, limit=limit)
-            await _too_large(send, limit)
+            await _too_large(send, limit, v1)
             return
         if agent is not None and agent not in config.agent_ids:
-            await _unknown_agent(send, path, peer)
+            await _unknown_agent(send, path, peer, v1)
             return
         reply = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
             body, peer, agent, config.services, headers.get(LAST_EVENT_ID),
@@ -198,37 +200,38 @@ async def _refuse(
     error: RpcErrorSpec,
     message: str | None = None,
     headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    v1: bool = False,
 ) -> None:
-    await send_bytes(send, status, error_body(error, message), headers or [JSON])
+    data = error_details(error, None) if v1 else None
+    await send_bytes(send, status, error_body(error, message, None, data), headers or [JSON])
 
 
-async def _wrong_content_type(send: Send, version: str | None) -> None:
+async def _wrong_content_type(send: Send, v1: bool) -> None:
     # A 1.0 caller (by its header: the body is not read) gets 1.0's own code for it.
-    if version is not None and major_minor(version) == A2A_VERSION_1_0:
-        error = V1_CONTENT_TYPE_NOT_SUPPORTED
-        body = error_body(error, None, None, error_details(error, None))
-        await send_bytes(send, 415, body, [JSON])
+    if v1:
+        await _refuse(send, 415, V1_CONTENT_TYPE_NOT_SUPPORTED, v1=True)
         return
     await _refuse(send, 415, INVALID_REQUEST, "Content-Type must be application/json")
 
 
-async def _too_large(send: Send, limit: int) -> None:
+async def _too_large(send: Send, limit: int, v1: bool) -> None:
     # The rest of the body is never read, so the connection cannot be reused.
     await _refuse(send, 413, INVALID_REQUEST, f"Request body exceeds {limit} bytes",
-                  [JSON, CLOSE])
+                  [JSON, CLOSE], v1=v1)
 
 
-async def _rate_limited(send: Send, path: str, peer: str, wait: float) -> None:
+async def _rate_limited(send: Send, path: str, peer: str, wait: float, v1: bool) -> None:
     seconds = retry_after(wait)
     _rejected("rate_limited", 429, path, peer_name=peer, retry_after=seconds)
     # The body is not read (refused traffic costs little), so the connection is not reused.
     await _refuse(send, 429, RATE_LIMITED, RATE_LIMITED.message,
-                  [JSON, CLOSE, (b"retry-after", str(seconds).encode("ascii"))])
+                  [JSON, CLOSE, (b"retry-after", str(seconds).encode("ascii"))], v1=v1)
 
 
-async def _unknown_agent(send: Send, path: str, peer: str) -> None:
+async def _unknown_agent(send: Send, path: str, peer: str, v1: bool) -> None:
     _rejected("unknown_agent", 404, path, peer_name=peer)
-    await _refuse(send, 404, UNKNOWN_AGENT, UNKNOWN_AGENT.message)
+    await _refuse(send, 404, UNKNOWN_AGENT, UNKNOWN_AGENT.message, v1=v1)
 
 
 def _rejected(reason: str, status: int, path: str, **fields: object) -> None:

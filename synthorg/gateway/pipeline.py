@@ -197,7 +197,9 @@ async def answer(
     header (`gateway/dialect.py`: which methods it selects)."""
     request_id: RequestId = None
     method = ""
-    v1 = False  # the request is in the 1.0 dialect: its error.data is 1.0's array
+    # The request is in the 1.0 dialect: its error.data is 1.0's array. Its header says so
+    # until its method routes it.
+    v1 = dialect.speaks_v1(version)
 
     def refused(spec: RpcErrorSpec, message: str | None, data: Mapping[str, Any] | None) -> bytes:
         if v1:
@@ -266,17 +268,20 @@ async def answer(
             reason=reject.message,
             request_id=reject.request_id,
         )
-        return 200, error_body(reject.error, reject.message, reject.request_id)
+        details = error_details(reject.error, None) if v1 else None
+        return 200, error_body(reject.error, reject.message, reject.request_id, details)
     except SynthorgError as error:
         if type(error) in RPC_ERRORS:
             spec, message, data = rpc_error(error)
             return 200, refused(spec, message, data)
-        return _fault(error, method, request_id, peer)
+        return _fault(error, method, request_id, peer, v1)
     except Exception as exc:  # an unexpected fault: no detail leaves the node
-        return _fault(exc, method, request_id, peer)
+        return _fault(exc, method, request_id, peer, v1)
 
 
-def _fault(exc: Exception, method: str, request_id: RequestId, peer: str) -> tuple[int, bytes]:
+def _fault(
+    exc: Exception, method: str, request_id: RequestId, peer: str, v1: bool
+) -> tuple[int, bytes]:
     emit(
         events.INTERNAL_ERROR,
         level="error",
@@ -285,5 +290,6 @@ def _fault(exc: Exception, method: str, request_id: RequestId, peer: str) -> tup
         peer_name=peer,
         error=type(exc).__name__,
     )
-    return 500, error_body(INTERNAL_ERROR, None, request_id)
+    details = error_details(INTERNAL_ERROR, None) if v1 else None
+    return 500, error_body(INTERNAL_ERROR, None, request_id, details)
 

@@ -111,6 +111,13 @@ def test_lost_while_serving_answers_within_bounds_and_recovers_by_itself(
             assert response.status_code == 500, response.text
             assert response.json()["error"] == {"code": INTERNAL_ERROR, "message": "Internal error"}
             assert took < 3 * BOUND, took  # bounded: connect, wait and statement timeouts
+        # A 1.0 caller (A2A-Version: 1.0) is answered in 1.0's shape: error.data is 1.0's array.
+        v1 = c.post("/api/v1/a2a/", headers={"A2A-Version": "1.0"}, json={
+            "jsonrpc": "2.0", "id": 9, "method": "GetTask", "params": {"id": before["id"]}})
+        assert v1.status_code == 500, v1.text
+        assert v1.json()["error"] == {"code": INTERNAL_ERROR, "message": "Internal error", "data": [
+            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "INTERNAL_ERROR",
+             "domain": "synthorg"}]}
         assert probes(node) == (200, 503)
         lost = node.wait_for_event("store.unavailable")
         assert lost["reason"] and "postgresql://" not in json.dumps(lost)

@@ -605,6 +605,36 @@ def test_store_fault_is_a_500_internal_error_without_detail(
     assert "closed database" not in caplog.text  # ... never the exception text
 
 
+def answer_v1(node: Node, body: bytes) -> tuple[int, dict[str, Any]]:
+    """One call sent with A2A-Version: 1.0; its envelope, checked against the spec."""
+    services = Services(node.tasks, node.skills, node.push)
+    status, raw = asyncio.run(pipeline.answer(body, PEER, None, services, version="1.0"))
+    envelope = json.loads(raw)
+    assert not list(RESPONSE_SCHEMA.iter_errors(envelope)), envelope
+    return status, envelope
+
+
+def test_a_1_0_callers_internal_error_and_parse_errors_are_in_1_0s_shape(node: Node) -> None:
+    status, unparsed = answer_v1(node, b"{not json")
+    assert (status, unparsed["error"]["code"]) == (200, PARSE_ERROR)
+    assert unparsed["error"]["data"] == [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                          "reason": "PARSE_ERROR", "domain": "synthorg"}]
+    node.stores.db.close()  # type: ignore[attr-defined]  # every SQLite call now raises
+    status, fault = answer_v1(node, json.dumps(call("GetTask", {"id": "t-1"}, 5)).encode())
+    assert status == 500
+    assert fault == {"jsonrpc": "2.0", "id": 5, "error": {
+        "code": INTERNAL_ERROR, "message": "Internal error",
+        "data": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                  "reason": "INTERNAL_ERROR", "domain": "synthorg"}],
+    }}
+    # Unversioned, a 1.0 method is answered in 1.0 (its name routes it), a 0.3 one in 0.3.
+    services = Services(node.tasks, node.skills, node.push)
+    for method, v1 in (("GetTask", True), ("tasks/get", False)):
+        body = json.dumps(call(method, {"id": "t-1"}, 6)).encode()
+        status, raw = asyncio.run(pipeline.answer(body, PEER, None, services))
+        assert status == 500 and ("data" in json.loads(raw)["error"]) is v1
+
+
 def test_store_fault_on_message_send_is_a_500_too(node: Node) -> None:
     node.stores.db.close()  # type: ignore[attr-defined]
     status, envelope = rpc(node, call("message/send", {"message": message()}, 2))

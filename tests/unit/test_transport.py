@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from synthorg.admin.token import TOKEN_ENV
+from synthorg.cards.validation import spec_issues
 from synthorg.gateway.endpoint import RPC_PATH
 from synthorg.node import Node
 from synthorg.observability import log
@@ -27,8 +28,10 @@ from tests.support.codes import (
     INVALID_REQUEST,
     PARSE_ERROR,
     PEER_NOT_ALLOWED,
+    RATE_LIMITED,
     TASK_NOT_FOUND,
     UNAUTHENTICATED,
+    UNKNOWN_AGENT,
 )
 
 SECRET = "top-secret-credential-value"
@@ -899,6 +902,69 @@ def test_step_6_before_7(app: Any) -> None:
     )
     assert_error(resp, 415, INVALID_REQUEST)
     assert resp.receive_calls == 0
+
+
+# -- each refusal in the caller's dialect ------------------------------------------------------
+
+V1 = (b"a2a-version", b"1.0")
+RATE_LIMITED_CONFIG = CONFIG + "  peer_rate_limit_per_second: 0.001\n  peer_rate_limit_burst: 1\n"
+
+
+def error_info(resp: Response, status: int, code: int, reason: str) -> None:
+    """A refusal in 1.0's shape: its error.data the 1.0 details array (a google.rpc
+    ErrorInfo naming the error), as the spec's JsonRpcErrorResponse allows."""
+    doc = assert_error(resp, status, code)
+    assert doc["error"]["data"] == [{
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason,
+        "domain": "synthorg",
+    }]
+    assert spec_issues(doc, "JsonRpcErrorResponse") == []
+
+
+@pytest.mark.parametrize(
+    ("method", "headers", "chunks", "path", "status", "code", "reason"),
+    [
+        ("GET", GOOD, [b"{}"], RPC_PATH, 405, INVALID_REQUEST, "INVALID_REQUEST"),
+        ("POST", [*GOOD, (b"content-length", b"abc")], [b"{}"], RPC_PATH, 400, INVALID_REQUEST,
+         "INVALID_REQUEST"),
+        ("POST", [*GOOD, (b"content-length", str(LIMIT + 1).encode())], [b"x" * (LIMIT + 1)],
+         RPC_PATH, 413, INVALID_REQUEST, "INVALID_REQUEST"),
+        ("POST", GOOD, [b"x" * LIMIT, b"x"], RPC_PATH, 413, INVALID_REQUEST, "INVALID_REQUEST"),
+        ("POST", with_header(b"x-api-key", b"wrong"), [b"{}"], RPC_PATH, 401, UNAUTHENTICATED,
+         "UNAUTHENTICATED"),
+        ("POST", with_header(b"x-a2a-peer-name", b"stranger"), [b"{}"], RPC_PATH, 403,
+         PEER_NOT_ALLOWED, "PEER_NOT_ALLOWED"),
+        ("POST", GOOD, [b"{}"], f"{RPC_PATH}agents/nobody/", 404, UNKNOWN_AGENT,
+         "UNKNOWN_AGENT"),
+        ("POST", GOOD, [b"{}"], f"{RPC_PATH}agents/No!/", 404, UNKNOWN_AGENT, "UNKNOWN_AGENT"),
+    ],
+    ids=["405", "400", "413-declared", "413-streamed", "401", "403", "404", "404-malformed"],
+)
+def test_refusals_answer_a_1_0_caller_in_1_0s_error_shape_and_others_in_0_3s(
+    app: Any, method: str, headers: list[tuple[bytes, bytes]], chunks: list[bytes], path: str,
+    status: int, code: int, reason: str,
+) -> None:
+    sized = any(name == b"content-length" for name, _ in headers)
+    v1 = call(app, method=method, path=path, headers=[*headers, V1], chunks=chunks,
+              content_length=not sized)
+    error_info(v1, status, code, reason)
+    old = call(app, method=method, path=path, headers=headers, chunks=chunks,
+               content_length=not sized)
+    assert "data" not in assert_error(old, status, code)["error"]
+
+
+def test_a_rate_limited_1_0_caller_gets_1_0s_error_shape(tmp_path: Path) -> None:
+    limited = build(tmp_path, RATE_LIMITED_CONFIG)
+    try:
+        limited.catalog.put("peer-a", "http://127.0.0.1:9", "api_key", SECRET)
+        app = limited.app()
+        assert_admitted(call(app, headers=[*GOOD, V1]))  # the burst: one request
+        refused = call(app, headers=[*GOOD, V1])
+        error_info(refused, 429, RATE_LIMITED, "RATE_LIMITED")
+        assert "retry-after" in refused.headers
+        assert "data" not in assert_error(call(app), 429, RATE_LIMITED)["error"]
+    finally:
+        limited.close()
 
 
 # -- the event emitter guarantees the gateway relies on ------------------------------------------
