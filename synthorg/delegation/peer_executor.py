@@ -25,7 +25,12 @@ from synthorg.delegation.delegator import (
 )
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
-from synthorg.generated.constants import STATE_FAILED, TASK_NOT_CANCELABLE
+from synthorg.generated.constants import (
+    STATE_AUTH_REQUIRED,
+    STATE_FAILED,
+    STATE_INPUT_REQUIRED,
+    TASK_NOT_CANCELABLE,
+)
 from synthorg.generated.models import Artifact, Message, Task
 from synthorg.store.delegations import Delegation
 from synthorg.tasks.events import STREAM_END_STATES
@@ -34,6 +39,8 @@ from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 
 FIRST_POLL, MAX_POLL = 0.2, 5.0  # seconds between polls of a downstream task that works
 MAX_POLL_FAILURES = 30  # consecutive failed polls before the task is failed here
+# A downstream task in one of these takes a follow-up; in any other it has had ours already.
+WAITING_STATES = frozenset({STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
 _FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
 
 
@@ -106,7 +113,9 @@ class PeerExecutor:
     async def resume(self, task: Task, progress: Progress) -> Outcome:
         """Go on with a task a process that is gone forwarded: follow the downstream task its
         delegation record names, or forward it now if the record was never written (the
-        onward messageId is fixed, so a forwarding that did reach the peer is not repeated)."""
+        onward messageId is fixed, so a forwarding that did reach the peer is not repeated).
+        A follow-up stored here that the downstream task does not hold (the process died
+        between storing and forwarding it) is forwarded first."""
         record = await self._delegator.store.by_origin(task.id)
         if record is None:
             first = next((m for m in task.history or [] if m.role == "user"), None)
@@ -117,6 +126,9 @@ class PeerExecutor:
         # retries).
         with contextlib.suppress(PeerError, DelegationError):
             record = await self._delegator.refresh(record.id)
+        unsent = _unforwarded(task, record)
+        if unsent is not None:
+            return await self.run(task, unsent, progress)
         return await self._follow_record(task, record, progress)
 
     async def _follow_record(self, task: Task, record: Delegation, progress: Progress) -> Outcome:
@@ -204,6 +216,20 @@ class PeerExecutor:
                 raise
 
 
+
+
+def _unforwarded(task: Task, record: Delegation) -> Message | None:
+    """The task's last message from its caller, when it is a follow-up the downstream task
+    does not hold: that task waits for input and has no message under the follow-up's onward
+    id. (Had it been forwarded, the downstream task would hold it, or have moved on.)"""
+    last = next((m for m in reversed(task.history or []) if m.role == "user"), None)
+    if last is None:
+        return None
+    onward = forwarded_message_id(task.id, last.messageId)
+    if onward == record.message_id or record.state not in WAITING_STATES:
+        return None
+    held = {m.get("messageId") for m in record.task.get("history") or [] if isinstance(m, dict)}
+    return None if onward in held else last
 
 
 class _Relay:

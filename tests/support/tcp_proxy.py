@@ -2,8 +2,10 @@
 
 `cut()` closes the listening socket and every relayed connection at once: to a node the
 database is gone (its connections drop, new ones are refused), as when a network link or the
-database host fails. `restore()` listens again on the same port. Real sockets, no sleeps:
-each relay is a pair of threads copying bytes until either side closes.
+database host fails. `restore()` listens again on the same port. `hold()` keeps every
+connection open but drops what either side sends from then on: to the client the other side
+hangs, and never receives what is sent meanwhile (cut and restore to end it). Real sockets,
+no sleeps: each relay is a pair of threads copying bytes until either side closes.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from collections.abc import Callable
 from typing import Self
 
 
@@ -22,6 +25,7 @@ class TcpProxy:
         self._listener: socket.socket | None = None
         self.port = 0
         self.accepted = 0
+        self.held = False
 
     def __enter__(self) -> Self:
         self.restore()
@@ -40,7 +44,11 @@ class TcpProxy:
             self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
 
+    def hold(self) -> None:
+        self.held = True
+
     def cut(self) -> None:
+        self.held = False
         with self._lock:
             listener, self._listener = self._listener, None
             connections, self._connections = self._connections, []
@@ -73,16 +81,20 @@ class TcpProxy:
                 self._connections += [client, upstream]
                 self.accepted += 1
             for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        _pump(source, sink, lambda: self.held)
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _pump(source: socket.socket, sink: socket.socket, held: Callable[[], bool]) -> None:
     try:
         while True:
             data = source.recv(65536)
             if not data:
                 break
-            sink.sendall(data)
+            if not held():
+                sink.sendall(data)
     except OSError:
         pass
     finally:
