@@ -26,8 +26,10 @@ from typing import Any
 
 import hypothesis
 import schemathesis
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schemathesis.checks import CHECKS, CheckContext, load_all_checks, max_response_time
+from schemathesis.core.errors import InvalidSchema
 from schemathesis.schemas import APIOperation
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -128,7 +130,33 @@ def load_schema(*, admin: bool = False, max_examples: int | None = None) -> Open
     selected = loaded.exclude(path_regex=OTHER_PATHS if admin else ADMIN_PATHS)
     assert isinstance(selected, OpenApiSchema)
     selected.hook(map_path_parameters)
+    selected.hook(before_generate_body)
     return selected
+
+
+# The pinned Schemathesis refuses some negative bodies it mutated itself (docs/schemathesis.md).
+UNBUILDABLE = "demanded elements"
+
+
+def before_generate_body(
+    context: schemathesis.HookContext, strategy: st.SearchStrategy[Any]
+) -> st.SearchStrategy[Any]:
+    """Every body drawn through `_drawn_or_rejected`: a body the generator itself cannot
+    build (a defect of the pinned Schemathesis, docs/schemathesis.md) is one example
+    rejected, not an error of the run. Which mutation a run draws depends on what else the
+    process imported (Hypothesis draws constants from every local module), so without this
+    the same operation passed alone and failed in the whole suite."""
+    return _drawn_or_rejected(strategy)
+
+
+@st.composite
+def _drawn_or_rejected(draw: st.DrawFn, strategy: st.SearchStrategy[Any]) -> Any:
+    try:
+        return draw(strategy)
+    except InvalidSchema as exc:
+        if UNBUILDABLE not in str(exc):
+            raise
+        hypothesis.reject()
 
 
 def map_path_parameters(
