@@ -19,6 +19,7 @@ from importlib import metadata
 
 from synthorg.cli import (
     audit_cmd,
+    card_cmd,
     config_cmd,
     db_cmd,
     delegate_cmd,
@@ -39,6 +40,7 @@ COMMANDS: tuple[CommandGroup, ...] = (
     delegate_cmd,
     tasks_cmd,
     config_cmd,
+    card_cmd,
     spec_cmd,
     db_cmd,
     audit_cmd,

@@ -4,6 +4,7 @@ each against the spec, print it readably or as JSON, with the documented exit co
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -14,8 +15,7 @@ from typing import Any
 import pytest
 
 from synthorg.cards.validation import spec_issues
-from synthorg.cli import card_cmd
-from synthorg.cli.common import CliError, CliParser
+from synthorg.cli.main import main
 from tests.support.catalog import add_peer
 from tests.support.node import NodeProcess
 from tests.unit.test_cards_projection import CANARIES, COMPANY_YAML
@@ -31,21 +31,12 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
-    """The `card` command in process, as `synthorg-a2a` dispatches it."""
+    """The `card` command in process, through the `synthorg-a2a` entry point itself."""
     monkeypatch.delenv("SYNTHORG_BACKEND_HOST", raising=False)
     monkeypatch.delenv("SYNTHORG_BACKEND_PORT", raising=False)
 
     def invoke(*argv: str) -> tuple[int, str, str]:
-        parser = CliParser(prog="synthorg-a2a")
-        card_cmd.register(parser.add_subparsers(dest="command", required=True))
-        try:
-            args = parser.parse_args(["card", *argv])
-            code = args.handler(args)
-        except CliError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            code = exc.code
-        except SystemExit as exc:
-            code = int(exc.code or 0)
+        code = main(["card", *argv])
         captured = capsys.readouterr()
         return code, captured.out, captured.err
 
@@ -212,3 +203,13 @@ def test_an_unreachable_url_exits_1(run: Run) -> None:
     code, _, err = run("http://127.0.0.1:9", "--timeout", "2")
     assert code == 1
     assert "connect_error" in err
+
+
+def test_the_installed_command_knows_card(data_dir: Path) -> None:
+    """The documented command line, in a process of its own."""
+    done = subprocess.run(
+        [sys.executable, "-m", "synthorg.cli.main", "card", "--data-dir", str(data_dir), "--json"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["name"] == "Acme Research"
