@@ -58,7 +58,7 @@ from synthorg.tasks.executors import (
     Executor,
     ParkExecutor,
 )
-from synthorg.tasks.plugins import PluginError, load_executor
+from synthorg.tasks.plugins import PluginError, add_import_roots, load_executor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 from synthorg.tasks.streams import TaskStreams
 from synthorg.web.app import NodeApp
@@ -92,6 +92,11 @@ def _executor(
             raise ConfigError(str(exc)) from None
     assert executor.peer is not None  # the config loader requires it for kind peer
     return PeerExecutor(delegator, node_name, executor.peer, executor.agent, public_url)
+
+
+def _config_dir(setup: NodeSetup) -> Path:
+    source = setup.config.source
+    return source.parent if source is not None else setup.data_dir
 
 
 class Health:
@@ -187,6 +192,8 @@ class Node:
         delegator = Delegator(
             catalog, stores.delegations, node_name, lambda: settings.client_timeout_seconds
         )
+        if any(a.executor is not None and a.executor.kind == "python" for a in config.agents):
+            add_import_roots(config.python_path, _config_dir(setup))
         agents = {
             a.id: AgentRuntime(a.id, _executor(a, delegator, node_name, config.a2a.public_url))
             for a in config.agents

@@ -1,7 +1,9 @@
 """`synthorg-a2a config check`: every problem in a company YAML at once, with line numbers.
 
 The node itself stops at the first problem (one clear line); an operator editing the file
-wants the whole list. Both use the same checks (`find_problems`).
+wants the whole list. Both use the same checks (`find_problems`). A file read from disk also
+has every `kind: python` agent's entrypoint loaded as the node would load it at start, from
+the same places (`python_path`, the file's directory, the working directory).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from synthorg.config.company import Loc, find_problems, format_loc
+from synthorg.tasks.plugins import PluginError, add_import_roots, load_executor
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,8 @@ def _line_of(root: Node | None, loc: Loc, *, at_key: bool) -> int | None:
     return line
 
 
-def check_text(text: str) -> list[Finding]:
+def check_text(text: str, config_dir: Path | None = None) -> list[Finding]:
+    """Every problem in `text`; with `config_dir` (where the file lies), entrypoints too."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -56,6 +60,8 @@ def check_text(text: str) -> list[Finding]:
         problem = f"not valid YAML ({getattr(exc, 'problem', None) or 'syntax error'})"
         return [Finding(mark.line + 1 if mark else None, "(file)", problem)]
     problems, _ = find_problems(data)
+    if config_dir is not None:
+        problems += _entrypoint_problems(data, config_dir)
     findings = [
         Finding(_line_of(root, loc, at_key=problem == "unknown key"), format_loc(loc), problem)
         for loc, problem in problems
@@ -68,4 +74,33 @@ def check_file(path: Path) -> list[Finding]:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return [Finding(None, "(file)", f"cannot be read ({type(exc).__name__})")]
-    return check_text(text)
+    return check_text(text, path.parent)
+
+
+def _entrypoint_problems(data: object, config_dir: Path) -> list[tuple[Loc, str]]:
+    """Each well-formed python entrypoint that does not load; malformed ones are reported by
+    the schema already."""
+    if not isinstance(data, dict) or not isinstance(data.get("agents"), list):
+        return []
+    wanted: list[tuple[int, str, str, object]] = []
+    for index, agent in enumerate(data["agents"]):
+        executor = agent.get("executor") if isinstance(agent, dict) else None
+        if not isinstance(executor, dict) or executor.get("kind") != "python":
+            continue
+        agent_id, entrypoint = agent.get("id"), executor.get("entrypoint")
+        if isinstance(agent_id, str) and isinstance(entrypoint, str) and ":" in entrypoint:
+            wanted.append((index, agent_id, entrypoint, executor.get("options")))
+    if not wanted:
+        return []
+    python_path = data.get("python_path")
+    if isinstance(python_path, list) and all(isinstance(p, str) for p in python_path):
+        add_import_roots(python_path, config_dir)
+    else:
+        add_import_roots([], config_dir)
+    problems: list[tuple[Loc, str]] = []
+    for index, agent_id, entrypoint, options in wanted:
+        try:
+            load_executor(agent_id, entrypoint, options if isinstance(options, dict) else None)
+        except PluginError as exc:
+            problems.append((("agents", index, "executor", "entrypoint"), str(exc)))
+    return problems

@@ -56,6 +56,7 @@ class NodeConfig:
     allowed_peers: frozenset[str]
     server: ServerConfig = field(default_factory=ServerConfig)  # HTTP connection limits
     observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
+    python_path: tuple[str, ...] = ()  # where kind python entrypoints are looked for first
 
     @property
     def default_agent(self) -> str:
@@ -169,6 +170,7 @@ def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConf
         allowed_peers=allowed,
         server=parsed.server or ServerConfig(),
         observability=parsed.observability or ObservabilityConfig(),
+        python_path=tuple(parsed.python_path or ()),
     )
 
 

@@ -950,6 +950,7 @@ class CompanyFile(SpecModel):
     a2a: Annotated[A2AConfig | None, NoNull] = None
     server: Annotated[ServerConfig | None, NoNull] = None
     observability: Annotated[ObservabilityConfig | None, NoNull] = None
+    python_path: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]], Field(max_length=32)] | None, NoNull] = None
 
 
 class ObservabilityConfig(SpecModel):
@@ -1889,6 +1890,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'push_allow_private_networks',
     'push_verification_clock_skew_seconds',
     'python',
+    'python_path',
     'query',
     'rateLimit',
     'raw',

@@ -4,13 +4,23 @@ The factory is imported and called once at start with the options (a dict, empty
 were given) and returns the agent's executor (`synthorg.tasks.executors.Executor`). Anything
 wrong (no such module or name, the factory raising, a result without `run`) is one
 `PluginError` naming the agent, which start-up prints as one line.
+
+Where modules are found (`add_import_roots`): first the config's `python_path` entries, in
+order (relative ones from the config file's directory), ahead of installed packages as
+PYTHONPATH would put them; then, after installed packages so they never shadow one, the data
+dir and the working directory. So `entrypoint: examples.slow_writer:factory` loads under
+`synthorg-a2a serve` started from the directory holding `examples/`, as it does under
+`python -m`.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from synthorg.tasks.executors import Executor
@@ -18,6 +28,18 @@ from synthorg.tasks.executors import Executor
 
 class PluginError(Exception):
     """An agent's executor could not be loaded; the message names the agent."""
+
+
+def add_import_roots(python_path: Sequence[str], config_dir: Path) -> None:
+    """Make the operator's modules importable (see the module docstring); idempotent."""
+    explicit = [str((config_dir / entry).resolve()) for entry in python_path]
+    for entry in reversed(explicit):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    for fallback in (str(config_dir.resolve()), os.getcwd()):
+        if fallback not in sys.path:
+            sys.path.append(fallback)
+    importlib.invalidate_caches()
 
 
 def load_executor(agent_id: str, entrypoint: str, options: Mapping[str, Any] | None) -> Executor:

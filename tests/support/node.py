@@ -39,9 +39,12 @@ class NodeProcess:
     start_event = "a2a.node.started"
 
     def __init__(self, data_dir: Path, config_yaml: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, argv: list[str] | None = None,
+                 cwd: Path = ROOT) -> None:
         self.data_dir = data_dir
         self.env = env or {}
+        self.argv = argv or [sys.executable, "-m", "synthorg.api"]  # the command that serves
+        self.cwd = cwd
         data_dir.mkdir(parents=True, exist_ok=True)
         if config_yaml is not None:
             (data_dir / "config.yaml").write_text(config_yaml)
@@ -81,7 +84,7 @@ class NodeProcess:
         self.lines = []
         self._started.clear()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "synthorg.api"], env=env, cwd=ROOT,
+            self.argv, env=env, cwd=self.cwd,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             start_new_session=True,  # its own process group: kill() reaches every worker
         )
