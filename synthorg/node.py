@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import ipaddress
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -23,6 +24,9 @@ from synthorg.admin.token import AdminToken
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.cards.publisher import CardPublisher
 from synthorg.config.company import ConfigError, NodeConfig, load_config
+from synthorg.console.admin_calls import AdminCalls
+from synthorg.console.app import Console
+from synthorg.console.pages import build_console
 from synthorg.contract.spec import bundled_openapi
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.peer_executor import PeerExecutor
@@ -31,6 +35,7 @@ from synthorg.gateway.context import Services
 from synthorg.gateway.endpoint import Gateway, GatewayConfig
 from synthorg.gateway.gates import PeerGate
 from synthorg.gateway.ratelimit import PeerRateLimiter, process_share
+from synthorg.generated.constants import Operation
 from synthorg.generated.models import AgentConfig
 from synthorg.observability import tracing
 from synthorg.observability.access import Observed, Observer
@@ -63,6 +68,7 @@ from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 from synthorg.tasks.streams import TaskStreams
 from synthorg.web.app import NodeApp
 from synthorg.web.endpoints import operation_endpoints
+from synthorg.web.router import Endpoint
 
 
 def is_loopback(host: str) -> bool:
@@ -274,11 +280,20 @@ class Node:
                                          ReceiverContext(receiver), (route, route.admits))
         app = NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
                       max_push_body=self.config.a2a.max_request_body_bytes,
-                      on_start=self.start_background, on_stop=self.stop_background)
+                      on_start=self.start_background, on_stop=self.stop_background,
+                      console=self._console(operations))
         observers: list[Observer] = [] if self.metrics is None else [self.metrics]
         if self.traced:
             observers.append(Tracing())
         return app.observed(lambda inner: Observed(inner, observers))
+
+    def _console(self, operations: Mapping[Operation, Endpoint | str]) -> Console | None:
+        """The operator console over the admin operations, unless config turns it off."""
+        config = self.config.console
+        if not config.enabled:
+            return None
+        calls = AdminCalls({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
+        return build_console(calls, self.admin_token, config.session_minutes)
 
     def _rate_limiter(self) -> PeerRateLimiter:
         settings, gate_catalog = self.settings, self.gate.catalog

@@ -20,6 +20,7 @@ from synthorg.generated.models import (
     AgentConfig,
     CompanyConfig,
     CompanyFile,
+    ConsoleConfig,
     ObservabilityConfig,
     ServerConfig,
 )
@@ -57,6 +58,7 @@ class NodeConfig:
     server: ServerConfig = field(default_factory=ServerConfig)  # HTTP connection limits
     observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
     python_path: tuple[str, ...] = ()  # where kind python entrypoints are looked for first
+    console: ConsoleConfig = field(default_factory=ConsoleConfig)
 
     @property
     def default_agent(self) -> str:
@@ -171,6 +173,7 @@ def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConf
         server=parsed.server or ServerConfig(),
         observability=parsed.observability or ObservabilityConfig(),
         python_path=tuple(parsed.python_path or ()),
+        console=parsed.console or ConsoleConfig(),
     )
 
 

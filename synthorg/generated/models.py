@@ -951,6 +951,7 @@ class CompanyFile(SpecModel):
     server: Annotated[ServerConfig | None, NoNull] = None
     observability: Annotated[ObservabilityConfig | None, NoNull] = None
     python_path: Annotated[Annotated[list[Annotated[str, Field(min_length=1, max_length=4096)]], Field(max_length=32)] | None, NoNull] = None
+    console: Annotated[ConsoleConfig | None, NoNull] = None
 
 
 class ObservabilityConfig(SpecModel):
@@ -958,6 +959,13 @@ class ObservabilityConfig(SpecModel):
 
     metrics: bool = True
     metrics_public: bool = False
+
+
+class ConsoleConfig(SpecModel):
+    """The operator console at /console: server-rendered pages over the admin API, signed in with the admin token. Read at start."""
+
+    enabled: bool = True
+    session_minutes: Annotated[int, Field(ge=5, le=1440)] = 30
 
 
 class CompanyConfig(SpecModel):
@@ -1429,6 +1437,7 @@ V1FieldViolation.model_rebuild()
 JsonRpcErrorResponse.model_rebuild()
 CompanyFile.model_rebuild()
 ObservabilityConfig.model_rebuild()
+ConsoleConfig.model_rebuild()
 CompanyConfig.model_rebuild()
 SkillConfig.model_rebuild()
 ExecutorConfig.model_rebuild()
@@ -1510,6 +1519,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'CardUrl',
     'CompanyConfig',
     'CompanyFile',
+    'ConsoleConfig',
     'CreateTaskPushNotificationConfig',
     'Data',
     'DataLeaf',
@@ -1767,6 +1777,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'configs',
     'configuration',
     'conformance',
+    'console',
     'contextId',
     'cookie',
     'createdAt',
@@ -1911,6 +1922,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'securityRequirements',
     'securitySchemes',
     'server',
+    'session_minutes',
     'settings',
     'signature',
     'signatures',

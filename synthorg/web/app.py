@@ -4,6 +4,7 @@
     /openapi.*, /spec/, /docs   the published contract (synthorg.web.spec_routes)
     /api/v1/admin/...   the admin gate (synthorg.admin.gate), then the admin operations
     /api/v1/webhooks/.. signed pushes: the body buffered (synthorg.web.webhooks), then verified
+    /console...         the operator console (synthorg.console), when it is on
     anything else       the card operations, or 404 / 405
 
 No framework sits on the hot path: the gateway is reached by one string comparison.
@@ -25,6 +26,11 @@ from synthorg.web.spec_routes import SpecRoutes
 from synthorg.web.webhooks import WebhookBodies
 
 RPC_PREFIX = RPC_POST.path.rstrip("/")
+CONSOLE_PREFIX = "/console"  # synthorg.console.app.PREFIX (the console imports web, not back)
+
+
+def is_console_path(path: str) -> bool:
+    return path == CONSOLE_PREFIX or path.startswith(CONSOLE_PREFIX + "/")
 
 
 class NodeApp:
@@ -37,11 +43,13 @@ class NodeApp:
         on_start: Callable[[], Awaitable[None]] | None = None,
         on_stop: Callable[[], Awaitable[None]] | None = None,
         max_push_body: int = 1024 * 1024,
+        console: ASGIApp | None = None,
     ) -> None:
         self._gateway: ASGIApp = gateway
         self.on_start, self.on_stop = on_start, on_stop
         # The gateway serves its operations itself; the router serves the others.
         router = Router({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
+        self._console = console
         self._others: ASGIApp = SpecRoutes(
             AdminGate(WebhookBodies(router, max_push_body), token_provider=lambda: admin_token),
             document=document,
@@ -50,6 +58,8 @@ class NodeApp:
     def observed(self, wrap: Callable[[ASGIApp], ASGIApp]) -> NodeApp:
         """Every HTTP request through `wrap` (synthorg.observability.access)."""
         self._gateway, self._others = wrap(self._gateway), wrap(self._others)
+        if self._console is not None:
+            self._console = wrap(self._console)
         return self
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -57,6 +67,8 @@ class NodeApp:
         if kind == "http":
             if scope["path"].startswith(RPC_PREFIX):
                 await self._gateway(scope, receive, send)
+            elif self._console is not None and is_console_path(scope["path"]):
+                await self._console(scope, receive, send)
             else:
                 await self._others(scope, receive, send)
         elif kind == "lifespan":
