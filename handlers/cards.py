@@ -1,4 +1,5 @@
-"""The card operations: GET /.well-known/agent-card.json and the per-agent card.
+"""The card operations: GET /.well-known/agent-card.json, the per-agent card, and the JWKS of
+the keys that sign them (/.well-known/jwks.json).
 
 Unauthenticated by design (peers read them before they federate). Cards are rendered once and
 served with `Cache-Control`, a strong `ETag` and 304 on `If-None-Match`.
@@ -40,6 +41,14 @@ async def agent_card(request: HttpRequest, ctx: CardsContext) -> Response:
     return _card(request, ctx, rendered)
 
 
+async def jwks(request: HttpRequest, ctx: CardsContext) -> Response:
+    """The public keys that sign the cards; 404 like the cards while the gateway is off."""
+    document = ctx.jwks() if ctx.enabled else None
+    if document is None:
+        return _disabled()
+    return _card(request, ctx, document, vary=False)
+
+
 _VERSION_HEADER = A2A_VERSION_HEADER.lower()
 
 
@@ -49,10 +58,12 @@ def _wants_v1(request: HttpRequest) -> bool:
     return len(values) == 1 and major_minor(values[0]) == A2A_VERSION_1_0
 
 
-def _card(request: HttpRequest, ctx: CardsContext, rendered: CardDocument) -> Response:
-    headers = {
-        "Cache-Control": ctx.cache_control, "ETag": rendered.etag, "Vary": A2A_VERSION_HEADER
-    }
+def _card(
+    request: HttpRequest, ctx: CardsContext, rendered: CardDocument, vary: bool = True
+) -> Response:
+    headers = {"Cache-Control": ctx.cache_control, "ETag": rendered.etag}
+    if vary:
+        headers["Vary"] = A2A_VERSION_HEADER
     # Several If-None-Match headers form one list, as if joined by commas.
     if none_match(", ".join(request.header_values("if-none-match")), rendered.etag):
         return Response(status_code=304, headers=headers)

@@ -19,6 +19,7 @@ from synthorg.generated.models import (
     StreamEvent,
     Task,
     TaskPushNotificationConfig,
+    V1AgentCard,
 )
 from synthorg.sequenced import Sequenced as Sequenced  # what streaming handlers yield
 from synthorg.tasks.query import TaskPage as TaskPage
@@ -116,6 +117,10 @@ class RpcContext(Protocol):
         and the skills only admitted peers see."""
         ...
 
+    def extended_card_v1(self) -> V1AgentCard:
+        """The extended card's 1.0-only document (signed as that document)."""
+        ...
+
     @property
     def push(self) -> PushConfigOperations: ...
 
@@ -167,6 +172,10 @@ class CardsContext(Protocol):
 
     @property
     def cache_control(self) -> str: ...
+
+    def jwks(self) -> CardDocument | None:
+        """The JWKS of the card-signing keys; None when cards are not signed."""
+        ...
 
     def company(self, request: HttpRequest, v1: bool = False) -> CardDocument:
         """`v1`: the 1.0-only document, else the combined 0.3 + 1.0 one."""

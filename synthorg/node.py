@@ -22,6 +22,7 @@ from synthorg.admin.audit import AuditLog
 from synthorg.admin.service import AdminService, PeersAdmin, SettingsAdmin
 from synthorg.admin.token import AdminToken
 from synthorg.cards.discovery import CardDiscovery
+from synthorg.cards.keys import CardKeySet
 from synthorg.cards.publisher import CardPublisher
 from synthorg.config.company import ConfigError, NodeConfig, load_config
 from synthorg.console.admin_calls import AdminCalls
@@ -118,11 +119,13 @@ class Health:
 
 @dataclass(frozen=True)
 class NodeSetup:
-    """What a node reads before it touches its store: the config and the admin token."""
+    """What a node reads before it touches its store: the config, the admin token and the
+    keys that sign its cards."""
 
     data_dir: Path
     config: NodeConfig
     admin_token: AdminToken
+    card_keys: CardKeySet | None = None
 
 
 def prepare(data_dir: Path, host: str = "127.0.0.1") -> NodeSetup:
@@ -135,7 +138,8 @@ def prepare(data_dir: Path, host: str = "127.0.0.1") -> NodeSetup:
             f"{config.source or data_dir / 'config.yaml'}: a2a.dev_allow_without_catalog: "
             f"only allowed on a loopback address, not {host}"
         )
-    return NodeSetup(data_dir, config, admin_token)
+    card_keys = CardKeySet.load(data_dir) if config.a2a.enabled else None
+    return NodeSetup(data_dir, config, admin_token, card_keys)
 
 
 @dataclass
@@ -241,7 +245,7 @@ class Node:
             tasks,
             SkillDirectory(config.agents, discovery),
             PeerGate(config.allowed_peers, gate_catalog, admin_token),
-            cards=CardPublisher(config),
+            cards=CardPublisher(config, keys=setup.card_keys),
             discovery=discovery,
             settings=settings,
             delegator=delegator,

@@ -13,6 +13,10 @@ Each card has two documents: the combined one (A2A 0.3 members beside 1.0's
 `supportedInterfaces`, which both SDKs parse), served by default, and the 1.0-only one
 (`V1AgentCard`), served to a caller that asks with `A2A-Version: 1.0`: a strict 1.0 reader
 refuses the 0.3 members.
+
+With a key set, every document is signed (`synthorg/cards/signing.py`) by its newest key, the
+signature's `jku` naming the JWKS under the card's base URL; the ETag hashes the signed bytes,
+so it changes when the signature does.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from synthorg.cards.keys import CardKeySet
 from synthorg.cards.projection import agent_card, card_version, company_card
+from synthorg.cards.signing import JWKS_PATH, signed
 from synthorg.cards.v1 import card_v1_json
 from synthorg.config.company import NodeConfig
 from synthorg.generated.models import AgentCard, V1AgentCard
@@ -46,16 +52,30 @@ class RenderedCard:
     etag: str
 
 
-def render(card: AgentCard, v1: bool = False) -> RenderedCard:
-    """The card's canonical bytes; `v1`: its 1.0-only document."""
+def document_of(card: AgentCard, v1: bool = False) -> dict[str, Any]:
+    """The card as JSON; `v1`: its 1.0-only document."""
     document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
     if v1:
         document = V1AgentCard.model_validate(card_v1_json(document)).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
-    # Canonical bytes: the same card always hashes to the same ETag, on every node.
+    return document
+
+
+def render(card: AgentCard, v1: bool = False, keys: CardKeySet | None = None,
+           base_url: str = FALLBACK_BASE_URL) -> RenderedCard:
+    """The card's canonical bytes; `v1`: its 1.0-only document; signed when given keys."""
+    document = document_of(card, v1)
+    if keys is not None:
+        document = signed(document, keys.signer, base_url + JWKS_PATH)
+    return canonical_document(document)
+
+
+def canonical_document(document: Mapping[str, Any]) -> RenderedCard:
+    # Canonical bytes: the same document always hashes to the same ETag, on every node.
     body = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
     return RenderedCard(body, f'"{hashlib.sha256(body).hexdigest()[:32]}"')
+
 
 
 def socket_base_url(scope: Mapping[str, Any]) -> str:
@@ -80,8 +100,10 @@ class CardPublisher:
 
     cache_control = CACHE_CONTROL
 
-    def __init__(self, config: NodeConfig, version: str | None = None) -> None:
+    def __init__(self, config: NodeConfig, version: str | None = None,
+                 keys: CardKeySet | None = None) -> None:
         self.enabled = config.a2a.enabled
+        self.keys = keys
         self._config = config
         self._version = version or card_version()
         self._agents = {agent.id: agent for agent in config.agents}
@@ -89,6 +111,7 @@ class CardPublisher:
         self._public_url = public.rstrip("/") if public else None
         self._rendered: dict[tuple[str, str | None, bool], RenderedCard] = {}
         self._bases: set[str] = set()
+        self._jwks: RenderedCard | None = None
 
     def base_url(self, scope: Mapping[str, Any]) -> str:
         return self._public_url or socket_base_url(scope)
@@ -105,10 +128,33 @@ class CardPublisher:
         peers only, so it is never cached where an unauthenticated reader could reach it."""
         base_url = self.base_url(scope)
         if agent_id is None or agent_id not in self._agents:
-            return company_card(self._config, base_url, self._version, extended=True)
-        return agent_card(
-            self._config, self._agents[agent_id], base_url, self._version, extended=True
-        )
+            card = company_card(self._config, base_url, self._version, extended=True)
+        else:
+            card = agent_card(
+                self._config, self._agents[agent_id], base_url, self._version, extended=True
+            )
+        if self.keys is None:
+            return card
+        return AgentCard.model_validate(self._signed(document_of(card), base_url))
+
+    def extended_v1(self, agent_id: str | None, scope: Mapping[str, Any]) -> V1AgentCard:
+        """The extended card's 1.0-only document, signed as such."""
+        card = self.extended(agent_id, scope)
+        document = document_of(card.model_copy(update={"signatures": None}), v1=True)
+        return V1AgentCard.model_validate(self._signed(document, self.base_url(scope)))
+
+    def jwks(self) -> RenderedCard | None:
+        """The public keys as a JWKS document; None when cards are not signed."""
+        if self.keys is None:
+            return None
+        if self._jwks is None:
+            self._jwks = canonical_document(self.keys.jwks())
+        return self._jwks
+
+    def _signed(self, document: dict[str, Any], base_url: str) -> dict[str, Any]:
+        if self.keys is None:
+            return document
+        return signed(document, self.keys.signer, base_url + JWKS_PATH)
 
     def company_at(self, base_url: str, v1: bool = False) -> RenderedCard:
         return self._cached(base_url, None, v1)
@@ -128,7 +174,7 @@ class CardPublisher:
             card = company_card(self._config, base_url, self._version)
         else:
             card = agent_card(self._config, self._agents[agent_id], base_url, self._version)
-        rendered = render(card, v1)
+        rendered = render(card, v1, self.keys, base_url)
         if base_url in self._bases or len(self._bases) < MAX_BASE_URLS:
             self._bases.add(base_url)
             self._rendered[key] = rendered

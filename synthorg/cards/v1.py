@@ -39,6 +39,13 @@ def card_v1_json(card: Mapping[str, Any]) -> Json:
     """A card (0.3 members and supportedInterfaces) with 1.0's members only."""
     out = _copy(card, {}, *_CARD_MEMBERS)
     out["capabilities"] = _copy(card["capabilities"], {}, *_CAPABILITY_MEMBERS)
+    if "extensions" in out["capabilities"]:
+        # 1.0's AgentExtension.required is a plain proto3 bool: false is its default, which
+        # the protobuf JSON mapping (and so a card signature's canonical form) leaves out.
+        out["capabilities"]["extensions"] = [
+            {k: v for k, v in extension.items() if not (k == "required" and v is False)}
+            for extension in out["capabilities"]["extensions"]
+        ]
     out["skills"] = [_copy(skill, {}, *_SKILL_MEMBERS) for skill in card["skills"]]
     schemes = {name: _scheme_v1(s) for name, s in card.get("securitySchemes", {}).items()}
     if schemes:

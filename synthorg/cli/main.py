@@ -23,6 +23,7 @@ from synthorg.cli import (
     config_cmd,
     db_cmd,
     delegate_cmd,
+    keys_cmd,
     peers_cmd,
     serve_cmd,
     settings_cmd,
@@ -44,6 +45,7 @@ COMMANDS: tuple[CommandGroup, ...] = (
     spec_cmd,
     db_cmd,
     audit_cmd,
+    keys_cmd,
 )
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-import handlers.agent_getAuthenticatedExtendedCard
 import handlers.message_send
 import handlers.message_stream
 import handlers.tasks_cancel
@@ -28,10 +27,8 @@ import handlers.tasks_pushNotificationConfig_list
 import handlers.tasks_pushNotificationConfig_set
 import handlers.tasks_resubscribe
 from handlers.context import RpcContext, Sequenced, TaskQuery
-from synthorg.cards.v1 import card_v1_json
 from synthorg.errors import UnsupportedOperation
 from synthorg.generated.constants import (
-    AGENT_GET_AUTHENTICATED_EXTENDED_CARD,
     MESSAGE_SEND,
     MESSAGE_STREAM,
     TASKS_CANCEL,
@@ -44,7 +41,6 @@ from synthorg.generated.constants import (
     TERMINAL_STATES,
 )
 from synthorg.generated.models import (
-    AgentGetAuthenticatedExtendedCardParams,
     Message,
     MessageSendParams,
     MessageStreamParams,
@@ -58,7 +54,6 @@ from synthorg.generated.models import (
     TasksPushNotificationConfigListParams,
     TasksPushNotificationConfigSetParams,
     TasksResubscribeParams,
-    V1AgentCard,
     V1CancelTaskParams,
     V1CancelTaskResult,
     V1CreateTaskPushNotificationConfigParams,
@@ -376,11 +371,9 @@ async def list_tasks(params: V1ListTasksParams, ctx: RpcContext) -> V1ListTasksR
 async def get_extended_agent_card(
     params: V1GetExtendedAgentCardParams, ctx: RpcContext
 ) -> V1GetExtendedAgentCardResult:
-    """The card the 0.3 method answers, written with 1.0's members only."""
-    ours = AgentGetAuthenticatedExtendedCardParams(method=AGENT_GET_AUTHENTICATED_EXTENDED_CARD)
-    card = await handlers.agent_getAuthenticatedExtendedCard.handle(ours, ctx)
-    document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return V1AgentCard.model_validate(card_v1_json(document))
+    """The card the 0.3 method answers, written with 1.0's members only (and signed as
+    that document: the 0.3 document's signature covers other bytes)."""
+    return ctx.extended_card_v1()
 
 
 # -- push notification configs ------------------------------------------------------------

@@ -8,13 +8,15 @@ from typing import Any, NamedTuple, Protocol
 
 from handlers.context import PushConfigOperations, RequestId, SkillOperations, TaskOperations
 from synthorg.errors import InvalidParams
-from synthorg.generated.models import AgentCard
+from synthorg.generated.models import AgentCard, V1AgentCard
 
 
 class ExtendedCards(Protocol):
     """The extended cards (`synthorg/cards/publisher.py`), for the request's local address."""
 
     def extended(self, agent_id: str | None, scope: Mapping[str, Any]) -> AgentCard: ...
+
+    def extended_v1(self, agent_id: str | None, scope: Mapping[str, Any]) -> V1AgentCard: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +46,8 @@ class CallContext(NamedTuple):
         if self.cards is None or self.scope is None:
             raise InvalidParams("Invalid params: this endpoint serves no extended card")
         return self.cards.extended(self.agent_id, self.scope)
+
+    def extended_card_v1(self) -> V1AgentCard:
+        if self.cards is None or self.scope is None:
+            raise InvalidParams("Invalid params: this endpoint serves no extended card")
+        return self.cards.extended_v1(self.agent_id, self.scope)

@@ -694,6 +694,7 @@ class V1AgentCard(SpecModel):
     defaultOutputModes: MediaTypes
     skills: Annotated[list[AgentSkill], Field(max_length=16384)]
     iconUrl: Annotated[CardUrl | None, NoNull] = None
+    signatures: Annotated[Annotated[list[AgentCardSignature], Field(max_length=16)] | None, NoNull] = None
 
 
 V1GetExtendedAgentCardResult = V1AgentCard
@@ -1118,7 +1119,7 @@ class AgentInterface(SpecModel):
 
 
 class AgentCardSignature(SpecModel):
-    """A JWS over the card (RFC 7515)."""
+    """A JWS over the card (RFC 7515) with a detached payload: the card's RFC 8785 canonical form without signatures and without empty values. protected is the base64url header (alg, typ JOSE, kid, jku)."""
 
     protected: Annotated[str, Field(min_length=1, max_length=8192)]
     signature: Annotated[str, Field(min_length=1, max_length=8192)]
@@ -1225,6 +1226,22 @@ class V1AgentCapabilities(SpecModel):
     pushNotifications: Annotated[bool | None, NoNull] = None
     extendedAgentCard: Annotated[bool | None, NoNull] = None
     extensions: Annotated[Annotated[list[AgentExtension], Field(max_length=64)] | None, NoNull] = None
+
+
+class JsonWebKey(SpecModel):
+    """A public key that signs cards (RFC 7517): P-256 (kty EC, alg ES256) or Ed25519 (kty OKP, alg EdDSA). kid is the key's RFC 7638 thumbprint."""
+
+    kty: Literal['EC', 'OKP']
+    crv: Literal['P-256', 'Ed25519']
+    x: Annotated[str, Field(max_length=64)]
+    y: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
+    kid: Annotated[str, Field(min_length=1, max_length=128)]
+    alg: Literal['ES256', 'EdDSA']
+    use: Literal['sig']
+
+
+class JsonWebKeySet(SpecModel):
+    keys: Annotated[list[JsonWebKey], Field(min_length=1, max_length=8)]
 
 
 class CardError(SpecModel):
@@ -1469,6 +1486,8 @@ V1Scopes.model_rebuild()
 V1SecurityRequirement.model_rebuild()
 V1AgentCapabilities.model_rebuild()
 V1AgentCard.model_rebuild()
+JsonWebKey.model_rebuild()
+JsonWebKeySet.model_rebuild()
 CardError.model_rebuild()
 SettingView.model_rebuild()
 SettingList.model_rebuild()
@@ -1528,6 +1547,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'DataValue2',
     'DataValue3',
     'DeleteTaskPushNotificationConfig',
+    'EC',
+    'ES256',
+    'Ed25519',
+    'EdDSA',
     'ErrorCode',
     'ErrorData',
     'ExecutorConfig',
@@ -1550,6 +1573,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'JsonRpcRequest',
     'JsonRpcResponse',
     'JsonRpcSuccessResponse',
+    'JsonWebKey',
+    'JsonWebKeySet',
     'ListTaskPushNotificationConfigs',
     'ListTasks',
     'MediaTypes',
@@ -1567,8 +1592,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'MetadataValue2',
     'MutualTLSSecurityScheme',
     'OAuth2SecurityScheme',
+    'OKP',
     'ObservabilityConfig',
     'OpenIdConnectSecurityScheme',
+    'P-256',
     'Part',
     'Parts',
     'PeerCapabilities',
@@ -1742,6 +1769,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'agent',
     'agent/getAuthenticatedExtendedCard',
     'agents',
+    'alg',
     'allowed',
     'allowed_peers',
     'apiKey',
@@ -1782,6 +1810,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'cookie',
     'createdAt',
     'credentials',
+    'crv',
     'data',
     'default',
     'defaultInputModes',
@@ -1830,7 +1859,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'jsonrpc',
     'keepalive_timeout_seconds',
     'key',
+    'keys',
+    'kid',
     'kind',
+    'kty',
     'lastChunk',
     'limit',
     'list',
@@ -1924,6 +1956,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'server',
     'session_minutes',
     'settings',
+    'sig',
     'signature',
     'signatures',
     'skill',
@@ -1975,9 +2008,12 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'updatedAt',
     'uri',
     'url',
+    'use',
     'user',
     'value',
     'version',
     'visibility',
     'working',
+    'x',
+    'y',
 })

@@ -108,6 +108,7 @@ def operation_endpoints(
         spec.RPC_POST_AGENT: GATEWAY,
         spec.CARDS_COMPANY_CARD: _card(handlers.cards.company_card, cards),
         spec.CARDS_AGENT_CARD: _card(handlers.cards.agent_card, cards),
+        spec.CARDS_JWKS: _card(handlers.cards.jwks, cards),
         spec.ADMIN_STATUS: _admin(handlers.admin.status, admin),
         spec.ADMIN_LIST_SETTINGS: _admin(handlers.admin.list_settings, admin),
         spec.ADMIN_GET_SETTING: _admin(handlers.admin.get_setting, admin),
