@@ -60,8 +60,9 @@ class TaskOperations(Protocol):
 class PushConfigOperations(Protocol):
     """The push notification configs of the caller's tasks (another peer's: not found)."""
 
-    async def check(self, config: PushNotificationConfig) -> None:
-        """InvalidParams unless the node would push to this config (url, authentication)."""
+    async def check(self, peer: str, config: PushNotificationConfig) -> None:
+        """InvalidParams unless the node would push to this config (url, authentication) of
+        a task `peer` owns."""
         ...
 
     async def set(

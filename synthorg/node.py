@@ -218,7 +218,9 @@ class Node:
             node_name=node_name,
             streams=streams,
         )
-        guard = TargetGuard(catalog.addresses(), lambda: config.a2a.push_allow_private_networks)
+        guard = TargetGuard(
+            catalog.addresses(), lambda: config.a2a.push_allow_private_networks, node_name
+        )
         sealer = Sealer(stores.box)  # push config secrets are kept encrypted
         push_configs = SealedConfigs(stores.push_configs, sealer)
         deliverer = Deliverer(

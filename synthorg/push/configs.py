@@ -2,7 +2,8 @@
 
 Every operation first reads the task as the caller: another peer's task is not found, so its
 configs cannot be seen, changed or probed. A URL is checked (and its host resolved) when it
-is set, so a caller learns at once that a target is refused.
+is set, so a caller learns at once that a target is refused (for the caller as the task's
+owner: only its own receiver is a federation push, see `push.ssrf`).
 """
 
 from __future__ import annotations
@@ -46,11 +47,11 @@ class PushConfigs:
         if await self._tasks.get(peer, task_id) is None:
             raise TaskNotFound()
 
-    async def check(self, config: PushNotificationConfig) -> None:
-        """InvalidParams unless the node would push to this config."""
+    async def check(self, peer: str, config: PushNotificationConfig) -> None:
+        """InvalidParams unless the node would push to this config of a task `peer` owns."""
         _check_authentication(config)
         try:
-            await self._guard.check(config.url)
+            await self._guard.check(config.url, peer)
         except Unresolved:
             # Not refused for a name that does not resolve yet (or a resolver's bad moment):
             # each delivery resolves the host again and is refused then if it must be.
@@ -62,7 +63,7 @@ class PushConfigs:
         self, peer: str, task_id: str, config: PushNotificationConfig
     ) -> TaskPushNotificationConfig:
         await self._owned(peer, task_id)
-        await self.check(config)
+        await self.check(peer, config)
         stored = config.model_copy(update={"id": config.id or task_id})
         body: dict[str, Any] = stored.model_dump(mode="json", exclude_none=True)
         if not await self._store.put(peer, task_id, body):

@@ -176,7 +176,7 @@ class Deliverer:
             return
         config = self._open_secrets(delivery.config)
         try:
-            target = await self._guard.check(str(config["url"]))
+            target = await self._guard.check(str(config["url"]), delivery.peer)
         except Unresolved as unresolved:  # perhaps the resolver's bad moment: try again later
             await self._failed_attempt(delivery, urlsplit(str(config["url"])).hostname or "",
                                        str(unresolved))
@@ -240,11 +240,15 @@ class Deliverer:
         authorization = _authorization(config.get("authentication"))
         if authorization:
             headers["Authorization"] = authorization
-        record = self._catalog.get(target.peer) if target.peer else None
-        if record is not None:  # a federation member: sign with the link secret
+        # signed only to the owning peer's own receiver (the guard says which that is): any
+        # other url gets the plain form, with no link secret in play
+        record = self._catalog.get(target.peer) if target.peer and self._node_name else None
+        if record is not None and self._node_name:
             timestamp = str(int(self._clock()))
             headers[TIMESTAMP_HEADER] = timestamp
-            headers[SIGNATURE_HEADER] = signature(record.secret, timestamp, body)
+            headers[SIGNATURE_HEADER] = signature(
+                record.secret, timestamp, delivery.id, self._node_name, body
+            )
         return await self._sender.post(target, str(config["url"]), headers, body,
                                        self._timeout())
 

@@ -1,12 +1,14 @@
 """The receiving end of signed pushes: `POST /api/v1/webhooks/{peer}/a2a_push`.
 
 A push is verified before anything it says is used: the peer must be in the catalog, the
-signature (HMAC-SHA256 of timestamp + body with the link secret) must match in constant
-time, the timestamp must lie within `a2a.push_verification_clock_skew_seconds` of now (read
-at each request; 0 turns the freshness check off), and its delivery id must be new for the
-peer (kept durably, so a replay to another worker or after a restart is refused too). Each
-refusal is an event with its reason. A verified push updates the delegation record of the
-downstream task it names, if this node has one; otherwise it is recorded as an event.
+signature (HMAC-SHA256 with the link secret of the timestamp, the delivery id, the receiver
+path and the body: `push.signing`) must match in constant time, the timestamp must lie
+within `a2a.push_verification_clock_skew_seconds` of now (read at each request; 0 turns the
+freshness check off), and its delivery id must be new for the peer (kept durably, so a
+replay to another worker or after a restart is refused too). Each refusal is an event with
+its reason. A verified push updates the delegation record of the downstream task it names,
+if this node has one (a record never leaves a final state nor goes back in the task's own
+order: `store.delegations.supersedes`); either way it is an event.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from synthorg.generated.models import Task
+from synthorg.http.numbers import ascii_int
 from synthorg.names import canonical_peer_name
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
@@ -29,6 +32,7 @@ from synthorg.store.delegations import DelegationStore
 from synthorg.store.push import PushReceipts
 
 MAX_DELIVERY_ID = 128
+MAX_TIMESTAMP_DIGITS = 12
 
 
 @dataclass(frozen=True)
@@ -44,10 +48,11 @@ def receipts_kept_after(now: float, skew: int) -> float | None:
     return now - 2 * skew if skew > 0 else None
 
 
-def _number(text: str | None) -> int | None:
-    if text is None or not text.isdigit() or len(text) > 12:
-        return None
-    return int(text)
+def _delivery_id_ok(delivery_id: str) -> bool:
+    """Visible ASCII, bounded: it is part of the signed string, and kept as a receipt."""
+    return len(delivery_id) <= MAX_DELIVERY_ID and all(
+        "!" <= char <= "~" for char in delivery_id
+    )
 
 
 class PushReceiver:
@@ -74,17 +79,22 @@ class PushReceiver:
         record = self._catalog.get(canonical) if canonical else None
         if record is None:
             return self._refused(401, "unknown_peer", peer_name)
-        when = _number(timestamp)
-        if when is None or not presented or not delivery_id:
+        if timestamp is None or not presented or not delivery_id:
             return self._refused(401, "missing_signature", record.name)
-        if len(delivery_id) > MAX_DELIVERY_ID:
+        when = ascii_int(timestamp, MAX_TIMESTAMP_DIGITS)
+        if when is None:
+            return self._refused(401, "bad_timestamp", record.name)
+        if not _delivery_id_ok(delivery_id):
             return self._refused(401, "bad_delivery_id", record.name)
-        if not signature_matches(record.secret, str(timestamp), body, presented):
-            return self._refused(401, "bad_signature", record.name)
+        # signed with the peer's name as the path carries it: a push to another path (its
+        # sender's own receiver, say, since the secret is shared both ways) does not verify
+        if not signature_matches(record.secret, timestamp, delivery_id, peer_name, body,
+                                 presented):
+            return self._refused(401, "bad_signature", record.name, delivery_id)
         now = self._clock()
         skew = self._skew()  # read at every request: a runtime settings write applies now
         if skew > 0 and abs(now - when) > skew:
-            return self._refused(401, "stale_timestamp", record.name)
+            return self._refused(401, "stale_timestamp", record.name, delivery_id)
         keep_after = receipts_kept_after(now, skew)
         if not await self._receipts.first(record.name, delivery_id, now, keep_after):
             return self._refused(409, "replayed", record.name, delivery_id)
@@ -99,11 +109,13 @@ class PushReceiver:
         updated = None
         delegation = await self._delegations.by_remote(peer, task.id)  # one indexed read
         if delegation is not None:
+            # a replayed or late push cannot move the record back: the store keeps the newer
             updated = await self._delegations.update(
                 delegation.id, task.model_dump(mode="json", exclude_none=True)
             )
         emit(events.PUSH_RECEIVED, peer_name=peer, delivery_id=delivery_id, task_id=task.id,
-             state=task.status.state, delegation_id=updated.id if updated else None)
+             state=task.status.state, delegation_id=updated.id if updated else None,
+             delegation_state=updated.state if updated else None)
 
     def _refused(
         self, status: int, reason: str, peer: str, delivery_id: str | None = None

@@ -1,7 +1,15 @@
-"""Signed pushes between federation members: HMAC-SHA256 of the timestamp and the body.
+"""Signed pushes between federation members: HMAC-SHA256 over everything the receiver acts on.
 
 The key is the link secret of the catalog peer (the same secret both ways), so only the two
-ends of a link can make or check a signature. Lowercase hex, compared in constant time.
+ends of a link can make or check a signature. The signed string is
+
+    X-A2A-Timestamp LF X-A2A-Delivery-Id LF receiver path LF body
+
+where the receiver path is the operation's path with the sender's name in it
+(`/api/v1/webhooks/{sender}/a2a_push`, whatever prefix a proxy adds in front). So a captured
+push cannot be sent again under a new delivery id, nor reflected back to its sender (the link
+secret is shared, but the path names the direction), nor given another body or time.
+Lowercase hex, compared in constant time.
 """
 
 from __future__ import annotations
@@ -14,17 +22,35 @@ from synthorg.generated.constants import A2A_DELIVERY_ID_HEADER as DELIVERY_ID_H
 from synthorg.generated.constants import A2A_NOTIFICATION_TOKEN_HEADER as TOKEN_HEADER
 from synthorg.generated.constants import A2A_SIGNATURE_HEADER as SIGNATURE_HEADER
 from synthorg.generated.constants import A2A_TIMESTAMP_HEADER as TIMESTAMP_HEADER
+from synthorg.generated.constants import PUSH_RECEIVE
 
 __all__ = [
-    "DELIVERY_ID_HEADER", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "TOKEN_HEADER", "signature",
+    "DELIVERY_ID_HEADER", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "TOKEN_HEADER",
+    "receiver_path", "signature", "signature_matches", "signed_string",
 ]
 
 
-def signature(secret: str, timestamp: str, body: bytes) -> str:
-    return hmac.new(secret.encode(), timestamp.encode() + body, hashlib.sha256).hexdigest()
+def receiver_path(sender: str) -> str:
+    """The receiver operation's path for pushes from `sender` (its name in the receiver's
+    catalog, which is the sender's own node name)."""
+    return PUSH_RECEIVE.path.format(peer=sender)
 
 
-def signature_matches(secret: str, timestamp: str, body: bytes, presented: str) -> bool:
+def signed_string(timestamp: str, delivery_id: str, sender: str, body: bytes) -> bytes:
+    # none of the first three can hold a line feed: a timestamp is digits, a delivery id
+    # visible ASCII (the receiver refuses anything else), a peer name matches its pattern
+    head = "\n".join((timestamp, delivery_id, receiver_path(sender), ""))
+    return head.encode("utf-8", "replace") + body
+
+
+def signature(secret: str, timestamp: str, delivery_id: str, sender: str, body: bytes) -> str:
+    message = signed_string(timestamp, delivery_id, sender, body)
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def signature_matches(
+    secret: str, timestamp: str, delivery_id: str, sender: str, body: bytes, presented: str
+) -> bool:
     # bytes, so a header with non-ASCII characters is a mismatch, not an error
-    expected = signature(secret, timestamp, body).encode()
+    expected = signature(secret, timestamp, delivery_id, sender, body).encode()
     return hmac.compare_digest(expected, presented.encode("utf-8", "replace"))

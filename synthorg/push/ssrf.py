@@ -1,12 +1,18 @@
-"""Where a push may go: http(s) only, to public addresses, unless it is a catalog peer.
+"""Where a push may go: http(s) only, to public addresses, unless it is its owner's receiver.
 
 A push URL comes from a caller, so it could aim this node at its own loopback, the private
 network it sits in, or a cloud metadata service. The guard resolves the host and refuses any
-address that is not globally routable (loopback, private, link-local and so the metadata
-address 169.254.169.254, shared, reserved, multicast), unless the URL's host and port are a
-catalog peer's endpoint (federation members often sit on private networks) or the node's
-config allows private networks. The addresses it resolved are the ones the deliverer
-connects to (pinned), so a second DNS answer cannot move the push elsewhere.
+address that does not reach a public host (`push.addresses`: loopback, private, link-local
+and so the metadata address 169.254.169.254, shared, reserved, multicast, site-local, and
+each of these inside an IPv6 transition form such as `::ffff:0:127.0.0.1`), unless the
+node's config allows private networks, or the URL is the receiver of the peer that owns the
+task: the peer's catalog endpoint (same scheme, host and port) with this node's receiver
+path under it (federation members often sit on private networks). Only that URL is a
+federation push, signed with the owner's link secret; a URL on another peer's endpoint is an
+ordinary push (unsigned, and to a private address only when private networks are allowed),
+so a caller cannot make this node sign for, or reach, a peer on its behalf. The addresses
+the guard resolved are the ones the deliverer connects to (pinned), so a second DNS answer
+cannot move the push elsewhere; each delivery resolves and checks them again.
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from synthorg.push.addresses import reach
+from synthorg.push.signing import receiver_path
 from synthorg.store.catalog import PeerAddresses
 
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -38,7 +45,7 @@ class Target:
     host: str  # as written in the URL (lower-case), for Host and TLS verification
     port: int
     addresses: tuple[str, ...]  # resolved once; the connection goes to one of these
-    peer: str | None  # the catalog peer whose endpoint this is (pushes to it are signed)
+    peer: str | None  # the owning peer whose receiver this is (pushes to it are signed)
 
 
 def _split(url: str) -> tuple[str, str, int]:
@@ -57,40 +64,51 @@ def _split(url: str) -> tuple[str, str, int]:
     return scheme, parts.hostname.lower(), port or DEFAULT_PORTS[scheme]
 
 
-def _public(address: IpAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_global and not address.is_multicast
+def _path_and_query(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.path, parts.query
 
 
 class TargetGuard:
     def __init__(
-        self, peers: PeerAddresses, allow_private: Callable[[], bool] = lambda: False
+        self,
+        peers: PeerAddresses,
+        allow_private: Callable[[], bool] = lambda: False,
+        node_name: str | None = None,
     ) -> None:
         self._peers = peers
         self._allow_private = allow_private
+        self._node_name = node_name  # the name peers know this node by: their receiver path
 
-    def peer_for(self, scheme: str, host: str, port: int) -> str | None:
-        for peer in self._peers.list():
-            try:
-                p_scheme, p_host, p_port = _split(peer.endpoint)
-            except TargetRefused:
-                continue
-            if (p_scheme, p_host, p_port) == (scheme, host, port):
-                return peer.name
-        return None
+    def receiver_of(self, owner: str | None, url: str) -> str | None:
+        """`owner` when `url` is exactly its receiver for this node's pushes, else None."""
+        if owner is None or not self._node_name:
+            return None
+        peer = self._peers.get(owner)
+        if peer is None:
+            return None
+        try:
+            same_origin = _split(peer.endpoint) == _split(url)
+        except TargetRefused:
+            return None
+        base, _ = _path_and_query(peer.endpoint)
+        path, query = _path_and_query(url)
+        expected = base.rstrip("/") + receiver_path(self._node_name)
+        return peer.name if same_origin and path == expected and not query else None
 
-    async def check(self, url: str) -> Target:
-        """The URL's target with its addresses resolved; TargetRefused when it may not be."""
+    async def check(self, url: str, owner: str | None = None) -> Target:
+        """The URL's target with its addresses resolved, for a push of a task `owner` owns;
+        TargetRefused when it may not be."""
         scheme, host, port = _split(url)
         addresses = await _resolve(host, port)
-        peer = self.peer_for(scheme, host, port)
+        peer = self.receiver_of(owner, url)
         if peer is None and not self._allow_private():
             for text in addresses:
-                if not _public(ipaddress.ip_address(text)):
+                reached = reach(ipaddress.ip_address(text))
+                if not reached.public:
                     raise TargetRefused(
-                        f"the push url's host resolves to {text}, a loopback, private, "
-                        "link-local or reserved address this node does not push to"
+                        f"the push url's host resolves to {reached.describe(text)}, "
+                        "which this node does not push to"
                     )
         return Target(scheme, host, port, addresses, peer)
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
+
+from synthorg.generated.constants import TERMINAL_STATES
 
 
 @dataclass(frozen=True)
@@ -20,10 +23,40 @@ class Delegation:
     updated_at: str
 
 
+def _status_time(task: dict[str, Any]) -> datetime | None:
+    status = task.get("status")
+    stamp = status.get("timestamp") if isinstance(status, dict) else None
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def supersedes(current: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether `new` may replace `current` as what we last saw of the remote task.
+
+    Pushes, polls and streams arrive in any order, and a push may be replayed or retried
+    late; the record follows the task's own order instead: it never leaves a final state,
+    and never takes a status older (by the task's status timestamp) than the one it holds.
+    Without timestamps on both sides only the first rule can apply.
+    """
+    status = current.get("status")
+    if isinstance(status, dict) and status.get("state") in TERMINAL_STATES:
+        return False
+    held, offered = _status_time(current), _status_time(new)
+    return held is None or offered is None or offered >= held
+
+
 class DelegationStore(Protocol):
     async def add(self, record: Delegation) -> None: ...
 
-    async def update(self, local_id: str, task: dict[str, Any]) -> Delegation: ...
+    async def update(self, local_id: str, task: dict[str, Any]) -> Delegation:
+        """Replace the record's task with `task` if it `supersedes` the one held (atomically:
+        two updates racing cannot both pass the check); the record as it stands after."""
+        ...
 
     async def get(self, local_id: str) -> Delegation | None: ...
 

@@ -33,6 +33,7 @@ INVALID_PARAMS = -32602
 CONFIG = f"""\
 a2a:
   enabled: true
+  node_name: node-push
   allowed_peers: [{PEER}, {OTHER}]
 agents:
   - {{id: echo, name: Echo, executor: {{kind: echo}}}}
@@ -124,6 +125,13 @@ def test_another_peers_task_is_not_found(client: httpx.Client, other: httpx.Clie
     ("http://[::1]/hook", "::1"),
     ("http://[::ffff:192.168.0.1]/hook", "::ffff:c0a8:1"),
     ("http://localhost/hook", "resolves to"),
+    # IPv6 transition forms that carry a loopback or private IPv4 address, and site-local
+    ("http://[::127.0.0.1]/hook", "127.0.0.1"),  # IPv4-compatible
+    ("http://[::ffff:0:127.0.0.1]/hook", "127.0.0.1"),  # IPv4-translated
+    ("http://[64:ff9b::7f00:1]/hook", "127.0.0.1"),  # NAT64
+    ("http://[64:ff9b:1::a00:1]/hook", "local-use NAT64"),
+    ("http://[2002:a9fe:a9fe::1]/hook", "169.254.169.254"),  # 6to4
+    ("http://[fec0::1]/hook", "site-local"),
 ])
 def test_targets_on_private_networks_are_refused_at_set_time(
     client: httpx.Client, url: str, reason: str
@@ -154,9 +162,17 @@ def test_message_send_registers_its_push_config(client: httpx.Client) -> None:
     expect_error(call(client, "message/send", refused), code=INVALID_PARAMS, request_id=1)
 
 
-def test_a_catalog_peers_endpoint_is_allowed_on_a_private_address(client: httpx.Client) -> None:
+def test_only_the_owners_own_receiver_is_allowed_on_a_private_address(
+    client: httpx.Client,
+) -> None:
     task = create_task(client, agent_id="echo")  # the catalog peers' endpoint: 127.0.0.1:9
-    expect_result(set_config(client, task["id"], {"url": "http://127.0.0.1:9/api/v1/x"}))
+    receiver = "http://127.0.0.1:9/api/v1/webhooks/node-push/a2a_push"
+    expect_result(set_config(client, task["id"], {"url": receiver}))
+    # the same endpoint on any other path, or with a query, is an ordinary push: refused
+    for url in ("http://127.0.0.1:9/api/v1/x", receiver + "?x=1",
+                "http://127.0.0.1:9/api/v1/webhooks/other/a2a_push"):
+        expect_error(set_config(client, task["id"], {"url": url}), code=INVALID_PARAMS,
+                     request_id=1)
 
 
 def test_push_secrets_are_kept_sealed_on_disk(node: LiveNode, client: httpx.Client) -> None:

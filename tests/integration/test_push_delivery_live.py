@@ -81,20 +81,62 @@ def test_a_failed_push_is_retried_with_the_same_delivery_id(
     assert ids == {event["delivery_id"]} and len(receiver.received) == 3
 
 
-def test_a_push_to_a_catalog_peers_endpoint_is_signed_with_the_link_secret(
+def test_a_push_to_the_owners_own_receiver_is_signed_with_the_link_secret(
+    tmp_path: Path, receiver: ScriptedServer
+) -> None:
+    add_peer(tmp_path, PEER, KEY, endpoint=receiver.url + "/base")
+    receiver.script.extend([Answer(200)])
+    # private networks stay refused: the owner's receiver is what allows the loopback target
+    with LiveNode(tmp_path, config_yaml(False)) as node, node.client(PEER, KEY) as client:
+        url = receiver.url + "/base/api/v1/webhooks/node-sender/a2a_push"
+        task = send_with_push(client, {"url": url})
+        node.wait_for_event(DELIVERED, task_id=task["id"])
+    [got] = receiver.received
+    timestamp, delivery = got.headers["X-A2A-Timestamp"], got.headers["X-A2A-Delivery-Id"]
+    assert timestamp.isdigit()
+    assert got.headers["X-A2A-Signature"] == signature(
+        KEY, timestamp, delivery, "node-sender", got.body
+    )
+    assert got.headers["X-A2A-Peer-Name"] == "node-sender"
+
+
+OTHER, OTHER_KEY = "peer-other", "key-other-7c1e9a3b5d2f"
+
+
+@pytest.mark.parametrize("path", [
+    "/api/v1/webhooks/node-sender/a2a_push",  # the other peer's receiver
+    "/api/v1/a2a",  # any other path on its endpoint
+])
+def test_a_push_to_another_peers_endpoint_is_never_signed(
+    tmp_path: Path, receiver: ScriptedServer, path: str
+) -> None:
+    # The caller owns the task; the url is another catalog peer's. The node must not sign
+    # for that peer (a confused deputy), and it is a plain push to a private address.
+    add_peer(tmp_path, PEER, KEY)
+    add_peer(tmp_path, OTHER, OTHER_KEY, endpoint=receiver.url)
+    with LiveNode(tmp_path, config_yaml(False)) as node, node.client(PEER, KEY) as client:
+        params = {"message": message("hi", agent_id="echo"),
+                  "configuration": {"pushNotificationConfig": {"url": receiver.url + path}}}
+        refused = call(client, "message/send", params)
+        assert refused.json()["error"]["code"] == -32602  # private networks are off
+    receiver.script.extend([Answer(200)])
+    with LiveNode(tmp_path, config_yaml(True)) as node, node.client(PEER, KEY) as client:
+        task = send_with_push(client, {"url": receiver.url + path})
+        node.wait_for_event(DELIVERED, task_id=task["id"])
+    [got] = receiver.received
+    assert "X-A2A-Signature" not in got.headers and "X-A2A-Timestamp" not in got.headers
+
+
+def test_a_push_to_the_owners_endpoint_off_its_receiver_path_is_not_signed(
     tmp_path: Path, receiver: ScriptedServer
 ) -> None:
     add_peer(tmp_path, PEER, KEY, endpoint=receiver.url)
     receiver.script.extend([Answer(200)])
-    # private networks stay refused: the peer's endpoint is what allows the loopback target
-    with LiveNode(tmp_path, config_yaml(False)) as node, node.client(PEER, KEY) as client:
+    with LiveNode(tmp_path, config_yaml(True)) as node, node.client(PEER, KEY) as client:
         task = send_with_push(client, {"url": receiver.url + "/api/v1/webhooks/x/a2a_push"})
         node.wait_for_event(DELIVERED, task_id=task["id"])
     [got] = receiver.received
-    timestamp = got.headers["X-A2A-Timestamp"]
-    assert timestamp.isdigit()
-    assert got.headers["X-A2A-Signature"] == signature(KEY, timestamp, got.body)
-    assert got.headers["X-A2A-Peer-Name"] == "node-sender"
+    assert "X-A2A-Signature" not in got.headers
 
 
 def test_a_push_owed_when_the_sender_stopped_is_sent_after_its_restart(

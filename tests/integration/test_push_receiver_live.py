@@ -1,9 +1,12 @@
 """The signed push receiver, `POST /api/v1/webhooks/{peer}/a2a_push`, on live nodes: forged,
 stale, replayed and unknown-peer pushes refused (401/409, each reason an event), a verified
-one accepted; and one node pushing to another's receiver, signed with their link secret."""
+one accepted; a captured push sent again under a new delivery id or to another path refused;
+a delegation record that no push moves back; and one node pushing to another's receiver,
+signed with their link secret."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -14,13 +17,14 @@ import httpx
 import pytest
 
 from synthorg.push.signing import signature
+from synthorg.store.delegations import Delegation
+from synthorg.store.sqlite.backend import SqliteStores
 from tests.integration.helpers import call, expect_result, message
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 from tests.support.node import cli
 
 SENDER, LINK = "node-sender", "link-secret-5a9c3e7b1d2f"
-CALLER, CALLER_KEY = "peer-caller", "key-caller-8b2d6f4a1c3e"
 RECEIVED, REJECTED = "a2a.push.received", "a2a.push.rejected"
 
 RECEIVER_CONFIG = f"""\
@@ -51,7 +55,7 @@ def push(node: LiveNode, peer: str = SENDER, *, secret: str = LINK, body: bytes 
     headers = {"Content-Type": "application/json", "X-A2A-Delivery-Id": delivery,
                "X-A2A-Timestamp": stamp}
     if signed:
-        headers["X-A2A-Signature"] = signature(secret, stamp, raw)
+        headers["X-A2A-Signature"] = signature(secret, stamp, delivery, peer, raw)
     response = httpx.post(f"{node.url}/api/v1/webhooks/{peer}/a2a_push", content=raw,
                           headers=headers, timeout=10)
     return response, delivery
@@ -87,30 +91,108 @@ def test_an_unverifiable_push_is_refused_with_401(
 def test_a_body_changed_after_signing_is_refused(receiver: LiveNode) -> None:
     stamp = str(int(time.time()))
     raw = json.dumps(TASK).encode()
-    headers = {"X-A2A-Delivery-Id": uuid.uuid4().hex, "X-A2A-Timestamp": stamp,
-               "X-A2A-Signature": signature(LINK, stamp, raw)}
+    delivery = uuid.uuid4().hex
+    headers = {"X-A2A-Delivery-Id": delivery, "X-A2A-Timestamp": stamp,
+               "X-A2A-Signature": signature(LINK, stamp, delivery, SENDER, raw)}
     forged = raw.replace(b"completed", b"failed\x20\x20\x20")
     response = httpx.post(f"{receiver.url}/api/v1/webhooks/{SENDER}/a2a_push", content=forged,
                           headers=headers, timeout=10)
     assert response.status_code == 401
 
 
+def post_raw(node: LiveNode, peer: str, raw: bytes, headers: dict[str, bytes | str]
+             ) -> httpx.Response:
+    return httpx.post(f"{node.url}/api/v1/webhooks/{peer}/a2a_push", content=raw,
+                      headers=headers, timeout=10)
+
+
+def test_a_captured_push_under_a_new_delivery_id_is_refused(receiver: LiveNode) -> None:
+    stamp, raw, delivery = str(int(time.time())), json.dumps(TASK).encode(), uuid.uuid4().hex
+    headers = {"X-A2A-Delivery-Id": delivery, "X-A2A-Timestamp": stamp,
+               "X-A2A-Signature": signature(LINK, stamp, delivery, SENDER, raw)}
+    assert post_raw(receiver, SENDER, raw, headers).status_code == 204
+    another = uuid.uuid4().hex
+    response = post_raw(receiver, SENDER, raw, {**headers, "X-A2A-Delivery-Id": another})
+    assert response.status_code == 401
+    receiver.wait_for_event(REJECTED, delivery_id=another, reason="bad_signature")
+
+
+def test_a_push_signed_for_another_receiver_path_is_refused(tmp_path: Path) -> None:
+    # The link secret is shared both ways: a push this node's peer signed for this node's
+    # own receiver path (as if it came from here) must not verify as one from the peer.
+    add_peer(tmp_path, SENDER, LINK)
+    with LiveNode(tmp_path, RECEIVER_CONFIG) as node:
+        stamp, raw, delivery = str(int(time.time())), json.dumps(TASK).encode(), uuid.uuid4().hex
+        headers = {"X-A2A-Delivery-Id": delivery, "X-A2A-Timestamp": stamp,
+                   "X-A2A-Signature": signature(LINK, stamp, delivery, "node-receiver", raw)}
+        assert post_raw(node, SENDER, raw, headers).status_code == 401
+        node.wait_for_event(REJECTED, delivery_id=delivery, reason="bad_signature")
+
+
+@pytest.mark.parametrize("stamp", [b"\xb2", "\u00b2".encode(), "\u0661".encode(), b"9" * 5000,
+                                   b"+1", b"1_0"])
+def test_a_timestamp_that_is_not_ascii_digits_is_refused_before_the_signature(
+    receiver: LiveNode, stamp: bytes
+) -> None:
+    raw = json.dumps(TASK).encode()
+    before = len(receiver.events(REJECTED))
+    headers: dict[str, bytes | str] = {
+        "X-A2A-Delivery-Id": uuid.uuid4().hex, "X-A2A-Timestamp": stamp,
+        "X-A2A-Signature": "0" * 64,
+    }
+    response = post_raw(receiver, SENDER, raw, headers)
+    assert response.status_code == 401 and response.json()["error"] == "unauthorized"
+    receiver.wait_for_events(REJECTED, before + 1)
+    assert receiver.events(REJECTED)[-1]["reason"] == "bad_timestamp"
+
+
+def _at(state: str, second: int) -> bytes:
+    return json.dumps({"kind": "task", "id": "t-followed", "contextId": "c-1", "status": {
+        "state": state, "timestamp": f"2030-01-01T00:00:{second:02d}.000Z"}}).encode()
+
+
+def test_no_push_moves_a_delegation_back_from_final_or_back_in_time(tmp_path: Path) -> None:
+    add_peer(tmp_path, SENDER, LINK)
+    stores = SqliteStores(tmp_path)
+    stamp = "2030-01-01T00:00:00.000Z"
+    try:
+        asyncio.run(stores.delegations.add(Delegation(
+            "d-followed", SENDER, "t-followed", "c-1", "m-1", "submitted", None,
+            json.loads(_at("submitted", 1)), stamp, stamp)))
+    finally:
+        stores.close()
+    with LiveNode(tmp_path, RECEIVER_CONFIG) as node:
+        def state_after(body: bytes) -> str:
+            response, delivery = push(node, body=body)
+            assert response.status_code == 204, response.text
+            event = node.wait_for_event(RECEIVED, delivery_id=delivery)
+            assert event["delegation_id"] == "d-followed"
+            return str(event["delegation_state"])
+
+        assert state_after(_at("working", 5)) == "working"
+        assert state_after(_at("submitted", 3)) == "working"  # a late retry: older, not taken
+        assert state_after(_at("completed", 9)) == "completed"
+        # a genuine earlier push sent again (fresh delivery id, fresh signature) changes nothing
+        assert state_after(_at("working", 5)) == "completed"
+        assert state_after(_at("working", 20)) == "completed"
+
+
 def test_one_node_pushes_to_anothers_receiver_signed(tmp_path: Path) -> None:
     receiver_dir, sender_dir = tmp_path / "receiver", tmp_path / "sender"
     add_peer(receiver_dir, SENDER, LINK)
     with LiveNode(receiver_dir, RECEIVER_CONFIG) as receiver:
+        # the receiving node owns the task on the sender (it calls in with their link secret)
         add_peer(sender_dir, "node-receiver", LINK, endpoint=receiver.url)
-        add_peer(sender_dir, CALLER, CALLER_KEY)
         sender_config = f"""\
 a2a:
   enabled: true
   node_name: {SENDER}
-  allowed_peers: [{CALLER}]
+  allowed_peers: [node-receiver]
 agents:
   - {{id: echo, name: Echo, executor: {{kind: echo}}}}
 """
         with LiveNode(sender_dir, sender_config) as sender, \
-                sender.client(CALLER, CALLER_KEY) as client:
+                sender.client("node-receiver", LINK) as client:
             url = f"{receiver.url}/api/v1/webhooks/{SENDER}/a2a_push"
             params = {"message": message("hi", agent_id="echo"),
                       "configuration": {"pushNotificationConfig": {"url": url}}}

@@ -237,6 +237,45 @@ def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
     assert run(one.delegations.get("missing")) is None
 
 
+def _at(state: str, second: int | None) -> dict[str, Any]:
+    status: dict[str, Any] = {"state": state}
+    if second is not None:
+        status["timestamp"] = f"2030-01-01T00:00:{second:02d}.000Z"
+    return {"id": "r-1", "status": status}
+
+
+def test_a_delegation_never_leaves_a_final_state_nor_goes_back_in_time(
+    bundles: Bundles,
+) -> None:
+    one, two = bundles.open(), bundles.open()
+    stamp = "2030-01-01T00:00:00.000Z"
+    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", None,
+                                       _at("submitted", 1), stamp, stamp)))
+    assert run(two.delegations.update("d-1", _at("working", 5))).state == "working"
+    # an older status arriving late (a retry, a replay, a slow poll) is not taken
+    late = run(one.delegations.update("d-1", _at("submitted", 3)))
+    assert late.state == "working" and late.task == _at("working", 5)
+    assert run(two.delegations.update("d-1", _at("input-required", 5))).state == "input-required"
+    assert run(one.delegations.update("d-1", _at("completed", 9))).state == "completed"
+    # final: nothing moves it, newer or without a timestamp
+    for task in (_at("working", 10), _at("failed", 11), _at("working", None)):
+        kept = run(two.delegations.update("d-1", task))
+        assert kept.state == "completed" and kept.task == _at("completed", 9)
+    assert run(one.delegations.get("d-1")).task == _at("completed", 9)  # type: ignore[union-attr]
+
+
+def test_a_delegation_without_timestamps_still_never_leaves_a_final_state(
+    bundles: Bundles,
+) -> None:
+    one = bundles.open()
+    stamp = "2030-01-01T00:00:00.000Z"
+    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", None,
+                                       _at("submitted", None), stamp, stamp)))
+    assert run(one.delegations.update("d-1", _at("working", None))).state == "working"
+    assert run(one.delegations.update("d-1", _at("canceled", None))).state == "canceled"
+    assert run(one.delegations.update("d-1", _at("working", 30))).state == "canceled"
+
+
 def test_a_delegation_is_found_by_its_peer_and_remote_task(bundles: Bundles) -> None:
     one, two = bundles.open(), bundles.open()
     task = {"id": "r-1", "status": {"state": "submitted"}}

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from synthorg.clock import utc_now
-from synthorg.store.delegations import Delegation
+from synthorg.store.delegations import Delegation, supersedes
 from synthorg.store.postgres.database import Connection, PgDatabase, Row
 
 _COLUMNS = (
@@ -38,14 +38,21 @@ class PgDelegationStore:
 
     async def update(self, local_id: str, task: dict[str, Any]) -> Delegation:
         async def job(conn: Connection) -> Row | None:
+            # the row locked while it is compared: a racing update waits, then compares
+            # against what this one wrote
             row: Row | None = await conn.fetchrow(
+                f"SELECT {_COLUMNS} FROM delegations WHERE id = $1 FOR UPDATE", local_id
+            )
+            if row is None or not supersedes(json.loads(row[7]), task):
+                return row
+            row = await conn.fetchrow(
                 f"UPDATE delegations SET state = $1, body = $2, updated_at = $3 WHERE id = $4 "
                 f"RETURNING {_COLUMNS}",
                 task["status"]["state"], json.dumps(task), utc_now(), local_id,
             )
             return row
 
-        row = await self._db.run(job, "write")
+        row = await self._db.transaction(job, "write")
         if row is None:
             raise LookupError(f"no delegation {local_id}")
         return _record(row)

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from synthorg.clock import utc_now
-from synthorg.store.delegations import Delegation
+from synthorg.store.delegations import Delegation, supersedes
 from synthorg.store.sqlite.database import Database
 
 _COLUMNS = (
@@ -42,12 +42,18 @@ class SqliteDelegationStore:
 
     async def update(self, local_id: str, task: dict[str, Any]) -> Delegation:
         def job(conn: sqlite3.Connection) -> Delegation:
-            updated = conn.execute(
+            # read and written in the one writer's transaction: no update slips in between
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM delegations WHERE id = ?", (local_id,)
+            ).fetchone()
+            if row is None:
+                raise LookupError(f"no delegation {local_id}")
+            if not supersedes(json.loads(row[7]), task):
+                return _record(row)
+            conn.execute(
                 "UPDATE delegations SET state = ?, body = ?, updated_at = ? WHERE id = ?",
                 (task["status"]["state"], json.dumps(task), utc_now(), local_id),
-            ).rowcount
-            if not updated:
-                raise LookupError(f"no delegation {local_id}")
+            )
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM delegations WHERE id = ?", (local_id,)
             ).fetchone()
