@@ -216,6 +216,16 @@ async def delete_peer(request: HttpRequest, ctx: AdminContext) -> Response:
     return _answer(204)
 
 
+@_answered
+async def peer_activity(request: HttpRequest, ctx: AdminContext) -> Response:
+    return _answer(200, await ctx.peer_activity(request.path_params["name"]))
+
+
+@_answered
+async def metrics_samples(request: HttpRequest, ctx: AdminContext) -> Response:
+    return _answer(200, ctx.metrics_samples())
+
+
 # -- status ------------------------------------------------------------------------------------
 
 

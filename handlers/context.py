@@ -252,6 +252,14 @@ class AdminContext(Protocol):
 
     def delete_peer(self, name: str, client: str | None) -> None: ...
 
+    async def peer_activity(self, name: str) -> JsonDocument:
+        """A PeerActivity; UnknownPeer when there is no such record."""
+        ...
+
+    def metrics_samples(self) -> JsonDocument:
+        """A MetricsSamples document (this process's)."""
+        ...
+
     def status(self) -> JsonDocument: ...
 
 

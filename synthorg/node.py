@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from synthorg.admin.activity import ActivityView
 from synthorg.admin.api import AdminApi
 from synthorg.admin.audit import AuditLog
 from synthorg.admin.service import AdminService, PeersAdmin, SettingsAdmin
@@ -40,6 +41,7 @@ from synthorg.generated.constants import Operation
 from synthorg.generated.models import AgentConfig
 from synthorg.observability import tracing
 from synthorg.observability.access import Observed, Observer
+from synthorg.observability.activity import Activity
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
 from synthorg.observability.log import emit
@@ -164,6 +166,8 @@ class Node:
     _adopted: list[tuple[str, StoredTask]] = field(default_factory=list, repr=False)
     metrics: Metrics | None = None  # None: observability.metrics is false
     traced: bool = False  # OTEL_EXPORTER_OTLP_ENDPOINT is set
+    # This process's recent traffic, for the console (always on: one addition per request).
+    activity: Activity = field(default_factory=Activity)
 
     @property
     def enabled(self) -> bool:
@@ -275,7 +279,9 @@ class Node:
                 limiter=self._rate_limiter(),
             )
         )
-        admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled)
+        activity = ActivityView(self.admin, self.discovery, self.activity, self.stores.tasks,
+                                self.stores.delegations)
+        admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled, activity)
         receiver = PushReceiver(
             self.catalog, self.stores.push_receipts, self.stores.delegations,
             lambda: self.settings.push_verification_clock_skew_seconds,
@@ -288,7 +294,9 @@ class Node:
                       max_push_body=self.config.a2a.max_request_body_bytes,
                       on_start=self.start_background, on_stop=self.stop_background,
                       console=self._console(operations))
-        observers: list[Observer] = [] if self.metrics is None else [self.metrics]
+        observers: list[Observer] = [self.activity]
+        if self.metrics is not None:
+            observers.append(self.metrics)
         if self.traced:
             observers.append(Tracing())
         return app.observed(lambda inner: Observed(inner, observers))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from synthorg.admin.activity import ActivityView
 from synthorg.admin.service import AdminService, peer_json, setting_json
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.settings.runtime import RuntimeSettings, setting_definition
@@ -21,8 +22,10 @@ class AdminApi:
         settings: RuntimeSettings,
         discovery: CardDiscovery,
         a2a_enabled: bool,
+        activity: ActivityView,
     ) -> None:
         self._service = service
+        self._activity = activity
         self._settings = settings
         self._discovery = discovery
         self._enabled = a2a_enabled
@@ -75,6 +78,12 @@ class AdminApi:
 
     def delete_peer(self, name: str, client: str | None) -> None:
         self._service.peers.delete(name, via="admin_api", client=client)
+
+    async def peer_activity(self, name: str) -> dict[str, Any]:
+        return await self._activity.peer(name)
+
+    def metrics_samples(self) -> dict[str, Any]:
+        return self._activity.samples()
 
     def status(self) -> dict[str, Any]:
         # Reading the setting picks up a write made by another process (the CLI, a replica)

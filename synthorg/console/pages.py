@@ -1,19 +1,36 @@
-"""The console's pages: each reads and changes the node through the admin operations."""
+"""The console's pages: each reads and changes the node through the admin operations.
+
+A change is a form POST answered by a redirect to the page it was made on (`?done=` names
+one of the fixed notices below, never text from the request); a refusal re-renders the page
+with the admin operation's own message.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from starlette.responses import Response
 
 from synthorg.admin.token import AdminToken
-from synthorg.console.admin_calls import AdminCalls
-from synthorg.console.app import Console, Request
+from synthorg.console.admin_calls import AdminCalls, Answer
+from synthorg.console.app import PREFIX, SECURITY_HEADERS, Console, Request
+from synthorg.console.charts import line_chart
 from synthorg.generated import constants as spec
 
 _WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+NOTICES = {
+    "peer-added": "Peer added.",
+    "peer-rekeyed": "Endpoint and secret replaced.",
+    "peer-limited": "Rate limit saved.",
+    "peer-removed": "Peer removed.",
+    "setting-saved": "Setting saved.",
+    "setting-reset": "Setting reset.",
+}
+TOP_REASONS = 3  # refusal reasons drawn, the most frequent first
 
 
 def label(key: str) -> str:
@@ -23,7 +40,7 @@ def label(key: str) -> str:
 
 
 def shown(value: Any) -> str:
-    """A status value as one line of text."""
+    """A value as one line of text."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, dict):
@@ -33,19 +50,157 @@ def shown(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def install(console: Console) -> None:
-    console.page("GET", "/console", lambda r, p: overview(console, r, p))
+def notice(request: Request) -> str | None:
+    return NOTICES.get(request.query().get("done", ""))
 
 
-async def overview(console: Console, request: Request, params: Mapping[str, str]) -> Response:
-    status = await console.admin(request, spec.ADMIN_STATUS)
-    ready = await console.admin(request, spec.HEALTH_READY)
-    facts = [(label(k), shown(v)) for k, v in (status.document or {}).items()]
-    readiness = shown((ready.document or {}).get("status", "unavailable"))
-    return console.render("overview.html", request, facts=facts, readiness=readiness)
+def redirect(path: str, done: str) -> Response:
+    return Response(status_code=303, headers={
+        **SECURITY_HEADERS, "Location": f"{quote(path, safe='/')}?done={done}"})
 
 
 def build_console(calls: AdminCalls, token: AdminToken, session_minutes: int) -> Console:
     console = Console(calls, token, session_minutes)
-    install(console)
+    pages = Pages(console)
+    console.page("GET", PREFIX, pages.overview)
+    console.page("GET", PREFIX + "/peers", pages.peers)
+    console.page("POST", PREFIX + "/peers", pages.add_peer)
+    console.page("GET", PREFIX + "/peers/{name}", pages.peer)
+    console.page("POST", PREFIX + "/peers/{name}/rekey", pages.rekey_peer)
+    console.page("POST", PREFIX + "/peers/{name}/rate-limit", pages.limit_peer)
+    console.page("POST", PREFIX + "/peers/{name}/remove", pages.remove_peer)
+    console.page("GET", PREFIX + "/settings", pages.settings)
+    console.page("POST", PREFIX + "/settings/{name}", pages.save_setting)
+    console.page("POST", PREFIX + "/settings/{name}/reset", pages.reset_setting)
     return console
+
+
+class Pages:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    async def _call(self, request: Request, operation: spec.Operation, **kwargs: Any) -> Answer:
+        return await self.console.calls.call(operation, client=request.client, **kwargs)
+
+    def _render(self, template: str, request: Request, status: int = 200,
+                **context: Any) -> Response:
+        return self.console.render(template, request, status, notice=notice(request), **context)
+
+    def _failed(self, request: Request, answer: Answer) -> Response:
+        return self.console.refuse(request, answer.status, answer.message or "Refused.")
+
+    # -- overview ----------------------------------------------------------------------------
+
+    async def overview(self, request: Request, params: Mapping[str, str]) -> Response:
+        status = await self._call(request, spec.ADMIN_STATUS)
+        ready = await self._call(request, spec.HEALTH_READY)
+        samples = await self._call(request, spec.ADMIN_METRICS_SAMPLES)
+        facts = [(label(k), shown(v)) for k, v in (status.document or {}).items()]
+        readiness = shown((ready.document or {}).get("status", "unavailable"))
+        rows = (samples.document or {}).get("samples", [])
+        minutes = len(rows) * (samples.document or {}).get("intervalSeconds", 10) / 60
+        return self._render("overview.html", request, facts=facts, readiness=readiness,
+                            charts=_charts(rows), minutes=f"{minutes:.0f}")
+
+    # -- peers -------------------------------------------------------------------------------
+
+    async def peers(self, request: Request, params: Mapping[str, str],
+                    error: Answer | None = None, form: Mapping[str, str] | None = None
+                    ) -> Response:
+        listed = await self._call(request, spec.ADMIN_LIST_PEERS)
+        return self._render("peers.html", request, status=error.status if error else 200,
+                            peers=(listed.document or {}).get("peers", []),
+                            error=error.message if error else None, form=form or {})
+
+    async def add_peer(self, request: Request, params: Mapping[str, str]) -> Response:
+        form = request.form
+        body = {key: form.get(key, "") for key in ("name", "endpoint", "scheme", "secret")}
+        answer = await self._call(request, spec.ADMIN_CREATE_PEER, body=body)
+        if not answer.ok:
+            shown_again = {k: v for k, v in body.items() if k != "secret"}
+            return await self.peers(request, params, answer, shown_again)
+        return redirect(f"{PREFIX}/peers/{answer.document['name']}", "peer-added")
+
+    async def peer(self, request: Request, params: Mapping[str, str],
+                   error: Answer | None = None) -> Response:
+        answer = await self._call(request, spec.ADMIN_PEER_ACTIVITY, params=params)
+        if not answer.ok:
+            return self._failed(request, answer)
+        return self._render("peer.html", request, status=error.status if error else 200,
+                            activity=answer.document, error=error.message if error else None)
+
+    async def rekey_peer(self, request: Request, params: Mapping[str, str]) -> Response:
+        form = request.form
+        body = {key: form.get(key, "") for key in ("endpoint", "scheme", "secret")}
+        answer = await self._call(request, spec.ADMIN_REPLACE_PEER, params=params, body=body)
+        if not answer.ok:
+            return await self.peer(request, params, answer)
+        return redirect(f"{PREFIX}/peers/{params['name']}", "peer-rekeyed")
+
+    async def limit_peer(self, request: Request, params: Mapping[str, str]) -> Response:
+        text = request.form.get("rateLimit", "").strip()
+        body = {"rateLimit": None if text == "" else _json_value(text)}
+        answer = await self._call(request, spec.ADMIN_SET_PEER_RATE_LIMIT, params=params,
+                                  body=body)
+        if not answer.ok:
+            return await self.peer(request, params, answer)
+        return redirect(f"{PREFIX}/peers/{params['name']}", "peer-limited")
+
+    async def remove_peer(self, request: Request, params: Mapping[str, str]) -> Response:
+        answer = await self._call(request, spec.ADMIN_DELETE_PEER, params=params)
+        if not answer.ok:
+            return self._failed(request, answer)
+        return redirect(f"{PREFIX}/peers", "peer-removed")
+
+    # -- settings ----------------------------------------------------------------------------
+
+    async def settings(self, request: Request, params: Mapping[str, str],
+                       error: Answer | None = None, at: str | None = None) -> Response:
+        listed = await self._call(request, spec.ADMIN_LIST_SETTINGS)
+        return self._render("settings.html", request, status=error.status if error else 200,
+                            settings=(listed.document or {}).get("settings", []),
+                            error=error.message if error else None, at=at)
+
+    async def save_setting(self, request: Request, params: Mapping[str, str]) -> Response:
+        value = _json_value(request.form.get("value", "").strip())
+        answer = await self._call(request, spec.ADMIN_PUT_SETTING, params=params,
+                                  body={"value": value})
+        if not answer.ok:
+            return await self.settings(request, params, answer, params["name"])
+        return redirect(f"{PREFIX}/settings", "setting-saved")
+
+    async def reset_setting(self, request: Request, params: Mapping[str, str]) -> Response:
+        answer = await self._call(request, spec.ADMIN_RESET_SETTING, params=params)
+        if not answer.ok:
+            return await self.settings(request, params, answer, params["name"])
+        return redirect(f"{PREFIX}/settings", "setting-reset")
+
+
+def _json_value(text: str) -> Any:
+    """What the operator typed, as the JSON value the admin operation judges: a number when it
+    reads as one, else the text itself (which the operation refuses with its own message)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else text
+
+
+def _charts(rows: list[dict[str, Any]]) -> list[Any]:
+    if not rows:
+        return []
+    totals: dict[str, int] = {}
+    for row in rows:
+        for reason, count in row["refusals"].items():
+            totals[reason] = totals.get(reason, 0) + count
+    reasons = sorted(totals, key=lambda reason: -totals[reason])[:TOP_REASONS]
+    return [
+        line_chart("Requests per interval", [("requests", [r["requests"] for r in rows])],
+                   "requests"),
+        line_chart("Refusals per interval, by reason",
+                   [(reason, [r["refusals"].get(reason, 0) for r in rows])
+                    for reason in reasons] or [("none", [0 for _ in rows])], "refusals"),
+        line_chart("Latency per interval (mean and max)",
+                   [("mean", [r["latencyMeanMs"] for r in rows]),
+                    ("max", [r["latencyMaxMs"] for r in rows])], "ms"),
+    ]

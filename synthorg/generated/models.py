@@ -1288,6 +1288,64 @@ PeerEndpoint = Annotated[str, Field(min_length=8, max_length=2048, pattern='^[Hh
 PeerSecret = Annotated[str, Field(min_length=1, max_length=4096, pattern='^[^\\s\\u0000-\\u001f\\u007f](?:[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f])?$')]
 
 
+class MetricsSamples(SpecModel):
+    """This process's recent traffic, one sample per interval, oldest first, up to now (an interval without requests is all zeros). Kept in memory by each process: with several workers or replicas, the one that answered."""
+
+    intervalSeconds: Annotated[float, Field(ge=1)]
+    samples: Annotated[list[MetricsSample], Field(max_length=1000)]
+
+
+class MetricsSample(SpecModel):
+    at: str
+    requests: Annotated[int, Field(ge=0)]
+    refusals: Annotated[dict[str, Annotated[int, Field(ge=0)]], Field(fail_fast=True)]
+    latencyMeanMs: Annotated[float, Field(ge=0)]
+    latencyMaxMs: Annotated[float, Field(ge=0)]
+
+
+class AdminTaskSummary(SpecModel):
+    """A task a peer gave this node, in a list."""
+
+    id: str
+    peer: str
+    agent: Annotated[Annotated[str, Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
+    state: str
+    contextId: str
+    updatedAt: Annotated[Annotated[str, Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
+
+
+class AdminDelegationSummary(SpecModel):
+    """A task this node gave a peer (a delegation record), in a list."""
+
+    id: str
+    peer: str
+    remoteTaskId: str
+    state: str
+    originTaskId: Annotated[Annotated[str, Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
+    updatedAt: str
+
+
+class PeerCardView(SpecModel):
+    """What discovery knows of a peer's card: the members it reads (PeerCard), or why it could not read them."""
+
+    status: Literal['ok', 'unreachable']
+    reason: Annotated[Annotated[str, Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
+    detail: Annotated[Annotated[str, Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
+    card: PeerCard | None
+    signature: Literal['not_verified']
+
+
+class PeerActivity(SpecModel):
+    """One peer at a glance: its record, its card, its traffic as this process saw it, and the newest tasks both ways."""
+
+    peer: AdminPeer
+    card: PeerCardView
+    lastContact: Annotated[Annotated[str, Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
+    refusals: Annotated[int, Field(ge=0)]
+    tasksIn: Annotated[list[AdminTaskSummary], Field(max_length=20)]
+    delegationsOut: Annotated[list[AdminDelegationSummary], Field(max_length=20)]
+
+
 class AdminPeer(SpecModel):
     """An a2a_peer record as the admin API shows it: never its secret."""
 
@@ -1492,6 +1550,12 @@ CardError.model_rebuild()
 SettingView.model_rebuild()
 SettingList.model_rebuild()
 SettingWrite.model_rebuild()
+MetricsSamples.model_rebuild()
+MetricsSample.model_rebuild()
+AdminTaskSummary.model_rebuild()
+AdminDelegationSummary.model_rebuild()
+PeerCardView.model_rebuild()
+PeerActivity.model_rebuild()
 AdminPeer.model_rebuild()
 PeerRateLimitWrite.model_rebuild()
 PeerList.model_rebuild()
@@ -1516,9 +1580,11 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'A2AConfig',
     'A2AVersion',
     'APIKeySecurityScheme',
+    'AdminDelegationSummary',
     'AdminError',
     'AdminPeer',
     'AdminStatus',
+    'AdminTaskSummary',
     'AgentCapabilities',
     'AgentCard',
     'AgentCardSignature',
@@ -1590,6 +1656,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'MetadataLeaf',
     'MetadataValue1',
     'MetadataValue2',
+    'MetricsSample',
+    'MetricsSamples',
     'MutualTLSSecurityScheme',
     'OAuth2SecurityScheme',
     'OKP',
@@ -1598,8 +1666,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'P-256',
     'Part',
     'Parts',
+    'PeerActivity',
     'PeerCapabilities',
     'PeerCard',
+    'PeerCardView',
     'PeerCreate',
     'PeerEndpoint',
     'PeerInterface',
@@ -1782,6 +1852,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'artifactId',
     'artifactUpdate',
     'artifacts',
+    'at',
     'auth-required',
     'authentication',
     'authority',
@@ -1794,6 +1865,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'bytes',
     'canceled',
     'capabilities',
+    'card',
     'cardCacheEntries',
     'cardCacheMaxEntries',
     'card_cache_max_entries',
@@ -1815,8 +1887,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'default',
     'defaultInputModes',
     'defaultOutputModes',
+    'delegationsOut',
     'department',
     'description',
+    'detail',
     'dev_allow_without_catalog',
     'documentationUrl',
     'domain',
@@ -1853,6 +1927,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'input_modes',
     'integer',
     'internal_error',
+    'intervalSeconds',
     'invalid_agent_id',
     'invalid_body',
     'invalid_value',
@@ -1864,6 +1939,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'kind',
     'kty',
     'lastChunk',
+    'lastContact',
+    'latencyMaxMs',
+    'latencyMeanMs',
     'limit',
     'list',
     'loc',
@@ -1894,6 +1972,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'nextPageToken',
     'node_name',
     'not_found',
+    'not_verified',
     'null',
     'number',
     'oauth2',
@@ -1905,6 +1984,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'openIdConnectUrl',
     'options',
     'organization',
+    'originTaskId',
     'outputModes',
     'output_modes',
     'pageSize',
@@ -1940,13 +2020,17 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'ready',
     'reason',
     'referenceTaskIds',
+    'refusals',
     'rejected',
+    'remoteTaskId',
     'replayed',
+    'requests',
     'required',
     'result',
     'returnImmediately',
     'role',
     'runtime',
+    'samples',
     'scheme',
     'schemes',
     'secret',
@@ -1988,6 +2072,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'tasks/pushNotificationConfig/list',
     'tasks/pushNotificationConfig/set',
     'tasks/resubscribe',
+    'tasksIn',
     'tenant',
     'text',
     'timestamp',
@@ -2004,6 +2089,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'unknown_agent',
     'unknown_peer',
     'unknown_setting',
+    'unreachable',
     'unsupported_media_type',
     'updatedAt',
     'uri',

@@ -120,6 +120,8 @@ def operation_endpoints(
         spec.ADMIN_REPLACE_PEER: _admin(handlers.admin.replace_peer, admin),
         spec.ADMIN_SET_PEER_RATE_LIMIT: _admin(handlers.admin.set_peer_rate_limit, admin),
         spec.ADMIN_DELETE_PEER: _admin(handlers.admin.delete_peer, admin),
+        spec.ADMIN_PEER_ACTIVITY: _admin(handlers.admin.peer_activity, admin),
+        spec.ADMIN_METRICS_SAMPLES: _admin(handlers.admin.metrics_samples, admin),
         spec.PUSH_RECEIVE: _push(handlers.push.receive, push),
     }
     check_complete(table)

@@ -10,6 +10,7 @@ import pytest
 
 from synthorg.admin.token import TOKEN_ENV
 from tests.browser.conftest import shoot
+from tests.browser.hostile import IMG, SCRIPT, STYLE, SVG, CardServer
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 
@@ -31,6 +32,12 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
     add_peer(data_dir, CALLER, CALLER_KEY, endpoint="http://127.0.0.1:9")
     with LiveNode(data_dir, CONFIG, env={TOKEN_ENV: TOKEN}) as live:
         yield live
+
+
+@pytest.fixture(scope="module")
+def card_server() -> Iterator[CardServer]:
+    with CardServer() as server:
+        yield server
 
 
 def sign_in(page: Any, node: LiveNode, token: str = TOKEN, path: str = "/console") -> None:
@@ -57,6 +64,75 @@ def test_sign_in_shows_the_overview_and_sign_out_ends_the_session(
     page.goto(node.url + "/console")
     assert page.get_by_label("Admin token").is_visible()
     assert page.context.cookies() == []
+
+
+
+def assert_nothing_ran(page: Any) -> None:
+    assert page.evaluate("window.pwned === undefined"), page.evaluate("window.pwned")
+    assert page.locator("body").is_visible()
+
+
+def test_adding_a_peer_shows_its_card_as_text(page: Any, node: LiveNode,
+                                              card_server: CardServer) -> None:
+    sign_in(page, node, path="/console/peers")
+    page.get_by_label("Name").fill("hostile")
+    page.get_by_label("Endpoint").fill(card_server.url + "/a2a")
+    page.get_by_label("Secret").fill("hostile-secret-LEAKCHECK-77")
+    page.get_by_role("button", name="Add peer").click()
+    page.get_by_role("status").wait_for()
+    assert page.get_by_role("status").inner_text() == "Peer added."
+    assert page.locator('[data-field="peer-name"]').inner_text() == "hostile"
+    card = page.locator('[data-field="card"]').inner_text()
+    assert SCRIPT in card and STYLE in card and "not verified" in card
+    skills = page.get_by_role("table").inner_text()
+    assert IMG in skills and SVG in skills
+    assert "hostile-secret" not in page.content()
+    assert_nothing_ran(page)
+    shoot(page, "peer")
+
+
+def test_a_peer_rate_limit_is_set_and_a_bad_one_refused(page: Any, node: LiveNode) -> None:
+    page.goto(node.url + "/console/peers/hostile")
+    field = page.get_by_label("Requests per second", exact=False)
+    field.fill("lots")
+    page.get_by_role("button", name="Save limit").click()
+    assert "rateLimit" in page.get_by_role("alert").inner_text()
+    page.get_by_label("Requests per second", exact=False).fill("25")
+    page.get_by_role("button", name="Save limit").click()
+    assert page.get_by_role("status").inner_text() == "Rate limit saved."
+    assert "25.0 per second" in page.content() or "25 per second" in page.content()
+
+
+def test_a_setting_is_changed_and_a_bad_value_refused_with_the_specs_message(
+        page: Any, node: LiveNode) -> None:
+    page.goto(node.url + "/console/settings")
+    name = "a2a.max_message_parts"
+    field = page.get_by_label(f"New value for {name}")
+    field.fill("0")
+    field.press("Enter")
+    alert = page.get_by_role("alert").inner_text()
+    assert alert.startswith(f"{name} must be an integer from"), alert
+    page.get_by_label(f"New value for {name}").fill("5")
+    page.get_by_label(f"New value for {name}").press("Enter")
+    assert page.get_by_role("status").inner_text() == "Setting saved."
+    assert page.locator(f'[data-field="value-{name}"]').inner_text() == "5"
+    shoot(page, "settings")
+
+
+def test_the_overview_draws_its_charts(page: Any, node: LiveNode) -> None:
+    page.goto(node.url + "/console")
+    assert page.locator("figure svg").count() == 3
+    assert_nothing_ran(page)
+
+
+def test_removing_a_peer_asks_first(page: Any, node: LiveNode) -> None:
+    page.goto(node.url + "/console/peers")
+    shoot(page, "peers")
+    page.goto(node.url + "/console/peers/hostile")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Remove peer").click()
+    assert page.get_by_role("status").inner_text() == "Peer removed."
+    assert "hostile" not in page.get_by_role("table").inner_text()
 
 
 def test_no_page_broke_the_content_security_policy(page: Any) -> None:

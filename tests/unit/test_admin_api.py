@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from synthorg.admin.activity import ActivityView
 from synthorg.admin.api import AdminApi
 from synthorg.admin.gate import ADMIN_ROUTES, MAX_BODY_BYTES, AdminGate
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
@@ -262,7 +263,9 @@ def test_the_admin_token_never_passes_a_peer_gate(
 def test_admin_handlers_fail_closed_without_the_gate(admin: Admin) -> None:
     """Were the admin gate ever missing, the admin operations would still refuse."""
     node = admin.node
-    api = AdminApi(node.admin, node.settings, node.discovery, node.enabled)
+    activity = ActivityView(node.admin, node.discovery, node.activity, node.stores.tasks,
+                            node.stores.delegations)
+    api = AdminApi(node.admin, node.settings, node.discovery, node.enabled, activity)
     operations = operation_endpoints(
         node.cards, api, Health(node.stores), ReceiverContext(PushReceiver(
             node.catalog, node.stores.push_receipts, node.stores.delegations, lambda: 300
