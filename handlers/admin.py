@@ -23,6 +23,7 @@ from handlers.context import AdminContext, HttpRequest
 from synthorg import errors
 from synthorg.generated.constants import ADMIN_LIST_PEERS
 from synthorg.generated.models import PeerCreate, PeerRateLimitWrite, PeerReplace, SettingWrite
+from synthorg.http.numbers import NumberTooLong, json_int
 from synthorg.observability.events.admin import INTERNAL_ERROR, REQUEST_REFUSED
 from synthorg.observability.log import emit
 
@@ -104,7 +105,10 @@ def _reject_constant(name: str) -> Any:
 def _body(request: HttpRequest, model: type[M]) -> tuple[M, dict[str, Any]]:
     """The buffered body as `model` (strict), and as the plain JSON it was sent as."""
     try:
-        document = json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant)
+        document = json.loads(request.body.decode("utf-8"), parse_constant=_reject_constant,
+                              parse_int=json_int)
+    except NumberTooLong as too_long:
+        raise InvalidBody(f"The body is not acceptable JSON: {too_long}") from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise InvalidBody("The body is not UTF-8 JSON") from None
     if not isinstance(document, dict):

@@ -30,6 +30,7 @@ from typing import Any
 from synthorg.admin.token import AdminToken
 from synthorg.config.company import CONFIG_FILE, ConfigError
 from synthorg.errors import SchemaTooNew, StoreError, StoreUnavailable
+from synthorg.http.numbers import ascii_int
 from synthorg.node import Node, NodeSetup, is_loopback, prepare
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
@@ -297,15 +298,17 @@ def workers_from(raw: str | None) -> int:
     """A worker count (1 when unset); ValueError naming the bound otherwise."""
     if raw is None or raw == "":
         return 1
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_WORKERS:
+    count = ascii_int(raw, 3)
+    if count is None or not 1 <= count <= MAX_WORKERS:
         raise ValueError(f"{raw!r} is not a worker count (1-{MAX_WORKERS})")
-    return int(raw)
+    return count
 
 
 def serve_from_env() -> int:
     host = os.environ.get("SYNTHORG_BACKEND_HOST") or DEFAULT_HOST
     raw_port = os.environ.get("SYNTHORG_BACKEND_PORT") or str(DEFAULT_PORT)
-    if not raw_port.isdigit() or not 0 <= int(raw_port) <= 65535:
+    port = ascii_int(raw_port, 5)
+    if port is None or port > 65535:
         print(f"error: SYNTHORG_BACKEND_PORT: {raw_port!r} is not a port number", file=sys.stderr)
         return 2
     try:
@@ -313,4 +316,4 @@ def serve_from_env() -> int:
     except ValueError as exc:
         print(f"error: {WORKERS_ENV}: {exc}", file=sys.stderr)
         return 2
-    return serve(data_dir_from_env(), host, int(raw_port), workers)
+    return serve(data_dir_from_env(), host, port, workers)

@@ -19,6 +19,8 @@ import httpx
 
 from synthorg.generated.constants import CARDS_COMPANY_CARD
 from synthorg.http.caching import DEFAULT_MAX_AGE, freshness_seconds, usable_etag
+from synthorg.http.headers import content_length
+from synthorg.http.numbers import json_int
 from synthorg.observability.outbound import trace_headers
 
 CARD_PATH = CARDS_COMPANY_CARD.path
@@ -106,8 +108,8 @@ async def _fetch(
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             return _failed("invalid_card", "compressed body (content-encoding) not accepted")
-        declared = response.headers.get("content-length", "")
-        if declared.strip().isdigit() and int(declared) > max_bytes:
+        declared = content_length(response.headers.get("content-length", ""))
+        if declared is not None and declared > max_bytes:
             raise _TooLarge
         body = await _read_capped(response, max_bytes)
     document = _parse(body)
@@ -134,7 +136,8 @@ def _reject_constant(name: str) -> None:
 def _parse(body: bytes) -> Any:
     """The JSON document, or None. Depth is bounded so validation never recurses deeply."""
     try:
-        document = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        document = json.loads(body.decode("utf-8"), parse_constant=_reject_constant,
+                              parse_int=json_int)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return document if _depth_ok(document) else None

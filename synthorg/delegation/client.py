@@ -41,6 +41,7 @@ from synthorg.generated.constants import (
     V1_SEND_MESSAGE,
 )
 from synthorg.generated.models import Message, Task, TaskStatus
+from synthorg.http.numbers import ascii_int
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.store.catalog import PeerRecord
 
@@ -108,11 +109,10 @@ def credential_headers(record: PeerRecord, local_name: str) -> dict[str, str]:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "")
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+    """Retry-After in delta-seconds (ASCII digits, as RFC 9110 writes them; `float()` would
+    take "nan", "inf" and other scripts' digits); None for anything else, a date included."""
+    seconds = ascii_int(response.headers.get("retry-after", "").strip(" \t"))
+    return None if seconds is None else float(seconds)
 
 
 def default_rpc_url(endpoint: str) -> str:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from synthorg.generated.constants import A2A_VERSION_0_3, A2A_VERSION_1_0
 from synthorg.generated.models import PeerCard
+from synthorg.http.version import major_minor
 
 JSONRPC = "JSONRPC"
 
@@ -32,18 +33,13 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme.lower(), (parts.hostname or "").lower(), port
 
 
-def _major_minor(version: str) -> str:
-    pieces = version.strip().split(".")
-    return ".".join(pieces[:2]) if len(pieces) >= 2 else version.strip()
-
-
 def choose(card: PeerCard | None, endpoint: str, default_url: str) -> PeerDialect:
     """The dialect and URL to call a peer at; `default_url` is its 0.3 endpoint."""
     if card is not None:
         for entry in card.supportedInterfaces or []:
             if (
                 entry.protocolBinding == JSONRPC
-                and _major_minor(entry.protocolVersion) == A2A_VERSION_1_0
+                and major_minor(entry.protocolVersion) == A2A_VERSION_1_0
                 and _origin(entry.url) == _origin(endpoint)
             ):
                 return PeerDialect(A2A_VERSION_1_0, entry.url)

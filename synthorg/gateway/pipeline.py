@@ -31,6 +31,7 @@ from synthorg.generated.constants import (
     RpcErrorSpec,
 )
 from synthorg.generated.models import SPEC_NAMES
+from synthorg.http.numbers import NumberTooLong, json_int
 from synthorg.observability.access import note_method
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
@@ -64,7 +65,9 @@ def _json_number(text: str) -> float | int:
     return int(value) if value.is_integer() else value
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_json_number)
+_DECODER = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_json_number, parse_int=json_int
+)
 
 
 def _check_structure(value: Any, check_strings: bool) -> None:
@@ -96,6 +99,8 @@ def _parse(body: bytes) -> Any:
         parsed = _DECODER.decode(text)
     except RecursionError:
         raise _Reject(INVALID_REQUEST, _TOO_DEEP) from None
+    except NumberTooLong as too_long:
+        raise _Reject(PARSE_ERROR, f"Parse error: {too_long}") from None
     except (UnicodeDecodeError, ValueError):
         raise _Reject(PARSE_ERROR, "Parse error: body is not UTF-8 JSON") from None
     check_strings = _SURROGATE_ESCAPE.search(text) is not None

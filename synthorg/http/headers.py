@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-_DIGITS = re.compile(r"[0-9]+")
-_MAX_LENGTH_DIGITS = 18  # int() refuses strings past ~4300 digits; 10**18 bytes is plenty
+from synthorg.http.numbers import MAX_DIGITS, ascii_digits
 
 
 def header_map(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -24,10 +22,10 @@ def header_map(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 def content_length(value: str) -> int | None:
     """Digits only (``int()`` would accept "+5", "1_0" and " 5 "); None when ill-formed.
     Absurdly long values are capped rather than parsed: they are over any limit anyway."""
-    value = value.strip()
-    if not _DIGITS.fullmatch(value):
+    value = value.strip(" \t")
+    if not ascii_digits(value, len(value) or 1):
         return None
-    return int(value) if len(value) <= _MAX_LENGTH_DIGITS else 10**_MAX_LENGTH_DIGITS
+    return int(value) if len(value) <= MAX_DIGITS else 10**MAX_DIGITS
 
 
 def is_json(content_type: str | None) -> bool:

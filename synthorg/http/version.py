@@ -1,10 +1,18 @@
-"""An `A2A-Version` value read as the dialect it names: `Major.Minor`, a patch tolerated."""
+"""An `A2A-Version` value read as the dialect it names: `Major.Minor`, a patch tolerated.
+
+Only the documented forms, in ASCII digits without leading zeros: `1.0`, `0.3`, `1.0.2`.
+`1.00`, `01.0` or `1.0` written in other scripts' digits (Arabic-Indic, fullwidth) name no
+version this node speaks, so they are refused (-32009), not read as 1.0.
+"""
 
 from __future__ import annotations
 
 import re
 
-_VERSION = re.compile(r"\s*(\d{1,3})\.(\d{1,3})(?:\.\d{1,6})?\s*")
+_NUMBER = r"(?:0|[1-9][0-9]{0,2})"
+_VERSION = re.compile(
+    rf"[ \t]*({_NUMBER})\.({_NUMBER})(?:\.(?:0|[1-9][0-9]{{0,5}}))?[ \t]*", re.ASCII
+)
 
 
 def major_minor(value: str) -> str | None:
@@ -12,4 +20,4 @@ def major_minor(value: str) -> str | None:
     match = _VERSION.fullmatch(value)
     if match is None:
         return None
-    return f"{int(match.group(1))}.{int(match.group(2))}"
+    return f"{match.group(1)}.{match.group(2)}"

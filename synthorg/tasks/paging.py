@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from synthorg.errors import InvalidParams
 from synthorg.generated.models import Task
+from synthorg.http.numbers import ascii_int
 from synthorg.store.tasks import TaskFilter, TaskStore
 from synthorg.tasks.query import TaskPage, TaskQuery
 
@@ -28,9 +29,10 @@ def decode_token(token: str) -> int | None:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         text = ""
     digits = text.removeprefix(_TOKEN_PREFIX)
-    if not text.startswith(_TOKEN_PREFIX) or not digits.isdigit() or len(digits) > 18:
+    cursor = ascii_int(digits) if text.startswith(_TOKEN_PREFIX) else None
+    if cursor is None:
         raise InvalidParams("Invalid params: pageToken is not one this node issued")
-    return int(digits)
+    return cursor
 
 
 def store_timestamp(value: str) -> str:

@@ -80,6 +80,27 @@ def test_unsupported_version_is_refused_with_32009(client_a: httpx.Client) -> No
         expect_error(response, code=VERSION_NOT_SUPPORTED, request_id=7)
 
 
+@pytest.mark.parametrize("version", [
+    "1.00", "01.0", "1.0.", "1.0.01", "+1.0", "1 .0",
+    "\u0661.\u0660",  # Arabic-Indic digits
+    "\uff11.\uff10",  # fullwidth digits
+    "\u00b9.\u2070",  # superscripts
+])
+def test_a_value_that_is_not_a_version_in_ascii_digits_is_refused_with_32009(
+    client_a: httpx.Client, version: str
+) -> None:
+    response = client_a.post(RPC, json=envelope("GetTask", {"id": "x"}, 7),
+                             headers={"A2A-Version": version.encode()})
+    expect_error(response, code=VERSION_NOT_SUPPORTED, request_id=7)
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.0.2", "0.3"])
+def test_the_documented_version_forms_are_served(client_a: httpx.Client, version: str) -> None:
+    method = "GetTask" if version.strip().startswith("1") else "tasks/get"
+    response = v1_call(client_a, method, {"id": "no-such-task"}, request_id=7, version=version)
+    expect_error(response, code=TASK_NOT_FOUND, request_id=7)
+
+
 def test_each_version_serves_its_own_methods_only(client_a: httpx.Client) -> None:
     get_03, get_10 = ("tasks/get", {"id": "x"}), ("GetTask", {"id": "x"})
     expect_error(v1_call(client_a, *get_03), code=METHOD_NOT_FOUND, request_id=1)
@@ -284,6 +305,39 @@ def stream_data(client: httpx.Client, method: str, params: Json,
         assert answer.status_code == 200
         lines = [line for line in answer.iter_lines() if line.startswith("data:")]
     return [json.loads(line[len("data:"):]) for line in lines]
+
+
+def refusal_code(answer: httpx.Response) -> int:
+    """The JSON-RPC error code of a refusal answered as JSON or as a stream's one event."""
+    assert answer.status_code == 200
+    text = answer.text
+    if answer.headers["content-type"].startswith("text/event-stream"):
+        [text] = [line[len("data:"):] for line in text.splitlines() if line.startswith("data:")]
+    return int(json.loads(text)["error"]["code"])
+
+
+@pytest.mark.parametrize("last", [
+    b"9" * 5000, "\u00b2".encode(), "\u0661".encode(), b"-1", b"+1", b"1_0",
+    b"99999999999999999999",  # past the largest event id
+])
+@pytest.mark.parametrize("method,version", [
+    ("SubscribeToTask", "1.0"), ("tasks/resubscribe", "0.3"),
+])
+def test_a_last_event_id_that_is_not_an_event_id_is_invalid_params(
+    client_a: httpx.Client, last: bytes, method: str, version: str
+) -> None:
+    task = v1_send(client_a, v1_message("hi"))
+    answer = client_a.post(RPC, json=envelope(method, {"id": task["id"]}),
+                           headers={"A2A-Version": version, "Last-Event-ID": last})
+    assert refusal_code(answer) == -32602
+
+
+def test_a_body_with_a_5000_digit_number_says_so(client_a: httpx.Client) -> None:
+    body = b'{"jsonrpc": "2.0", "id": ' + b"7" * 5000 + b', "method": "GetTask"}'
+    answer = client_a.post(RPC, content=body, headers={"Content-Type": "application/json",
+                                                       "A2A-Version": "1.0"})
+    error = answer.json()["error"]
+    assert error["code"] == -32700 and "more than 4300 digits" in error["message"]
 
 
 def test_subscribe_to_a_final_task_is_unsupported_in_1_0_only(client_a: httpx.Client) -> None:

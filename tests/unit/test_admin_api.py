@@ -443,6 +443,14 @@ def test_a_malformed_body_is_400_and_writes_nothing(
     assert admin.node.settings.view("a2a.max_message_parts").source == "config"
 
 
+def test_a_body_with_a_5000_digit_number_says_what_is_wrong(admin: Admin) -> None:
+    response = admin.request("PUT", MAX_PARTS, content=b'{"value": ' + b"9" * 5000 + b"}",
+                             headers={"Content-Type": "application/json"})
+    problem = expect_error(response, 400, "invalid_body")
+    assert "more than 4300 digits" in problem["message"]
+    assert "UTF-8" not in problem["message"]
+
+
 @pytest.mark.parametrize("name", ["max_message_parts", "a2a.bogus", "A2A.max_message_parts"])
 def test_an_unknown_setting_is_404_listing_the_known_ones(admin: Admin, name: str) -> None:
     calls: list[tuple[str, dict[str, Any]]] = [
