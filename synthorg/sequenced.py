@@ -15,3 +15,6 @@ class Sequenced(Generic[T]):
     # The event as stored (JSON), when read from the log: sent as it is, not serialised again
     # for every subscriber.
     raw: bytes | None = None
+    # Not to be sent: the stream is admitted (the caller may follow the task) but has no
+    # event yet, so its answer starts now with a keep-alive rather than waiting for one.
+    quiet: bool = False

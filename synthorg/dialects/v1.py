@@ -306,7 +306,7 @@ def event_v03_json(response: Mapping[str, Any]) -> Json:
 def _event_v1(item: Sequenced[StreamEvent]) -> Sequenced[V1StreamResponse]:
     document = item.event.model_dump(mode="json", by_alias=True, exclude_none=True)
     response: V1StreamResponse = V1STREAM_ADAPTER.validate_python(event_v1_json(document))
-    return Sequenced(item.seq, response)
+    return Sequenced(item.seq, response, quiet=item.quiet)
 
 
 async def send_streaming_message(

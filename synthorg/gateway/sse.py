@@ -86,7 +86,10 @@ class EventStream:
     async def respond(self, send: Send, receive: Receive) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
         first = self._first
-        await _body(send, first if isinstance(first, bytes) else frame(self.request_id, first))
+        if isinstance(first, bytes):
+            await _body(send, first)
+        else:  # a quiet first event: admitted with nothing to send yet, so a keep-alive
+            await _body(send, KEEPALIVE if first.quiet else frame(self.request_id, first))
         lock = asyncio.Lock()  # one body message at a time: the writer's, or a keep-alive
         writer = asyncio.ensure_future(self._write(send, lock))
         gone = asyncio.ensure_future(_disconnect(receive))
@@ -143,6 +146,8 @@ class EventStream:
                     ))
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return False
+            if item.quiet:
+                continue
             data = frame(self.request_id, item, encoded_id)
             async with lock:
                 await _body(send, data)

@@ -193,7 +193,20 @@ class TaskService:
                 return
             after = last
         else:
-            await self._owned(peer, task_id, TASKS_RESUBSCRIBE)
+            stored = await self._owned(peer, task_id, TASKS_RESUBSCRIBE)
+            if not await self._store.events_after(peer, task_id, after, 1):
+                # At (or past) the end of the log, which a follower whose stream dropped
+                # asks for: answer now. A task that ends streams (final, or waiting for
+                # input) is sent as it is, the last event; one still working gets
+                # keep-alives until its next event, which an id past the end must not hide.
+                # (Read after the task: a write between the two reads logged an event, so
+                # the task read here is current.)
+                head = snapshot_seq(stored.version)
+                if stored.task.status.state in STREAM_END_STATES:
+                    yield Sequenced(head, stored.task)
+                    return
+                after = min(after, head)
+                yield Sequenced(after, stored.task, quiet=True)
         async for event in self._streams.follow(peer, task_id, after):
             yield event
 

@@ -307,6 +307,22 @@ def stream_data(client: httpx.Client, method: str, params: Json,
     return [json.loads(line[len("data:"):]) for line in lines]
 
 
+def test_subscribe_at_or_past_the_end_of_the_log_answers_at_once_in_1_0(
+    client_a: httpx.Client,
+) -> None:
+    # a follower whose stream dropped resumes: a task that ends streams is its last event
+    for text, agent, state in (("done", "echo", "TASK_STATE_COMPLETED"),
+                               ("wait", "parker", "TASK_STATE_INPUT_REQUIRED")):
+        task = v1_send(client_a, v1_message(text, agent_id=agent))
+        logged = stream_data(client_a, "SubscribeToTask", {"id": task["id"]},
+                             {**V1, "Last-Event-ID": "0"})
+        assert logged
+        for last in (str(10**18 - 1), "5000000"):
+            [event] = stream_data(client_a, "SubscribeToTask", {"id": task["id"]},
+                                  {**V1, "Last-Event-ID": last})
+            assert event["result"]["task"]["status"]["state"] == state
+
+
 def refusal_code(answer: httpx.Response) -> int:
     """The JSON-RPC error code of a refusal answered as JSON or as a stream's one event."""
     assert answer.status_code == 200

@@ -84,18 +84,21 @@ def client(node: LiveNode) -> Iterator[httpx.Client]:
 def events_of(response: httpx.Response, limit: int | None = None) -> Iterator[Event]:
     """Parse the SSE body as it arrives; comments (keep-alives) are skipped."""
     assert response.headers["content-type"].startswith("text/event-stream")
+    for seen, event in enumerate(events_of_lines(response.iter_lines()), 1):
+        yield event
+        if limit is not None and seen >= limit:
+            return
+
+
+def events_of_lines(lines: Iterator[str]) -> Iterator[Event]:
     fields: dict[str, str] = {}
-    seen = 0
-    for line in response.iter_lines():
+    for line in lines:
         if line.startswith(":"):
             continue
         if line == "":
             if fields:
                 yield Event(int(fields["id"]), json.loads(fields["data"]))
-                seen += 1
                 fields = {}
-                if limit is not None and seen >= limit:
-                    return
             continue
         name, _, value = line.partition(":")
         fields[name] = value.removeprefix(" ")
@@ -204,6 +207,46 @@ def test_streams_pass_the_gates_like_any_call(node: LiveNode) -> None:
     ) as response:
         assert response.status_code == 401
         assert response.headers["content-type"].startswith("application/json")
+
+
+def test_a_resubscribe_at_or_past_the_end_of_the_log_answers_at_once(
+    client: httpx.Client,
+) -> None:
+    task = expect_result(call(client, "message/send", stream_message("quick", "ask")))
+    assert task["status"]["state"] == "input-required"
+    with open_stream(client, "tasks/resubscribe", {"id": task["id"]}) as response:
+        [now] = list(events_of(response))  # the task as it is: a stream ends at input-required
+    logged = [event.id for event in replayed(client, task["id"], 0)]
+    for last in (logged[-1], now.id, now.id + 5000, 10**18 - 1):
+        with open_stream(client, "tasks/resubscribe", {"id": task["id"]},
+                         {"Last-Event-ID": str(last)}) as response:
+            assert response.status_code == 200
+            [event] = list(events_of(response))
+        assert event.result["kind"] == "task" and event.id == now.id
+        assert event.result["status"]["state"] == "input-required"
+
+
+def replayed(client: httpx.Client, task_id: str, after: int) -> list[Event]:
+    with open_stream(client, "tasks/resubscribe", {"id": task_id},
+                     {"Last-Event-ID": str(after)}) as response:
+        return list(events_of(response))
+
+
+def test_a_resubscribe_past_the_end_of_a_working_task_keeps_alive_then_follows(
+    client: httpx.Client,
+) -> None:
+    with open_stream(client, "message/stream", stream_message("slow", "long")) as response:
+        [first] = list(events_of(response, limit=1))
+    task_id = first.result["id"]
+    with open_stream(client, "tasks/resubscribe", {"id": task_id},
+                     {"Last-Event-ID": str(10**18 - 1)}) as response:
+        assert response.status_code == 200
+        lines = response.iter_lines()
+        assert next(lines) == ": keep-alive"  # at once: nothing follows that id yet
+        canceled = expect_result(cancel_task(client, task_id))
+        assert canceled["status"]["state"] == "canceled"
+        rest = list(events_of_lines(lines))
+    assert rest[-1].result["status"]["state"] == "canceled"
 
 
 def test_a_bad_last_event_id_is_invalid_params(client: httpx.Client) -> None:
