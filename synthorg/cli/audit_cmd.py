@@ -8,7 +8,14 @@ import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from synthorg.cli.common import EXIT_OK, add_data_dir_option, data_dir, open_local, print_json
+from synthorg.cli.common import (
+    EXIT_OK,
+    add_data_dir_option,
+    data_dir,
+    existing_data_dir,
+    open_local,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -52,7 +59,7 @@ def _limit(text: str) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    with open_local(data_dir(args)) as stores:
+    with open_local(existing_data_dir(data_dir(args))) as stores:
         records = stores.audit.list(args.since, args.limit)
     if args.json:
         print_json(records)

@@ -63,15 +63,25 @@ def data_dir(args: argparse.Namespace) -> Path:
     return explicit if explicit is not None else data_dir_from_env()
 
 
+def existing_data_dir(directory: Path) -> Path:
+    """The data dir of a command that only reads: on SQLite one that is not there is a typo,
+    reported, and not created (with a fresh key) as a command that writes would."""
+    if not _shared() and not directory.is_dir():
+        fail(f"no data dir {directory}")
+    return directory
+
+
 @contextmanager
-def open_local(directory: Path, *, migrate: bool = True) -> Iterator[Stores]:
+def open_local(directory: Path, *, migrate: bool = True,
+               secrets_now: bool = True) -> Iterator[Stores]:
     """The node's stores: SQLite in `directory` (created with its database and key if
     missing), or the PostgreSQL database `SYNTHORG_DATABASE_URL` names, migrated first unless
-    `migrate` is false.
+    `migrate` is false. With `secrets_now` false, the key PostgreSQL needs is read only when
+    a sealed record is (never by `db status`).
 
     Store failures become CliErrors; their messages never carry keys, secrets or the URL."""
     try:
-        stores = open_stores(directory, migrate=migrate)
+        stores = open_stores(directory, migrate=migrate, secrets_now=secrets_now)
     except OSError as exc:
         raise CliError(f"cannot open data directory {directory}: {exc.strerror or exc}") from None
     except (sqlite3.Error, StoreError, OptionsError) as exc:

@@ -10,7 +10,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from synthorg.cli.common import EXIT_OK, add_data_dir_option, data_dir, fail, open_local, print_json
+from synthorg.cli.common import (
+    EXIT_OK,
+    add_data_dir_option,
+    data_dir,
+    existing_data_dir,
+    fail,
+    open_local,
+    print_json,
+)
 from synthorg.store.backend import SchemaState
 
 if TYPE_CHECKING:
@@ -46,7 +54,8 @@ def _where(state: SchemaState) -> str:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    with open_local(data_dir(args), migrate=False) as stores:
+    directory = existing_data_dir(data_dir(args))
+    with open_local(directory, migrate=False, secrets_now=False) as stores:
         state = stores.schema()
     if args.json:
         print_json(_json(state))
@@ -64,7 +73,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
-    with open_local(data_dir(args), migrate=False) as stores:
+    with open_local(data_dir(args), migrate=False, secrets_now=False) as stores:
         before = stores.schema()
         if before.too_new:
             fail(f"schema version {before.current} is newer than this release knows "

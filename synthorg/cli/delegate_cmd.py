@@ -30,6 +30,7 @@ from synthorg.cli.common import (
     EXIT_OK,
     add_data_dir_option,
     data_dir,
+    existing_data_dir,
     fail,
     open_local,
     print_json,
@@ -159,8 +160,9 @@ def load_node_config(directory: Path) -> NodeConfig:
 def open_outbound(directory: Path) -> Iterator[Outbound]:
     """The data dir's config, catalog, delegation records and client settings.
 
-    Store failures become CliErrors; their messages never carry keys or secrets."""
-    config = load_node_config(directory)
+    Store failures become CliErrors; their messages never carry keys or secrets. A data dir
+    that is not there holds no peer and no task: it is reported, not created."""
+    config = load_node_config(existing_data_dir(directory))
     with open_local(directory) as stores:
         catalog = stores.catalog
         settings = RuntimeSettings(stores.settings, config.a2a)

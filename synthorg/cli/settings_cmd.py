@@ -34,6 +34,7 @@ from synthorg.cli.common import (
     CliError,
     add_data_dir_option,
     data_dir,
+    existing_data_dir,
     fail,
     open_local,
     print_json,
@@ -143,6 +144,8 @@ def cli_user() -> str | None:
 # -- the command group -------------------------------------------------------------------------
 
 
+KEY_HELP = "the setting: a2a.NAME, or NAME (see settings list)"
+
 def register(subparsers: Subparsers) -> None:
     settings = subparsers.add_parser(
         "settings",
@@ -160,7 +163,7 @@ def register(subparsers: Subparsers) -> None:
     _common(list_, run_list)
 
     get = commands.add_parser("get", help="one setting")
-    get.add_argument("key", metavar="KEY")
+    get.add_argument("key", metavar="KEY", help=KEY_HELP)
     get.add_argument("--json", action="store_true", help="print a JSON object")
     _common(get, run_get)
 
@@ -170,15 +173,17 @@ def register(subparsers: Subparsers) -> None:
         "takes a whole number (5, not 5.0). A value of the wrong type or out of range is "
         "refused (exit 2) and nothing is written.",
     )
-    set_.add_argument("key", metavar="KEY")
-    set_.add_argument("value", metavar="VALUE")
+    set_.add_argument("key", metavar="KEY", help=KEY_HELP)
+    set_.add_argument("value", metavar="VALUE",
+                      help="a JSON number in the setting's range (an integer setting takes 5, "
+                      "not 5.0)")
     set_.add_argument("--json", action="store_true", help="print the setting as JSON")
     _common(set_, run_set)
 
     reset = commands.add_parser(
         "reset", help="drop the runtime write: config.yaml's value, else the default, applies"
     )
-    reset.add_argument("key", metavar="KEY")
+    reset.add_argument("key", metavar="KEY", help=KEY_HELP)
     reset.add_argument("--json", action="store_true", help="print the setting as JSON")
     _common(reset, run_reset)
 
@@ -223,6 +228,10 @@ def _value(raw: str, definition: SettingDefinition) -> Any:
         value = None
     if not isinstance(value, int | float) or isinstance(value, bool):
         fail(f"{definition.name} must be {definition.describe_range()}; got {shown(raw)}")
+    try:
+        definition.coerce(value)
+    except ValueError:  # said with VALUE as typed: `1e9`, not 1000000000.0
+        fail(f"{definition.name} must be {definition.describe_range()}; got {shown(raw)}")
     return value
 
 
@@ -239,7 +248,7 @@ def run_list(args: argparse.Namespace) -> int:
     if client is not None:
         views = call_remote(client.list_settings)
     else:
-        with _local(data_dir(args)) as admin:
+        with _local(existing_data_dir(data_dir(args))) as admin:
             views = [setting_json(view) for view in admin.list()]
     if args.json:
         print_json(views)
@@ -266,7 +275,7 @@ def run_get(args: argparse.Namespace) -> int:
     if client is not None:
         view = call_remote(lambda: client.get_setting(definition.name))
     else:
-        with _local(data_dir(args)) as admin:
+        with _local(existing_data_dir(data_dir(args))) as admin:
             view = setting_json(admin.get(definition.name))
     if args.json:
         print_json(view)

@@ -39,11 +39,13 @@ def uses_postgres() -> bool:
     return options_from() is not None
 
 
-def open_stores(data_dir: Path, runner: Runner | None = None, *, migrate: bool = True) -> Stores:
+def open_stores(data_dir: Path, runner: Runner | None = None, *, migrate: bool = True,
+                secrets_now: bool = True) -> Stores:
     """The node's stores. SQLite opens (and, with `migrate`, migrates) at once; PostgreSQL
     connects at first use, where `migrate` then means: migrate before returning, blocking
     (the CLI's way; a node migrates in `Stores.start`). Raises OptionsError for unusable
-    database settings, SecretBoxError without the shared key PostgreSQL needs."""
+    database settings, SecretBoxError without the shared key PostgreSQL needs (at once, or
+    with `secrets_now` false at the first use of a sealed record)."""
     options = options_from()
     if options is None:
         from synthorg.store.sqlite.backend import SqliteStores
@@ -51,7 +53,10 @@ def open_stores(data_dir: Path, runner: Runner | None = None, *, migrate: bool =
         return SqliteStores(data_dir, runner, migrate_now=migrate)
     from synthorg.store.postgres.backend import PgStores
 
-    stores = PgStores(options, SecretBox.for_data_dir(data_dir, shared_store=True), runner)
+    def box() -> SecretBox:
+        return SecretBox.for_data_dir(data_dir, shared_store=True)
+
+    stores = PgStores(options, box() if secrets_now else box, runner)
     if migrate:
         try:
             stores.migrate()

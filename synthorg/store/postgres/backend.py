@@ -4,6 +4,9 @@ replica of a node. Nothing connects until the first use: a node can listen, and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cached_property
+
 from synthorg.store.backend import BackendName, SchemaState
 from synthorg.store.postgres import schema
 from synthorg.store.postgres.audit import PgAuditStore
@@ -26,13 +29,14 @@ class PgStores:
     backend: BackendName = "postgresql"
     shared = True
 
-    def __init__(self, options: PgOptions, box: SecretBox, runner: Runner | None = None
-                 ) -> None:
+    def __init__(self, options: PgOptions, box: SecretBox | Callable[[], SecretBox],
+                 runner: Runner | None = None) -> None:
         self.db = PgDatabase(options)
         self.runner = runner or Runner()
         self.revisions = PgRevisions(self.db)
-        self.box = box
-        self.catalog = PgCatalog(self.db, box, self.revisions)
+        # A callable is asked at first use: what reads no peer record (`db status`) needs
+        # no key.
+        self._box = box
         self.tasks = PgTaskStore(self.db, self.runner)
         self.delegations = PgDelegationStore(self.db)
         self.settings = PgSettingsStore(self.db, self.revisions)
@@ -44,6 +48,14 @@ class PgStores:
 
     def __repr__(self) -> str:
         return "PgStores(<url redacted>)"
+
+    @cached_property
+    def box(self) -> SecretBox:
+        return self._box if isinstance(self._box, SecretBox) else self._box()
+
+    @cached_property
+    def catalog(self) -> PgCatalog:
+        return PgCatalog(self.db, self.box, self.revisions)
 
     async def request_started(self) -> None:
         await self.revisions.request_started()

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import socket
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -54,10 +56,35 @@ def unavailable(exc: BaseException) -> bool:
     return isinstance(exc, _UNAVAILABLE)
 
 
-def reason(exc: BaseException) -> str:
-    """A short cause for events and messages: the exception's type, and the server's own
-    SQLSTATE when there is one; never its text (it could quote the URL)."""
+def reason(exc: BaseException, options: PgOptions | None = None) -> str:
+    """A short cause for events and messages, in an operator's words: which database is
+    missing, which address does not answer. Built from the URL's database, user, host and
+    port (never its password) and the server's SQLSTATE; never the exception's text (it
+    could quote the URL). What is not recognised is named by type and SQLSTATE."""
     state = getattr(exc, "sqlstate", None)
+    target = options.target() if options is not None else None
+    if state == "3D000":
+        if target is None:
+            return "no such database"
+        return f"database {json.dumps(target.database)} does not exist"
+    if state in ("28P01", "28000"):
+        who = f" for user {target.user!r}" if target and target.user else ""
+        return f"authentication failed{who} (check SYNTHORG_DATABASE_URL)"
+    if state in ("57P03", "57P01"):
+        return "the database server is starting up or shutting down"
+    if state in ("53300", "53000"):
+        return "the database server has no free connection slots"
+    where = target.address if target else "the database server"
+    if isinstance(exc, ConnectionRefusedError) or (
+        isinstance(exc, OSError) and "refused" in str(exc).lower()
+    ):
+        return f"cannot connect to {where} (connection refused)"
+    if isinstance(exc, TimeoutError):
+        return f"cannot connect to {where} in time, or it did not answer"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot connect to {where} (the host name does not resolve)"
+    if isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+        return f"cannot connect to {where} ({exc.strerror or type(exc).__name__})"
     return type(exc).__name__ + (f" ({state})" if state else "")
 
 
@@ -68,12 +95,14 @@ class Health:
         self.down = False
         self._lock = threading.Lock()  # the blocking side reports from its own thread
 
-    def failed(self, exc: BaseException, during: str) -> StoreUnavailable:
+    def failed(self, exc: BaseException, during: str,
+               options: PgOptions | None = None) -> StoreUnavailable:
         with self._lock:
             first, self.down = not self.down, True
+        cause = reason(exc, options)
         if first:
-            emit(events.UNAVAILABLE, level="error", reason=reason(exc), during=during)
-        return StoreUnavailable(f"the database is unavailable ({reason(exc)})")
+            emit(events.UNAVAILABLE, level="error", reason=cause, during=during)
+        return StoreUnavailable(f"the database is unavailable: {cause}")
 
     def answered(self) -> None:
         with self._lock:
@@ -204,7 +233,7 @@ class PgDatabase:
         try:
             return await self._pool.acquire()
         except Exception as exc:
-            raise self.health.failed(exc, during) from None
+            raise self.health.failed(exc, during, self.options) from None
 
     async def run(self, job: Callable[[Connection], Awaitable[T]], during: str = "query") -> T:
         """`job` on a pooled connection; its failures to reach the database become
@@ -218,7 +247,7 @@ class PgDatabase:
         except Exception as exc:
             self._pool.release(conn)
             if unavailable(exc):
-                raise self.health.failed(exc, during) from None
+                raise self.health.failed(exc, during, self.options) from None
             raise
         self._pool.release(conn)
         if self.health.down:
@@ -235,7 +264,7 @@ class PgDatabase:
         except Exception as exc:
             self._pool.release(conn)
             if unavailable(exc):
-                raise self.health.failed(exc, "query") from None
+                raise self.health.failed(exc, "query", self.options) from None
             raise
         self._pool.release(conn)
         if self.health.down:
@@ -310,7 +339,7 @@ class _BlockingSide:
             return future.result(timeout=bound)
         except TimeoutError:
             future.cancel()
-            raise self.db.health.failed(TimeoutError(), "blocking call") from None
+            raise self.db.health.failed(TimeoutError(), "blocking call", self.db.options) from None
 
     def stop(self) -> None:
         async def close() -> None:

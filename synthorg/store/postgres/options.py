@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 URL_ENV = "SYNTHORG_DATABASE_URL"
 POOL_SIZE_ENV = "SYNTHORG_DATABASE_POOL_SIZE"
@@ -25,6 +25,15 @@ _SCHEMES = ("postgresql", "postgres")
 
 class OptionsError(ValueError):
     """A database setting in the environment is unusable; the message never holds the URL."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which database, as whom, where: what a person needs to fix a connection."""
+
+    database: str
+    user: str | None
+    address: str  # host:port
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,21 @@ class PgOptions:
             "idle_in_transaction_session_timeout": str(int(ms) * 4),
             "application_name": "synthorg-a2a",
         }
+
+    def target(self) -> Target:
+        """Where the URL points, for messages: never its password."""
+        try:
+            parts = urlsplit(self.url)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            parts, host, port = urlsplit(""), None, None
+        query = parse_qs(parts.query)
+        host = host or next(iter(query.get("host", [])), None) or "localhost"
+        user = (unquote(parts.username) if parts.username
+                else next(iter(query.get("user", [])), None))
+        database = unquote(parts.path.lstrip("/")) or user or "postgres"
+        shown_host = f"[{host}]" if ":" in host else host
+        return Target(database, user, f"{shown_host}:{port or 5432}")
 
     def with_database(self, name: str) -> PgOptions:
         """The same server and credentials, another database (tests, the bench)."""
