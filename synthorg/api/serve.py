@@ -35,7 +35,7 @@ from synthorg.node import Node, NodeSetup, is_loopback, prepare
 from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
 from synthorg.observability.events import store as store_events
-from synthorg.observability.log import configure_logging, emit
+from synthorg.observability.log import LOG_LEVEL_ENV, configure_logging, emit, log_level_from
 from synthorg.paths import data_dir_from_env
 from synthorg.store.backend import Stores
 from synthorg.store.secretbox import SecretBoxError
@@ -53,7 +53,11 @@ FIRST_RETRY, MAX_RETRY = 0.25, 5.0  # seconds between attempts to reach the stor
 
 
 def serve(data_dir: Path, host: str, port: int, workers: int = 1) -> int:
-    configure_logging(os.environ.get("SYNTHORG_LOG_LEVEL", "info"))
+    try:
+        configure_logging(log_level_from(os.environ.get(LOG_LEVEL_ENV)))
+    except ValueError as exc:
+        print(f"error: {LOG_LEVEL_ENV}: {exc}", file=sys.stderr)
+        return 2
     try:
         shared = uses_postgres()
     except OptionsError as exc:

@@ -75,6 +75,20 @@ def _clip(message: str) -> str:
     return message
 
 
+LOG_LEVEL_ENV = "SYNTHORG_LOG_LEVEL"
+
+
+def log_level_from(raw: str | None) -> str:
+    """A log level as configured (case-insensitive; unset or empty: info); ValueError naming
+    the levels otherwise, so a typo is refused rather than quietly logged at info."""
+    if raw is None or not raw.strip():
+        return "info"
+    level = raw.strip().lower()
+    if level not in _LEVELS:
+        raise ValueError(f"{raw!r} is not a log level ({', '.join(_LEVELS)})")
+    return level
+
+
 def configure_logging(level: str = "info") -> None:
     """Install the stderr handler once; later calls only adjust the level.
 
