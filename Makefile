@@ -27,7 +27,7 @@ $(SDK1_STAMP): Makefile
 # The stamp makes repeat runs a no-op until pyproject.toml (the dependency list) changes.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
 demo: venv

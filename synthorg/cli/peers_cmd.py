@@ -92,7 +92,7 @@ def register(subparsers: Subparsers) -> None:
         description="Change what a peer's record says besides its credential (replace that "
         "with `peers add`). A running node applies it to the peer's next request.",
     )
-    update.add_argument("name", metavar="NAME")
+    update.add_argument("name", metavar="NAME", help="the peer's name in the catalog")
     update.add_argument("--rate-limit", type=_rate_limit, metavar="R/s", required=True,
                         help=RATE_LIMIT_HELP)
     add_data_dir_option(update)
@@ -113,7 +113,7 @@ def register(subparsers: Subparsers) -> None:
     list_.set_defaults(handler=run_list)
 
     show = commands.add_parser("show", help="show one peer (never its secret)")
-    show.add_argument("name", metavar="NAME")
+    show.add_argument("name", metavar="NAME", help="the peer's name in the catalog")
     show.add_argument("--json", action="store_true", help="print a JSON object")
     add_data_dir_option(show)
     add_remote_options(show)
@@ -131,7 +131,7 @@ def register(subparsers: Subparsers) -> None:
     rekey.set_defaults(handler=run_rekey)
 
     remove = commands.add_parser("remove", help="remove a peer")
-    remove.add_argument("name", metavar="NAME")
+    remove.add_argument("name", metavar="NAME", help="the peer's name in the catalog")
     add_data_dir_option(remove)
     add_remote_options(remove)
     remove.set_defaults(handler=run_remove)

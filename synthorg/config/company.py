@@ -7,6 +7,7 @@ cross-checks, and a pointer for keys that moved to the connection catalog.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from synthorg.contract.spec import all_definitions, ref_target
 from synthorg.generated.models import (
     A2AConfig,
     AgentConfig,
@@ -146,11 +148,83 @@ def find_problems(data: Any) -> tuple[list[Problem], CompanyFile | None]:
     try:
         parsed = CompanyFile.model_validate(data)
     except ValidationError as exc:
-        for item in exc.errors(include_input=False, include_url=False, include_context=False):
-            problem = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
-            problems.append((tuple(item["loc"]), problem))
+        for item in exc.errors(include_url=False, include_context=False):
+            problems.append((tuple(item["loc"]), _worded(item)))
     problems += _semantic_problems(data)
     return problems, (parsed if not problems else None)
+
+
+# Pydantic's words for a value out of range or of the wrong type; reworded from the schema
+# as "must be an integer from 1 to 1000; got 5000".
+_RANGE_ERRORS = frozenset({
+    "less_than", "less_than_equal", "greater_than", "greater_than_equal", "int_type",
+    "int_parsing", "int_from_float", "float_type", "float_parsing", "finite_number",
+    "string_too_short", "string_too_long", "too_short", "too_long",
+})
+
+
+def _worded(item: Any) -> str:
+    if item["type"] == "extra_forbidden":
+        return "unknown key"
+    if item["type"] in _RANGE_ERRORS:
+        schema = _schema_at(tuple(item["loc"]))
+        allowed = allowed_values(schema) if schema is not None else None
+        if allowed is not None:
+            return f"must be {allowed}; got {_given(item.get('input'))}"
+    return str(item["msg"])
+
+
+def _schema_at(loc: Loc) -> dict[str, Any] | None:
+    """The config schema of the value at `loc` in a CompanyFile, or None."""
+    schema: Any = {"$ref": "#/$defs/CompanyFile"}
+    for part in loc:
+        schema = _resolved(schema)
+        if isinstance(part, int):
+            schema = schema.get("items")
+        else:
+            schema = schema.get("properties", {}).get(part)
+        if not isinstance(schema, dict):
+            return None
+    return _resolved(schema)
+
+
+def _resolved(schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        schema = all_definitions()[ref_target(schema["$ref"])][1]
+    return schema
+
+
+def allowed_values(schema: dict[str, Any]) -> str | None:
+    """What a number's or a string's schema allows, in words: "an integer from 1 to 1000",
+    "a string of 1 to 255 characters"; None for any other schema."""
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        noun = "an integer" if kind == "integer" else "a number"
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and high is not None:
+            return f"{noun} from {json.dumps(low)} to {json.dumps(high)}"
+        if low is not None:
+            return f"{noun} of at least {json.dumps(low)}"
+        if high is not None:
+            return f"{noun} of at most {json.dumps(high)}"
+        return noun
+    if kind == "string" and "pattern" not in schema and "enum" not in schema:
+        low, high = schema.get("minLength", 0), schema.get("maxLength")
+        if high is not None:
+            return f"a string of {low} to {high} characters"
+        return f"a string of at least {low} character{'' if low == 1 else 's'}"
+    return None
+
+
+def _given(value: Any) -> str:
+    """The offending value, short: a long string by its length only."""
+    if isinstance(value, str) and len(value) > 40:
+        return f"a string of {len(value)} characters"
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def parse_config(data: Any, source: str, origin: Path | None = None) -> NodeConfig:

@@ -66,8 +66,16 @@ class _Instruments:
     """The metric objects, once per process (the library registers each name once)."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import (
+            CollectorRegistry,
+            Counter,
+            Histogram,
+            disable_created_metrics,
+        )
 
+        # No `*_created` series: each would double the series of every counter and histogram
+        # for a start time scrapers already have (process_start_time, the scrape's own).
+        disable_created_metrics()
         self.registry = CollectorRegistry(auto_describe=True)
         registry = self.registry
         self.requests = Counter(

@@ -113,6 +113,19 @@ def test_public_metrics_and_metrics_off(tmp_path: Path) -> None:
         off.stop()
 
 
+def test_no_created_series_in_one_worker_or_several(tmp_path: Path, node: LiveNode) -> None:
+    single = start(tmp_path / "single", CONFIG, 1)
+    try:
+        for live in (single, node):
+            with httpx.Client(base_url=live.url, timeout=30) as client:
+                client.post("/api/v1/a2a/", json={})  # refused: counted, with its latency
+            text = scrape(live).text
+            assert "synthorg_requests_total{" in text
+            assert "_created" not in text, [ln for ln in text.splitlines() if "_created" in ln]
+    finally:
+        single.stop()
+
+
 def test_the_10_dialect_methods_are_labelled_by_name(node: LiveNode) -> None:
     before = samples(node)
     headers = {**api_key_headers(PEER, KEY), "A2A-Version": "1.0"}

@@ -135,6 +135,8 @@ def test_bad_values_exit_2_naming_key_and_range_and_write_nothing(
     code, out, err = run(capsys, "settings", "set", key, value, "--data-dir", str(data_dir))
     assert code == 2 and out == ""
     assert err.startswith(f"error: {message}") and err.count("\n") == 1
+    if not message.startswith("unknown"):  # the value as typed, whatever was wrong with it
+        assert err.endswith(f"; got {value}\n")
     assert audit(data_dir) == []
 
 

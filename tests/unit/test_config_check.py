@@ -50,8 +50,24 @@ def test_every_problem_is_reported_with_its_line() -> None:
 def test_problems_name_the_catalog_for_moved_keys_and_the_range_for_values() -> None:
     by_key = {f.key: f.problem for f in check_text(BROKEN)}
     assert "connection catalog" in by_key["a2a.peer_url"]
-    assert "greater than or equal to 1" in by_key["a2a.max_message_parts"]
+    assert by_key["a2a.max_message_parts"] == "must be an integer from 1 to 1000; got 0"
     assert by_key["company.bogus"] == "unknown key"
+
+
+def test_ranges_are_exact_and_name_the_value_given() -> None:
+    text = (
+        "a2a:\n  client_timeout_seconds: 600.5\n  max_request_body_bytes: big\n"
+        "server:\n  max_connections: -1\n"
+        f"company:\n  name: ''\n  description: '{'x' * 5000}'\n"
+    )
+    assert {f.key: f.problem for f in check_text(text)} == {
+        "a2a.client_timeout_seconds": "must be a number from 0.1 to 600; got 600.5",
+        "a2a.max_request_body_bytes": 'must be an integer from 1024 to 67108864; got "big"',
+        "server.max_connections": "must be an integer from 1 to 1000000; got -1",
+        "company.name": 'must be a string of 1 to 128 characters; got ""',
+        "company.description": "must be a string of 0 to 4096 characters; "
+        "got a string of 5000 characters",
+    }
 
 
 def test_yaml_syntax_error_names_its_line() -> None:

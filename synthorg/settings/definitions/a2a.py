@@ -6,6 +6,7 @@ runtime write can never disagree about what is valid.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -44,7 +45,7 @@ class SettingDefinition:
             else isinstance(value, int | float) and not isinstance(value, bool)
         )
         if not ok_type or value != value:  # NaN is never in range
-            raise ValueError(f"{self.name} must be {self.describe_range()}")
+            raise ValueError(f"{self.name} must be {self.describe_range()}; got {_given(value)}")
         if not self.minimum <= value <= self.maximum:
             raise ValueError(f"{self.name} must be {self.describe_range()}; got {value}")
         return float(value) if self.type == "number" else int(value)
@@ -52,6 +53,14 @@ class SettingDefinition:
     def describe_range(self) -> str:
         kind = "an integer" if self.type == "integer" else "a number"
         return f"{kind} from {self.minimum} to {self.maximum}"
+
+
+def _given(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @cache
