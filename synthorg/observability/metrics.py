@@ -75,7 +75,7 @@ class _Instruments:
 
         # No `*_created` series: each would double the series of every counter and histogram
         # for a start time scrapers already have (process_start_time, the scrape's own).
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = CollectorRegistry(auto_describe=True)
         registry = self.registry
         self.requests = Counter(
