@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from codegen.naming import upper_snake
+from codegen.protojson import members
 from synthorg.contract.spec import all_definitions, bundled_openapi, ref_target
 
 UNION = "RpcParams"
@@ -210,6 +211,15 @@ def render_constants() -> str:
             for _, model in entries_v1
         )
         + "})"
+    )
+    proto_names, free_form = members(UNION_V1)
+    blocks.append(
+        "# The 1.0 params' ProtoJSON input names (proto field name -> JSON name), and the\n"
+        "# members whose value is the caller's own (not renamed inside)\n"
+        "V1_PROTO_NAMES: Final = MappingProxyType({\n"
+        + "".join(f"    {proto!r}: {name!r},\n" for proto, name in proto_names.items())
+        + "})\n"
+        f"V1_FREE_FORM_MEMBERS: Final = frozenset({{{', '.join(map(repr, sorted(free_form)))}}})"
     )
     blocks.append(
         "# JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)\n"

@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from synthorg.dialects.errors import error_details
+from synthorg.dialects.protojson import json_names
+from synthorg.dialects.tenant import tenant_issues
 from synthorg.errors import SynthorgError
 from synthorg.gateway import dialect
 from synthorg.gateway.context import CallContext, Services
@@ -234,6 +236,12 @@ async def answer(
         # params are validated as the envelope's method. A different params.method is also
         # reported, as the spec's const says, instead of passing silently.
         issues = _smuggled_method(raw_params, method)
+        # A proto field name holds an underscore: a body without one has none to rename.
+        if v1 and b"_" in body:
+            raw_params, renamed = json_names(raw_params)
+            issues += renamed
+        if v1 and b"tenant" in body:
+            issues += tenant_issues(raw_params)
         try:
             params = spoken.params.validate_python({**raw_params, "method": method})
         except ValidationError as exc:

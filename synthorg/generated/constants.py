@@ -81,6 +81,25 @@ RESULT_DEFINITIONS_V1: Final = MappingProxyType({
     V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG: 'V1DeleteTaskPushNotificationConfigResult',
 })
 
+# The 1.0 params' ProtoJSON input names (proto field name -> JSON name), and the
+# members whose value is the caller's own (not renamed inside)
+V1_PROTO_NAMES: Final = MappingProxyType({
+    'accepted_output_modes': 'acceptedOutputModes',
+    'context_id': 'contextId',
+    'history_length': 'historyLength',
+    'include_artifacts': 'includeArtifacts',
+    'media_type': 'mediaType',
+    'message_id': 'messageId',
+    'page_size': 'pageSize',
+    'page_token': 'pageToken',
+    'reference_task_ids': 'referenceTaskIds',
+    'return_immediately': 'returnImmediately',
+    'status_timestamp_after': 'statusTimestampAfter',
+    'task_id': 'taskId',
+    'task_push_notification_config': 'taskPushNotificationConfig',
+})
+V1_FREE_FORM_MEMBERS: Final = frozenset({'data', 'metadata'})
+
 # JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)
 PARSE_ERROR: Final = RpcErrorSpec(-32700, 'Parse error')
 INVALID_REQUEST: Final = RpcErrorSpec(-32600, 'Invalid request')

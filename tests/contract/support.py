@@ -35,6 +35,8 @@ from schemathesis.specs.openapi.schemas import OpenApiSchema
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.contract.spec import bundled_openapi
+from synthorg.dialects.protojson import json_names
+from synthorg.generated.constants import METHODS_V1, V1_FREE_FORM_MEMBERS, V1_PROTO_NAMES
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import open_database
@@ -145,8 +147,53 @@ def before_generate_body(
     build (a defect of the pinned Schemathesis, docs/schemathesis.md) is one example
     rejected, not an error of the run. Which mutation a run draws depends on what else the
     process imported (Hypothesis draws constants from every local module), so without this
-    the same operation passed alone and failed in the whole suite."""
-    return _drawn_or_rejected(strategy)
+    the same operation passed alone and failed in the whole suite.
+
+    A 1.0 request is sent with its members' JSON names or their proto field names, as a
+    ProtoJSON writer may (the spec's ProtoJSON input rule): both spellings are fuzzed."""
+    drawn = _drawn_or_rejected(strategy)
+    if context.operation is None or not is_rpc_operation_definition(context.operation):
+        return drawn
+    return drawn.flatmap(lambda body: st.sampled_from((body, proto_spelled(body))))
+
+
+_PROTO_SPELLING = {json_name: proto for proto, json_name in V1_PROTO_NAMES.items()}
+
+
+def _proto_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            _PROTO_SPELLING.get(name, name):
+                member if name in V1_FREE_FORM_MEMBERS else _proto_value(member)
+            for name, member in value.items()
+        }
+    if isinstance(value, list):
+        return [_proto_value(item) for item in value]
+    return value
+
+
+def proto_spelled(body: Any) -> Any:
+    """A 1.0 request with every member the spec names written as its proto field name
+    (`contextId` -> `context_id`); any other body unchanged."""
+    if not _v1_request(body):
+        return body
+    return {**body, "params": _proto_value(body["params"])}
+
+
+def sent_proto_names(raw: bytes) -> bool:
+    """Whether a request body is a 1.0 request naming a member by its proto field name."""
+    try:
+        value = parse_body(raw)
+    except ValueError:
+        return False
+    return _v1_request(value) and json_names(value["params"])[0] != value["params"]
+
+
+def _v1_request(body: Any) -> bool:
+    return (
+        isinstance(body, dict) and body.get("method") in METHODS_V1
+        and isinstance(body.get("params"), dict)
+    )
 
 
 @st.composite
@@ -210,7 +257,11 @@ def sent_body(request: Any) -> bytes:
 
 def is_rpc_operation(case: AnyCase) -> bool:
     """Whether the case's operation takes a JSON-RPC request body (node or agent endpoint)."""
-    body = case.operation.definition.raw.get("requestBody", {})
+    return is_rpc_operation_definition(case.operation)
+
+
+def is_rpc_operation_definition(operation: APIOperation[Any, Any, Any, Any]) -> bool:
+    body = operation.definition.raw.get("requestBody", {})
     schema = body.get("content", {}).get("application/json", {}).get("schema", {})
     return bool(schema.get("$ref") == RPC_BODY_REF)
 
@@ -230,6 +281,11 @@ def body_conforms(raw: bytes) -> bool:
         value = parse_body(raw)
     except ValueError:
         return False
+    if _v1_request(value):  # proto field names stand for the JSON names they spell
+        params, issues = json_names(value["params"])
+        if issues:
+            return False
+        value = {**value, "params": params}
     return bool(_request_validator().is_valid(value))
 
 
@@ -360,6 +416,8 @@ class Outcomes:
                 label = f"error{envelope['error'].get('code')}"
         self.seen[label] += 1
         self.seen[f"{case.operation.label}: {label}"] += 1
+        if is_rpc_operation(case) and sent_proto_names(sent_body(response.request)):
+            self.seen[f"proto-names: {label}"] += 1
 
 
 class DeferredApp:
