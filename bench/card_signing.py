@@ -25,6 +25,7 @@ from synthorg.cards.projection import company_card
 from synthorg.cards.publisher import document_of
 from synthorg.cards.signing import sign, verify
 from synthorg.config.company import load_config
+from synthorg.generated.constants import A2A_VERSION_1_0
 
 
 def card(agents: int) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def card(agents: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as directory:
         (Path(directory) / "config.yaml").write_text("\n".join(lines) + "\n")
         config = load_config(Path(directory))
-    return document_of(company_card(config, "https://acme.example", "1.0"), v1=True)
+    return document_of(company_card(config, "https://acme.example", "1.0"), A2A_VERSION_1_0)
 
 
 def per_call(fn: Callable[[], object]) -> float:

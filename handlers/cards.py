@@ -4,10 +4,10 @@ the keys that sign them (/.well-known/jwks.json).
 Unauthenticated by design (peers read them before they federate). Cards are rendered once and
 served with `Cache-Control`, a strong `ETag` and 304 on `If-None-Match`.
 
-`A2A-Version: 1.0` (1.0.x) picks the card's 1.0-only document; absent, or any other value,
-the combined one (0.3 members and 1.0's `supportedInterfaces`), which both dialects' SDKs
-parse. The answer varies with that header, and says so (`Vary`), so a shared cache keeps the
-two apart.
+`A2A-Version: 1.0` (1.0.x) picks the card's 1.0-only document, `0.3` (0.3.x) its 0.3-only
+one; absent, or any other value, the combined one (0.3's members and 1.0's), which both
+dialects' SDKs parse. The answer varies with that header, and says so (`Vary`), so a shared
+cache keeps them apart.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from starlette.responses import Response
 
 from handlers.context import CardDocument, CardsContext, HttpRequest
-from synthorg.generated.constants import A2A_VERSION_1_0, A2A_VERSION_HEADER
+from synthorg.generated.constants import A2A_VERSION_HEADER, A2A_VERSIONS
 from synthorg.http.caching import none_match
 from synthorg.http.version import major_minor
 from synthorg.names import is_agent_id
@@ -26,7 +26,7 @@ from synthorg.names import is_agent_id
 async def company_card(request: HttpRequest, ctx: CardsContext) -> Response:
     if not ctx.enabled:
         return _disabled()
-    return _card(request, ctx, ctx.company(request, _wants_v1(request)))
+    return _card(request, ctx, ctx.company(request, _version(request)))
 
 
 async def agent_card(request: HttpRequest, ctx: CardsContext) -> Response:
@@ -35,7 +35,7 @@ async def agent_card(request: HttpRequest, ctx: CardsContext) -> Response:
     agent_id = request.path_params["agent_id"]
     if not is_agent_id(agent_id):
         return _error(400, "invalid_agent_id", "Not a well-formed agent id")
-    rendered = ctx.agent(agent_id, request, _wants_v1(request))
+    rendered = ctx.agent(agent_id, request, _version(request))
     if rendered is None:
         return _error(404, "unknown_agent", "No agent has this id")
     return _card(request, ctx, rendered)
@@ -52,10 +52,14 @@ async def jwks(request: HttpRequest, ctx: CardsContext) -> Response:
 _VERSION_HEADER = A2A_VERSION_HEADER.lower()
 
 
-def _wants_v1(request: HttpRequest) -> bool:
+def _version(request: HttpRequest) -> str | None:
+    """The A2A version whose document the request asks for; None: the default one."""
     values = request.header_values(_VERSION_HEADER)
     # One value only: a repeated header names no one version.
-    return len(values) == 1 and major_minor(values[0]) == A2A_VERSION_1_0
+    if len(values) != 1:
+        return None
+    version = major_minor(values[0])
+    return version if version in A2A_VERSIONS else None
 
 
 def _card(

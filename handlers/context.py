@@ -178,11 +178,13 @@ class CardsContext(Protocol):
         """The JWKS of the card-signing keys; None when cards are not signed."""
         ...
 
-    def company(self, request: HttpRequest, v1: bool = False) -> CardDocument:
-        """`v1`: the 1.0-only document, else the combined 0.3 + 1.0 one."""
+    def company(self, request: HttpRequest, version: str | None = None) -> CardDocument:
+        """`version` (an A2A version): its document, else the combined 0.3 + 1.0 one."""
         ...
 
-    def agent(self, agent_id: str, request: HttpRequest, v1: bool = False) -> CardDocument | None:
+    def agent(
+        self, agent_id: str, request: HttpRequest, version: str | None = None
+    ) -> CardDocument | None:
         """None when no agent has this id."""
         ...
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
+from synthorg.cards.v1 import scheme_v1, security_requirements_v1
 from synthorg.config.company import NodeConfig
 from synthorg.generated.constants import (
     A2A_VERSION_0_3,
@@ -56,6 +57,10 @@ SECURITY: list[dict[str, list[str]]] = [
     {"PeerName": [], "ApiKey": []},
     {"PeerName": [], "Bearer": []},
 ]
+# Each scheme in both dialects' shapes: a reader of either ignores the other's members.
+BOTH_SHAPES_SCHEMES = {
+    name: {**scheme, **(scheme_v1(scheme) or {})} for name, scheme in SECURITY_SCHEMES.items()
+}
 
 
 def card_version() -> str:
@@ -128,8 +133,9 @@ def _card(
         "defaultInputModes": list(DEFAULT_MODES),
         "defaultOutputModes": list(DEFAULT_MODES),
         "skills": skills,
-        "securitySchemes": SECURITY_SCHEMES,
+        "securitySchemes": BOTH_SHAPES_SCHEMES,
         "security": SECURITY,
+        "securityRequirements": security_requirements_v1(SECURITY),
     }
     if company.provider_url:
         card["provider"] = {

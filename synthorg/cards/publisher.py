@@ -9,10 +9,11 @@ the `Host` header: the Host header is whatever the caller typed, and a card cach
 would hand the next caller an attacker's URL. Socket addresses are the node's own, so the
 cache holds at most one copy per local address; a small bound guards even that.
 
-Each card has two documents: the combined one (A2A 0.3 members beside 1.0's
-`supportedInterfaces`, which both SDKs parse), served by default, and the 1.0-only one
-(`V1AgentCard`), served to a caller that asks with `A2A-Version: 1.0`: a strict 1.0 reader
-refuses the 0.3 members.
+Each card has three documents: the combined one (A2A 0.3 members beside 1.0's
+`supportedInterfaces`, `securityRequirements` and each security scheme's 1.0 member, which
+both SDKs parse), served by default; the 1.0-only one (`V1AgentCard`), served to a caller
+that asks with `A2A-Version: 1.0` (a strict 1.0 reader refuses the 0.3 members); and the
+0.3-only one, served for `A2A-Version: 0.3`.
 
 With a key set, every document is signed (`synthorg/cards/signing.py`) by its newest key, the
 signature's `jku` naming the JWKS under the card's base URL; the ETag hashes the signed bytes,
@@ -31,8 +32,10 @@ from typing import Any, Protocol
 from synthorg.cards.keys import CardKeySet
 from synthorg.cards.projection import agent_card, card_version, company_card
 from synthorg.cards.signing import JWKS_PATH, signed
+from synthorg.cards.v03 import card_v03_json
 from synthorg.cards.v1 import card_v1_json
 from synthorg.config.company import NodeConfig
+from synthorg.generated.constants import A2A_VERSION_0_3, A2A_VERSION_1_0
 from synthorg.generated.models import AgentCard, V1AgentCard
 from synthorg.http.caching import DEFAULT_MAX_AGE
 
@@ -52,20 +55,25 @@ class RenderedCard:
     etag: str
 
 
-def document_of(card: AgentCard, v1: bool = False) -> dict[str, Any]:
-    """The card as JSON; `v1`: its 1.0-only document."""
+def document_of(card: AgentCard, version: str | None = None) -> dict[str, Any]:
+    """The card as JSON: its default document, or the one of an A2A version (`1.0`: 1.0's
+    members only; `0.3`: 0.3's)."""
     document = card.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if v1:
+    if version == A2A_VERSION_1_0:
         document = V1AgentCard.model_validate(card_v1_json(document)).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+    elif version == A2A_VERSION_0_3:
+        document = AgentCard.model_validate(card_v03_json(document)).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
     return document
 
 
-def render(card: AgentCard, v1: bool = False, keys: CardKeySet | None = None,
+def render(card: AgentCard, version: str | None = None, keys: CardKeySet | None = None,
            base_url: str = FALLBACK_BASE_URL) -> RenderedCard:
-    """The card's canonical bytes; `v1`: its 1.0-only document; signed when given keys."""
-    document = document_of(card, v1)
+    """The card's canonical bytes (its document for `version`), signed when given keys."""
+    document = document_of(card, version)
     if keys is not None:
         document = signed(document, keys.signer, base_url + JWKS_PATH)
     return canonical_document(document)
@@ -109,19 +117,21 @@ class CardPublisher:
         self._agents = {agent.id: agent for agent in config.agents}
         public = config.a2a.public_url
         self._public_url = public.rstrip("/") if public else None
-        self._rendered: dict[tuple[str, str | None, bool], RenderedCard] = {}
+        self._rendered: dict[tuple[str, str | None, str | None], RenderedCard] = {}
         self._bases: set[str] = set()
         self._jwks: RenderedCard | None = None
 
     def base_url(self, scope: Mapping[str, Any]) -> str:
         return self._public_url or socket_base_url(scope)
 
-    def company(self, request: LocalRequest, v1: bool = False) -> RenderedCard:
-        return self.company_at(self._public_url or request.local_base_url, v1)
+    def company(self, request: LocalRequest, version: str | None = None) -> RenderedCard:
+        return self.company_at(self._public_url or request.local_base_url, version)
 
-    def agent(self, agent_id: str, request: LocalRequest, v1: bool = False) -> RenderedCard | None:
+    def agent(
+        self, agent_id: str, request: LocalRequest, version: str | None = None
+    ) -> RenderedCard | None:
         """None when no agent has this id."""
-        return self.agent_at(agent_id, self._public_url or request.local_base_url, v1)
+        return self.agent_at(agent_id, self._public_url or request.local_base_url, version)
 
     def extended(self, agent_id: str | None, scope: Mapping[str, Any]) -> AgentCard:
         """The extended card (`gateway.context.ExtendedCards`): built per call, for admitted
@@ -140,7 +150,7 @@ class CardPublisher:
     def extended_v1(self, agent_id: str | None, scope: Mapping[str, Any]) -> V1AgentCard:
         """The extended card's 1.0-only document, signed as such."""
         card = self.extended(agent_id, scope)
-        document = document_of(card.model_copy(update={"signatures": None}), v1=True)
+        document = document_of(card.model_copy(update={"signatures": None}), A2A_VERSION_1_0)
         return V1AgentCard.model_validate(self._signed(document, self.base_url(scope)))
 
     def jwks(self) -> RenderedCard | None:
@@ -156,17 +166,19 @@ class CardPublisher:
             return document
         return signed(document, self.keys.signer, base_url + JWKS_PATH)
 
-    def company_at(self, base_url: str, v1: bool = False) -> RenderedCard:
-        return self._cached(base_url, None, v1)
+    def company_at(self, base_url: str, version: str | None = None) -> RenderedCard:
+        return self._cached(base_url, None, version)
 
-    def agent_at(self, agent_id: str, base_url: str, v1: bool = False) -> RenderedCard | None:
+    def agent_at(
+        self, agent_id: str, base_url: str, version: str | None = None
+    ) -> RenderedCard | None:
         """None when no agent has this id."""
         if agent_id not in self._agents:
             return None
-        return self._cached(base_url, agent_id, v1)
+        return self._cached(base_url, agent_id, version)
 
-    def _cached(self, base_url: str, agent_id: str | None, v1: bool) -> RenderedCard:
-        key = (base_url, agent_id, v1)
+    def _cached(self, base_url: str, agent_id: str | None, version: str | None) -> RenderedCard:
+        key = (base_url, agent_id, version)
         found = self._rendered.get(key)
         if found is not None:
             return found
@@ -174,7 +186,7 @@ class CardPublisher:
             card = company_card(self._config, base_url, self._version)
         else:
             card = agent_card(self._config, self._agents[agent_id], base_url, self._version)
-        rendered = render(card, v1, self.keys, base_url)
+        rendered = render(card, version, self.keys, base_url)
         if base_url in self._bases or len(self._bases) < MAX_BASE_URLS:
             self._bases.add(base_url)
             self._rendered[key] = rendered

@@ -4,7 +4,7 @@ served to a caller that asks with `A2A-Version: 1.0`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Json = dict[str, Any]
@@ -25,7 +25,8 @@ _SKILL_MEMBERS = ("id", "name", "description", "tags", "examples", "inputModes",
 _CAPABILITY_MEMBERS = ("streaming", "pushNotifications", "extendedAgentCard", "extensions")
 
 
-def _scheme_v1(scheme: Mapping[str, Any]) -> Json | None:
+def scheme_v1(scheme: Mapping[str, Any]) -> Json | None:
+    """A 0.3 security scheme as 1.0's one-member object naming its kind."""
     if scheme.get("type") == "apiKey":
         inner = _copy(scheme, {"location": scheme["in"], "name": scheme["name"]}, "description")
         return {"apiKeySecurityScheme": inner}
@@ -47,12 +48,17 @@ def card_v1_json(card: Mapping[str, Any]) -> Json:
             for extension in out["capabilities"]["extensions"]
         ]
     out["skills"] = [_copy(skill, {}, *_SKILL_MEMBERS) for skill in card["skills"]]
-    schemes = {name: _scheme_v1(s) for name, s in card.get("securitySchemes", {}).items()}
+    schemes = {name: scheme_v1(s) for name, s in card.get("securitySchemes", {}).items()}
     if schemes:
         out["securitySchemes"] = {name: s for name, s in schemes.items() if s is not None}
     if "security" in card:
-        out["securityRequirements"] = [
-            {"schemes": {name: {"list": scopes} for name, scopes in requirement.items()}}
-            for requirement in card["security"]
-        ]
+        out["securityRequirements"] = security_requirements_v1(card["security"])
     return out
+
+
+def security_requirements_v1(security: Sequence[Mapping[str, list[str]]]) -> list[Json]:
+    """0.3's `security` alternatives as 1.0's `securityRequirements`."""
+    return [
+        {"schemes": {name: {"list": scopes} for name, scopes in requirement.items()}}
+        for requirement in security
+    ]

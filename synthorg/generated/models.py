@@ -324,7 +324,7 @@ TasksCancelResult = Task
 
 
 class AgentCard(SpecModel):
-    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear. It also carries A2A 1.0's supportedInterfaces, so one document serves readers of either version."""
+    """An A2A 0.3.0 agent card. This node serves one for the company at /.well-known/agent-card.json (every agent's skills, de-duplicated by id) and one per agent at /.well-known/agents/{agent_id}/agent-card.json; url is the JSON-RPC endpoint to call. Built by an allowlist projection of the company YAML, so private fields never appear. The default document also carries A2A 1.0's members, so one document serves readers of either version: supportedInterfaces, securityRequirements, and each security scheme's 1.0 member (apiKeySecurityScheme, httpAuthSecurityScheme) beside its 0.3 members. Asked for with A2A-Version: 0.3 the card is the 0.3-only document (these 1.0 members left out); with 1.0, V1AgentCard."""
 
     name: Annotated[str, Field(min_length=1, max_length=255)]
     description: CardText
@@ -340,6 +340,7 @@ class AgentCard(SpecModel):
     skills: Annotated[list[AgentSkill], Field(max_length=16384)]
     securitySchemes: Annotated[Annotated[dict[str, SecurityScheme], Field(max_length=16, fail_fast=True)] | None, NoNull] = None
     security: Annotated[Annotated[list[SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
+    securityRequirements: Annotated[Annotated[list[V1SecurityRequirement], Field(max_length=16)] | None, NoNull] = None
     provider: Annotated[AgentProvider | None, NoNull] = None
     documentationUrl: Annotated[CardUrl | None, NoNull] = None
     iconUrl: Annotated[CardUrl | None, NoNull] = None
@@ -1131,6 +1132,7 @@ class APIKeySecurityScheme(SpecModel):
     in_: Literal['header', 'query', 'cookie'] = Field(alias='in')
     name: Annotated[str, Field(min_length=1, max_length=255)]
     description: Annotated[CardText | None, NoNull] = None
+    apiKeySecurityScheme: Annotated[V1APIKeySecurityScheme | None, NoNull] = None
 
 
 class HTTPAuthSecurityScheme(SpecModel):
@@ -1138,6 +1140,7 @@ class HTTPAuthSecurityScheme(SpecModel):
     scheme: Annotated[str, Field(min_length=1, max_length=64)]
     bearerFormat: Annotated[Annotated[str, Field(max_length=255)] | None, NoNull] = None
     description: Annotated[CardText | None, NoNull] = None
+    httpAuthSecurityScheme: Annotated[V1HTTPAuthSecurityScheme | None, NoNull] = None
 
 
 class OAuth2SecurityScheme(SpecModel):

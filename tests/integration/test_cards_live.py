@@ -120,17 +120,44 @@ def test_a_1_0_caller_gets_the_1_0_only_document(
     assert_no_canary(response)
 
 
-@pytest.mark.parametrize("headers", [{}, {"A2A-Version": "0.3"}, {"A2A-Version": "9.9"},
-                                     {"A2A-Version": "one"}])
+MEMBERS_OF_1_0 = {"supportedInterfaces", "securityRequirements"}
+SHAPES_OF_1_0 = {"apiKeySecurityScheme", "httpAuthSecurityScheme"}
+
+
+@pytest.mark.parametrize("headers", [{}, {"A2A-Version": "9.9"}, {"A2A-Version": "one"},
+                                     {"A2A-Version": "0.3", "a2a-version": "1.0"}])
 def test_any_other_caller_gets_the_combined_document(
     http: httpx.Client, headers: dict[str, str]
 ) -> None:
-    response = http.get("/.well-known/agent-card.json", headers=headers)
+    response = http.get("/.well-known/agent-card.json", headers=list(headers.items()))
     assert response.status_code == 200
     assert response.headers["vary"] == "A2A-Version"
     card = response.json()
     assert spec_issues(card, "AgentCard") == []
-    assert card.keys() >= MEMBERS_OF_0_3
+    assert card.keys() >= MEMBERS_OF_0_3 | MEMBERS_OF_1_0
+    # Every scheme in both shapes, each the same scheme; the requirements the same pairs.
+    v1_card = http.get("/.well-known/agent-card.json", headers=V1_ONLY).json()
+    for name, scheme in card["securitySchemes"].items():
+        [shape] = SHAPES_OF_1_0 & scheme.keys()
+        assert {shape: scheme[shape]} == v1_card["securitySchemes"][name]
+        assert scheme["type"] in ("apiKey", "http")
+    assert card["securityRequirements"] == v1_card["securityRequirements"]
+    assert [set(r["schemes"]) for r in card["securityRequirements"]] == [
+        set(r) for r in card["security"]]
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.3.0"])
+def test_a_0_3_caller_gets_the_0_3_only_document(http: httpx.Client, version: str) -> None:
+    response = http.get("/.well-known/agent-card.json", headers={"A2A-Version": version})
+    assert response.status_code == 200
+    card = response.json()
+    assert spec_issues(card, "AgentCard") == []
+    assert card.keys() >= MEMBERS_OF_0_3 and not card.keys() & MEMBERS_OF_1_0
+    for scheme in card["securitySchemes"].values():
+        assert not scheme.keys() & SHAPES_OF_1_0
+    SdkAgentCard.model_validate(card)
+    combined = http.get("/.well-known/agent-card.json")
+    assert response.headers["etag"] != combined.headers["etag"]
 
 
 def test_each_document_has_its_own_etag_and_304(http: httpx.Client) -> None:

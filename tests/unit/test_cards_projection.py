@@ -163,8 +163,8 @@ def test_cards_carry_exactly_the_allowlisted_members(config: NodeConfig) -> None
     assert set(company) == {
         "name", "description", "url", "version", "protocolVersion", "preferredTransport",
         "capabilities", "defaultInputModes", "defaultOutputModes", "skills",
-        "securitySchemes", "security", "provider", "supportedInterfaces",
-            "supportsAuthenticatedExtendedCard",
+        "securitySchemes", "security", "securityRequirements", "provider",
+        "supportedInterfaces", "supportsAuthenticatedExtendedCard",
     }
     for card in cards.values():
         for skill in card["skills"]:

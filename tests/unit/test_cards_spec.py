@@ -19,7 +19,12 @@ SAME_SHAPE = [
 
 
 # The A2A 1.0 members our cards add beside the 0.3 ones (one document for both versions).
-V1_MEMBERS = {"AgentCard": {"supportedInterfaces"}, "AgentCapabilities": {"extendedAgentCard"}}
+V1_MEMBERS = {
+    "AgentCard": {"supportedInterfaces", "securityRequirements"},
+    "AgentCapabilities": {"extendedAgentCard"},
+    "APIKeySecurityScheme": {"apiKeySecurityScheme"},
+    "HTTPAuthSecurityScheme": {"httpAuthSecurityScheme"},
+}
 
 
 def reference() -> dict[str, Any]:
