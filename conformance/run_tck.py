@@ -9,7 +9,7 @@ card's url, via `a2a.public_url`), and an official A2A conformance kit run again
 The 0.3 kit runs category by category (its `run_tck.py`) against a node whose default agent
 waits for input, so the kit can continue and cancel its tasks. The 1.0 kit (its pytest suite,
 at one requirement level) runs against a `conformance` agent, which answers as the kit's
-messageId prefixes ask; the proxy asks for the 1.0 card for it. Everything the run writes
+messageId prefixes ask, and reads the default card. Everything the run writes
 lives under .tck/ (git-ignored; 1.0: .tck/v1, its reports in .tck/v1/reports); the node and
 the proxy are stopped at the end, whatever happens. The exit status is the kit's worst.
 """
@@ -100,8 +100,9 @@ def main(argv: list[str]) -> int:
     with node:
         command = [sys.executable, "-m", "conformance.proxy", "--listen", str(proxy_port),
                    "--target", node.url, "--peer", PEER, "--key-file", str(key_file)]
-        proxy = subprocess.Popen([*command, *(["--card-version", "1.0"] if v1 else [])],
-                                 cwd=ROOT)
+        # No --card-version: the 1.0 kit reads the default card, as a 1.0 client that sends
+        # no A2A-Version with its card fetch does (the default card carries 1.0's members).
+        proxy = subprocess.Popen(command, cwd=ROOT)
         try:
             _wait_for_port(proxy_port)
             if v1:
