@@ -33,6 +33,7 @@ from synthorg.contract.spec import bundled_openapi
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.peer_executor import PeerExecutor
 from synthorg.errors import StoreError
+from synthorg.gateway.admission import AdmissionWatch
 from synthorg.gateway.context import Services
 from synthorg.gateway.endpoint import Gateway, GatewayConfig
 from synthorg.gateway.gates import PeerGate
@@ -277,6 +278,7 @@ class Node:
                 services=Services(self.tasks, self.skills, self.push, self.cards),
                 request_started=self.stores.request_started,
                 limiter=self._rate_limiter(),
+                admission=AdmissionWatch(self.gate, self.stores.request_started),
             )
         )
         activity = ActivityView(self.admin, self.discovery, self.activity, self.stores.tasks,

@@ -32,6 +32,7 @@ from starlette.types import Receive, Scope, Send
 
 from synthorg.dialects.errors import error_details
 from synthorg.gateway import pipeline
+from synthorg.gateway.admission import AdmissionWatch
 from synthorg.gateway.context import Services
 from synthorg.gateway.dialect import speaks_v1
 from synthorg.gateway.gates import Admitted, PeerGate
@@ -103,6 +104,8 @@ class GatewayConfig:
     # Lets the store read its change counters once, and refresh what they invalidate.
     request_started: Callable[[], Awaitable[None]]
     limiter: PeerRateLimiter | None = None  # None: no per-peer rate limits
+    # Ends open streams whose caller the gates no longer admit; None: streams are not watched
+    admission: AdmissionWatch | None = None
 
 
 class Gateway:
@@ -189,7 +192,13 @@ class Gateway:
             version=headers.get(A2A_VERSION), scope=scope,
         )
         if isinstance(reply, EventStream):  # message/stream, tasks/resubscribe
-            await reply.respond(send, receive)
+            watch = config.admission
+            revoked = watch.watch(headers) if watch is not None else None
+            try:
+                await reply.respond(send, receive, revoked)
+            finally:
+                if watch is not None and revoked is not None:
+                    watch.release(revoked)
             return
         await send_bytes(send, *reply)
 

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 from starlette.types import Receive, Send
 
+from synthorg.gateway.gates import Refused
 from synthorg.gateway.replies import RequestId, error_body, result_body
 from synthorg.generated.constants import INTERNAL_ERROR
 from synthorg.observability.events import a2a as events
@@ -83,7 +84,11 @@ class EventStream:
     def refusal(cls, request_id: RequestId, error: bytes, peer: str) -> EventStream:
         return cls(request_id, b"data: %s\n\n" % error, _nothing(), peer)
 
-    async def respond(self, send: Send, receive: Receive) -> None:
+    async def respond(
+        self, send: Send, receive: Receive, revoked: asyncio.Future[Refused] | None = None
+    ) -> None:
+        """Send the stream until it ends, the caller goes away, or `revoked` completes (the
+        gates no longer admit the caller: the stream ends with their refusal)."""
         await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
         first = self._first
         if isinstance(first, bytes):
@@ -93,6 +98,9 @@ class EventStream:
         lock = asyncio.Lock()  # one body message at a time: the writer's, or a keep-alive
         writer = asyncio.ensure_future(self._write(send, lock))
         gone = asyncio.ensure_future(_disconnect(receive))
+        waits: set[asyncio.Future[Any]] = {writer, gone}
+        if revoked is not None:
+            waits.add(revoked)
         try:
             while True:
                 due = self._keepalive - self._quiet_for()
@@ -104,9 +112,12 @@ class EventStream:
                 # Woken once per keep-alive period, not per event (the writer sends those);
                 # a writer held by a slow reader is not quiet, so no keep-alive is owed.
                 done, _ = await asyncio.wait(
-                    {writer, gone}, timeout=due if due > 0 else self._keepalive,
+                    waits, timeout=due if due > 0 else self._keepalive,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
+                if revoked is not None and revoked in done and not revoked.cancelled():
+                    await self._revoke(send, writer, lock, revoked.result())
+                    return
                 if writer in done:
                     if writer.result():
                         await send({"type": "http.response.body", "body": b"",
@@ -120,6 +131,19 @@ class EventStream:
             await asyncio.wait({writer})
             with contextlib.suppress(Exception):
                 await _aclose(self._rest)
+
+    async def _revoke(
+        self, send: Send, writer: asyncio.Future[bool], lock: asyncio.Lock, refusal: Refused
+    ) -> None:
+        writer.cancel()
+        await asyncio.wait({writer})
+        emit(events.STREAM_REVOKED, level="warning", peer_name=self._peer,
+             request_id=self.request_id, reason=refusal.reason, status=refusal.status)
+        async with lock:
+            await _body(send, b"data: %s\n\n" % error_body(
+                refusal.error, refusal.message, self.request_id
+            ))
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _quiet_for(self) -> float:
         return time.monotonic() - self._last_write

@@ -24,6 +24,9 @@ TASK_RESUME_FAILED: Final = "a2a.task.resume_failed"
 # A delegated task is no longer followed by stream (refused, invalid, or the peer away too
 # long): peer_name, task_id (the peer's), reason; its follower polls instead.
 FOLLOW_STREAM_ABANDONED: Final = "a2a.follow.stream_abandoned"
+# An open stream ended because its caller is no longer admitted (removed, re-keyed, or off
+# the allowlist): `reason` is the gate's.
+STREAM_REVOKED: Final = "a2a.stream.revoked"
 NODE_STARTED: Final = "a2a.node.started"
 # A node on a shared store listens before it can serve (its probes answer): host, port.
 NODE_LISTENING: Final = "a2a.node.listening"
