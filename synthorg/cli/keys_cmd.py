@@ -41,7 +41,7 @@ def register(subparsers: Subparsers) -> None:
     rotate.set_defaults(handler=run_rotate)
     retire = commands.add_parser(
         "retire", help="stop publishing an older key (by kid)")
-    retire.add_argument("kid")
+    retire.add_argument("kid", metavar="KID", help="the key id, as keys list shows it")
     retire.set_defaults(handler=run_retire)
     generate = commands.add_parser(
         "generate", help=f"print a fresh key set for {KEYS_ENV} (replicas share one)")
