@@ -14,6 +14,7 @@ A secret equal to the node's admin token is refused either way.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import getpass
 import os
 import sys
@@ -402,9 +403,17 @@ def run_rekey(args: argparse.Namespace) -> int:
         done = PeersAdmin(stores.catalog, AuditLog(stores.audit), [], push_secrets).rekey(
             via="cli", user=cli_user()
         )
+        running = asyncio.run(stores.tasks.live_runners()) if stores.box.key_count > 1 else 0
     print(f"re-encrypted {done.peers} peer record{'' if done.peers == 1 else 's'} and "
           f"{done.push_configs} push config{'' if done.push_configs == 1 else 's'} with the "
           "newest key")
+    if running:
+        # A node reads the catalog with the keys it was started with: one started before the
+        # newest key was added to SYNTHORG_SECRET_KEY now refuses every peer.
+        print(f"warning: {running} node process{'' if running == 1 else 'es'} serving this "
+              "store now; one started with only the older key(s) cannot decrypt the records "
+              "and refuses every peer (a2a.inbound.auth_failed, reason record_undecryptable): "
+              "restart each with the newest key first in SYNTHORG_SECRET_KEY", file=sys.stderr)
     return EXIT_OK
 
 

@@ -157,6 +157,7 @@ class Gateway:
                 # Canonical name or null: an invalid header may hold anything (even a
                 # misplaced secret), so none of it is ever logged.
                 peer_name=result.peer,
+                **({"detail": result.detail} if result.detail else {}),
             )
             await _refuse(send, result.status, result.error, result.message, v1=v1)
             return

@@ -26,6 +26,7 @@ from synthorg.generated.constants import (
     RpcErrorSpec,
 )
 from synthorg.names import canonical_peer_name
+from synthorg.store.secretbox import SecretBoxError
 
 # Header names as the endpoint's header map holds them: lower case.
 PEER_NAME = PEER_NAME_HEADER.lower()
@@ -33,6 +34,14 @@ API_KEY = API_KEY_HEADER.lower()
 AUTHORIZATION = "authorization"
 # One message for every gate-3 failure, so a caller cannot probe which records exist.
 BAD_CREDENTIAL_MESSAGE = "Invalid or missing credentials"
+
+
+UNDECRYPTABLE = "record_undecryptable"
+REASON_DETAILS = {
+    UNDECRYPTABLE: "the peer's record cannot be decrypted with this node's keys: it was "
+    "encrypted (peers rekey, peers add) with a key this node was not started with; restart "
+    "it with that key first in SYNTHORG_SECRET_KEY (older keys after it)",
+}
 
 
 class PeerCredential(Protocol):
@@ -63,6 +72,7 @@ class Refused:
     reason: str  # short machine string, for logs only
     message: str  # what the caller is told; deliberately vaguer than `reason`
     peer: str | None = None  # canonical name once gate 1 passed
+    detail: str | None = None  # for the operator's log: what to do about `reason`
 
 
 GateResult = Admitted | Refused
@@ -129,7 +139,8 @@ class PeerGate:
         if reason is None and self._presents_admin_token(headers):
             reason = "admin_token_presented"
         if reason is not None:
-            return Refused(401, UNAUTHENTICATED, reason, BAD_CREDENTIAL_MESSAGE, peer)
+            return Refused(401, UNAUTHENTICATED, reason, BAD_CREDENTIAL_MESSAGE, peer,
+                           REASON_DETAILS.get(reason))
         return Admitted(peer)
 
     def _presents_admin_token(self, headers: Mapping[str, str]) -> bool:
@@ -157,6 +168,8 @@ def _credential_failure(
         if record is None:
             return "no_credential_record"
         scheme, secret = record.scheme, record.secret
+    except SecretBoxError:
+        return UNDECRYPTABLE
     except Exception:
         return "catalog_error"
     if not isinstance(secret, str) or not secret.strip():

@@ -34,7 +34,8 @@ NO_METHOD = "none"  # requests that never named a JSON-RPC method (refusals, car
 REFUSAL_REASONS = frozenset({
     "missing_peer_name", "invalid_peer_name", "peer_not_allowed", "no_credential_record",
     "blank_stored_secret", "unknown_scheme", "missing_credential", "credential_mismatch",
-    "admin_token_presented", "catalog_error", "gate_error", "method_not_allowed",
+    "admin_token_presented", "catalog_error", "record_undecryptable", "gate_error",
+    "method_not_allowed",
     "invalid_content_length", "body_too_large", "body_too_large_streamed",
     "unsupported_media_type", "unknown_agent", "rate_limited",
 })

@@ -44,6 +44,7 @@ class SecretBox:
             if not keys:
                 raise ValueError
             self._fernet = MultiFernet([Fernet(each) for each in keys])
+            self.key_count = len(keys)
         except (ValueError, TypeError, binascii.Error):
             # `from None`: the underlying error must not drag the key into a traceback.
             raise SecretBoxError(

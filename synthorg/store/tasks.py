@@ -169,6 +169,11 @@ class TaskStore(Protocol):
         a store starts); returns the count. Runners that are gone are forgotten."""
         ...
 
+    async def live_runners(self) -> int:
+        """How many runners other than this one hold a lease (a heartbeat within their
+        lease): the node processes serving this store now."""
+        ...
+
     async def count_by_state(self) -> dict[str, int]:
         """How many tasks are in each state (for the metrics; a state with none is absent)."""
         ...

@@ -218,6 +218,14 @@ class PgTaskStore:
         )
         return [LoggedEvent(seq, body) for seq, body in rows]
 
+    async def live_runners(self) -> int:
+        row = await self._db.fetchrow(
+            "SELECT count(*) FROM runners WHERE id != $1 AND "
+            "heartbeat_at >= now() - make_interval(secs => $2)",
+            self.runner.id, self.runner.lease_seconds,
+        )
+        return int(row[0]) if row is not None else 0
+
     async def count_by_state(self) -> dict[str, int]:
         rows = await self._db.fetch("SELECT state, count(*) FROM tasks GROUP BY state")
         return {str(row[0]): int(row[1]) for row in rows}

@@ -179,6 +179,13 @@ class SqliteTaskStore:
         )
         return [LoggedEvent(seq, body) for seq, body in rows]
 
+    async def live_runners(self) -> int:
+        rows = self._db.query(
+            "SELECT count(*) FROM runners WHERE id != ? AND heartbeat_at >= ?",
+            (self.runner.id, time.time() - self.runner.lease_seconds),
+        )
+        return int(rows[0][0])
+
     async def count_by_state(self) -> dict[str, int]:
         rows = self._db.query("SELECT state, count(*) FROM tasks GROUP BY state")
         return {str(state): int(count) for state, count in rows}
