@@ -235,4 +235,4 @@ async def metrics_samples(request: HttpRequest, ctx: AdminContext) -> Response:
 
 @_answered
 async def status(request: HttpRequest, ctx: AdminContext) -> Response:
-    return _answer(200, ctx.status())
+    return _answer(200, await ctx.status())

@@ -262,7 +262,9 @@ class AdminContext(Protocol):
         """A MetricsSamples document (this process's)."""
         ...
 
-    def status(self) -> JsonDocument: ...
+    async def status(self) -> JsonDocument:
+        """The AdminStatus document; StoreError when the store cannot be reached."""
+        ...
 
 
 class MetricsContext(Protocol):

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import contextvars
 import ipaddress
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from synthorg.admin.activity import ActivityView
 from synthorg.admin.api import AdminApi
 from synthorg.admin.audit import AuditLog
 from synthorg.admin.service import AdminService, PeersAdmin, SettingsAdmin
+from synthorg.admin.status import NodeStatus
 from synthorg.admin.token import AdminToken
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.cards.keys import CardKeySet
@@ -37,7 +39,7 @@ from synthorg.gateway.admission import AdmissionWatch
 from synthorg.gateway.context import Services
 from synthorg.gateway.endpoint import Gateway, GatewayConfig
 from synthorg.gateway.gates import PeerGate
-from synthorg.gateway.ratelimit import PeerRateLimiter, process_share
+from synthorg.gateway.ratelimit import WORKERS_ENV, PeerRateLimiter, process_share
 from synthorg.generated.constants import Operation
 from synthorg.generated.models import AgentConfig
 from synthorg.observability import tracing
@@ -283,7 +285,8 @@ class Node:
         )
         activity = ActivityView(self.admin, self.discovery, self.activity, self.stores.tasks,
                                 self.stores.delegations)
-        admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled, activity)
+        admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled, activity,
+                         NodeStatus(self.stores, self.config.allowed_peers, _workers()))
         receiver = PushReceiver(
             self.catalog, self.stores.push_receipts, self.stores.delegations,
             lambda: self.settings.push_verification_clock_skew_seconds,
@@ -454,6 +457,14 @@ class Node:
 
     def close(self) -> None:
         self.stores.close()
+
+
+def _workers() -> int:
+    """The worker processes serving this node's socket (`serve` sets the count for each)."""
+    try:
+        return max(1, int(os.environ.get(WORKERS_ENV) or 1))
+    except ValueError:
+        return 1
 
 
 def _observability(config: NodeConfig, stores: Stores) -> tuple[Metrics | None, bool]:

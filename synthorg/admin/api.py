@@ -11,6 +11,7 @@ from typing import Any
 
 from synthorg.admin.activity import ActivityView
 from synthorg.admin.service import AdminService, peer_json, setting_json
+from synthorg.admin.status import NodeStatus
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.settings.runtime import RuntimeSettings, setting_definition
 
@@ -23,9 +24,11 @@ class AdminApi:
         discovery: CardDiscovery,
         a2a_enabled: bool,
         activity: ActivityView,
+        node_status: NodeStatus,
     ) -> None:
         self._service = service
         self._activity = activity
+        self._node_status = node_status
         self._settings = settings
         self._discovery = discovery
         self._enabled = a2a_enabled
@@ -85,7 +88,7 @@ class AdminApi:
     def metrics_samples(self) -> dict[str, Any]:
         return self._activity.samples()
 
-    def status(self) -> dict[str, Any]:
+    async def status(self) -> dict[str, Any]:
         # Reading the setting picks up a write made by another process (the CLI, a replica)
         # and resizes the cache through the settings listener; the resize here covers the rest.
         bound = self._settings.card_cache_max_entries
@@ -93,6 +96,7 @@ class AdminApi:
         if cache.max_entries != bound:
             self._discovery.resize(bound)
         return {
+            **await self._node_status.document(),
             "a2aEnabled": self._enabled,
             "cardCacheEntries": len(cache),
             "cardCacheMaxEntries": cache.max_entries,

@@ -18,12 +18,14 @@ gone, and serves (`a2a.node.started`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import socket
 import sqlite3
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ from synthorg.observability.events import a2a as events
 from synthorg.observability.events import admin as admin_events
 from synthorg.observability.events import store as store_events
 from synthorg.observability.log import LOG_LEVEL_ENV, configure_logging, emit, log_level_from
+from synthorg.observability.log import flush as flush_log
 from synthorg.paths import data_dir_from_env
 from synthorg.store.backend import Stores
 from synthorg.store.secretbox import SecretBoxError
@@ -92,12 +95,17 @@ def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
             return 2
         # The socket is listening before this line is written, so a supervisor (or a test)
         # may connect as soon as it reads the event; port 0 picks a free port, reported here.
-        _started(node, host, sockets[0].getsockname()[1], data_dir, workers)
+        port = sockets[0].getsockname()[1]
+        _say_serving(host, port)
+        _started(node, host, port, data_dir, workers)
+        stopped = _stopped(host, port, workers)
         if workers == 1:
-            return _run_one(node.app(), node.config.server, sockets[0])
+            return _run_one(node.app(), node.config.server, sockets[0], stopped)
     finally:
         node.close()
-    return _run_workers(data_dir, host, workers, node.config.server, sockets)
+    code = _run_workers(data_dir, host, workers, node.config.server, sockets)
+    stopped()
+    return code
 
 
 def _serve_shared(data_dir: Path, host: str, port: int, workers: int) -> int:
@@ -118,11 +126,15 @@ def _serve_shared(data_dir: Path, host: str, port: int, workers: int) -> int:
         stores.close()
         print(f"error: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
         return 2
-    emit(events.NODE_LISTENING, host=host, port=sockets[0].getsockname()[1], workers=workers,
-         store="postgresql")
+    port = sockets[0].getsockname()[1]
+    emit(events.NODE_LISTENING, host=host, port=port, workers=workers, store="postgresql")
+    _say_serving(host, port)
+    stopped = _stopped(host, port, workers)
     if workers > 1:
         stores.close()  # each worker reaches the database itself
-        return _run_workers(data_dir, host, workers, setup.config.server, sockets)
+        code = _run_workers(data_dir, host, workers, setup.config.server, sockets)
+        stopped()
+        return code
     exit_code = [0]
     server: Any = None
 
@@ -132,10 +144,14 @@ def _serve_shared(data_dir: Path, host: str, port: int, workers: int) -> int:
         if server is not None:
             server.should_exit = True
 
-    port = sockets[0].getsockname()[1]
     app = StartingApp(lambda: boot_shared(setup, stores, host, port, workers, fatal))
+
+    def clean_stop() -> None:
+        if exit_code[0] == 0:  # not stopped by a fatal start-up error
+            stopped()
+
     try:
-        server = _server(app, setup.config.server)
+        server = _server(app, setup.config.server, clean_stop)
         settle_memory()
         server.run(sockets=[sockets[0]])
     finally:
@@ -188,6 +204,29 @@ def _started(node: Node, host: str, port: int, data_dir: Path, workers: int) -> 
     )
 
 
+def _say_serving(host: str, port: int) -> None:
+    """One line for the person who started the node: where to point a client or a browser."""
+    wildcard = host in ("0.0.0.0", "::")
+    shown = "127.0.0.1" if host == "0.0.0.0" else "::1" if host == "::" else host
+    base = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+    where = " (every address of this machine)" if wildcard else ""
+    print(f"serving on {base}{where}: A2A at {base}/api/v1/a2a/, API docs at {base}/docs",
+          file=sys.stderr, flush=True)
+
+
+def _stopped(host: str, port: int, workers: int) -> Callable[[], None]:
+    """What says `a2a.node.stopped` once the node has shut down cleanly, starting the clock
+    of its uptime now."""
+    began = time.monotonic()
+
+    def say() -> None:
+        emit(events.NODE_STOPPED, host=host, port=port, workers=workers,
+             uptime_seconds=round(time.monotonic() - began, 3))
+        flush_log()  # said from the loop, which may not turn again
+
+    return say
+
+
 def _listen_all(host: str, port: int, workers: int) -> list[socket.socket]:
     from synthorg.api.supervisor import listen_many
 
@@ -207,15 +246,25 @@ def _options(server_config: Any) -> dict[str, Any]:
     }
 
 
-def _server(app: Any, server_config: Any) -> Any:
+def _server(app: Any, server_config: Any, stopped: Callable[[], None]) -> Any:
     # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
     import uvicorn
 
-    return uvicorn.Server(uvicorn.Config(app, **_options(server_config)))
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # uvicorn ends a shutdown that a signal asked for by raising the signal again, so
+            # the process dies of it: the last word has to be said before that.
+            with super().capture_signals():
+                yield
+                stopped()
+
+    return Server(uvicorn.Config(app, **_options(server_config)))
 
 
-def _run_one(app: NodeApp, server_config: Any, sock: socket.socket) -> int:
-    server = _server(app, server_config)
+def _run_one(app: NodeApp, server_config: Any, sock: socket.socket,
+             stopped: Callable[[], None]) -> int:
+    server = _server(app, server_config, stopped)
     settle_memory()
     server.run(sockets=[sock])
     return 0

@@ -28,6 +28,7 @@ from synthorg.cli import (
     serve_cmd,
     settings_cmd,
     spec_cmd,
+    status_cmd,
     tasks_cmd,
 )
 from synthorg.cli.common import EXIT_USAGE, CliError, CliParser, CommandGroup, Handler
@@ -36,6 +37,7 @@ from synthorg.observability.log import LOGGER_NAME
 PROG = "synthorg-a2a"
 COMMANDS: tuple[CommandGroup, ...] = (
     serve_cmd,
+    status_cmd,
     peers_cmd,
     settings_cmd,
     delegate_cmd,

@@ -83,14 +83,16 @@ def remote_client(args: argparse.Namespace) -> AdminClient | None:
         base = node_url(url)
     except ValueError as exc:
         fail(str(exc))
-    token = _admin_token(args)
+    token = admin_token(args)
     if _in_clear(base):
         print(f"warning: {base} is plain HTTP to a host that is not loopback: the admin token "
               "crosses the network unencrypted", file=sys.stderr)
     return AdminClient(base, token)
 
 
-def _admin_token(args: argparse.Namespace) -> str:
+def admin_token(args: argparse.Namespace) -> str:
+    """The admin token from --token-file or the --token-env variable; a CliError when there
+    is none or it is malformed (never quoting it)."""
     token_file: Path | None = args.token_file
     if token_file is not None:
         try:

@@ -1393,11 +1393,38 @@ class PeerReplace(SpecModel):
 
 
 class AdminStatus(SpecModel):
-    """What the node is doing with its settings right now."""
+    """What an operator asks of a running node first: which release it runs, since when, on which store at which schema, with how many workers, peers and tasks (by state), and how many push deliveries are owed; plus what it does with its settings now. Uptime and workers are those of the process that answers (each worker of a node answers for itself)."""
 
+    version: Annotated[str, Field(min_length=1, max_length=64)]
+    specVersion: Annotated[str, Field(min_length=1, max_length=64)]
+    startedAt: Annotated[str, Field(min_length=20, max_length=64)]
+    uptimeSeconds: Annotated[int, Field(ge=0)]
+    store: AdminStoreStatus
+    workers: Annotated[int, Field(ge=1)]
+    peers: AdminPeerCounts
+    tasks: AdminTaskCounts
+    pushOutboxDepth: Annotated[int, Field(ge=0)]
     a2aEnabled: bool
     cardCacheEntries: Annotated[int, Field(ge=0)]
     cardCacheMaxEntries: Annotated[int, Field(ge=1)]
+
+
+class AdminStoreStatus(SpecModel):
+    """The store the node keeps everything in, and its schema: schemaVersion is the store's, schemaLatest the one this release knows (equal on a node that serves)."""
+
+    backend: Literal['sqlite', 'postgresql']
+    schemaVersion: Annotated[int, Field(ge=0)]
+    schemaLatest: Annotated[int, Field(ge=1)]
+
+
+class AdminPeerCounts(SpecModel):
+    """Peers: allowed counts the names in a2a.allowed_peers, inCatalog the a2a_peer records (a peer needs both to be let in)."""
+
+    allowed: Annotated[int, Field(ge=0)]
+    inCatalog: Annotated[int, Field(ge=0)]
+
+
+AdminTaskCounts = Annotated[dict[TaskState, Annotated[int, Field(ge=0)]], Field(max_length=16, fail_fast=True)]
 
 
 class HealthStatus(SpecModel):
@@ -1565,6 +1592,8 @@ PeerList.model_rebuild()
 PeerCreate.model_rebuild()
 PeerReplace.model_rebuild()
 AdminStatus.model_rebuild()
+AdminStoreStatus.model_rebuild()
+AdminPeerCounts.model_rebuild()
 HealthStatus.model_rebuild()
 PushRefusal.model_rebuild()
 AdminError.model_rebuild()
@@ -1586,7 +1615,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'AdminDelegationSummary',
     'AdminError',
     'AdminPeer',
+    'AdminPeerCounts',
     'AdminStatus',
+    'AdminStoreStatus',
+    'AdminTaskCounts',
     'AdminTaskSummary',
     'AgentCapabilities',
     'AgentCard',
@@ -1859,6 +1891,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'auth-required',
     'authentication',
     'authority',
+    'backend',
     'bearer',
     'bearerFormat',
     'blocking',
@@ -1924,6 +1957,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'iconUrl',
     'id',
     'in',
+    'inCatalog',
     'includeArtifacts',
     'input-required',
     'inputModes',
@@ -2001,6 +2035,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'peer_rate_limit_burst',
     'peer_rate_limit_per_second',
     'peers',
+    'postgresql',
     'preferredTransport',
     'protected',
     'protocolBinding',
@@ -2013,6 +2048,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'pushNotificationConfig',
     'pushNotificationConfigId',
     'pushNotifications',
+    'pushOutboxDepth',
     'push_allow_private_networks',
     'push_verification_clock_skew_seconds',
     'python',
@@ -2034,6 +2070,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'role',
     'runtime',
     'samples',
+    'schemaLatest',
+    'schemaVersion',
     'scheme',
     'schemes',
     'secret',
@@ -2051,12 +2089,16 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'skills/negotiate',
     'skills/query',
     'source',
+    'specVersion',
+    'sqlite',
+    'startedAt',
     'state',
     'stateTransitionHistory',
     'status',
     'status-update',
     'statusTimestampAfter',
     'statusUpdate',
+    'store',
     'streaming',
     'string',
     'submitted',
@@ -2095,6 +2137,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'unreachable',
     'unsupported_media_type',
     'updatedAt',
+    'uptimeSeconds',
     'uri',
     'url',
     'use',
@@ -2102,6 +2145,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'value',
     'version',
     'visibility',
+    'workers',
     'working',
     'x',
     'y',

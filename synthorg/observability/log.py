@@ -240,6 +240,14 @@ def _write(handler: _EventHandler, line: str) -> None:
     _pending.append(line)
 
 
+def flush() -> None:
+    """Write now the lines waiting for the end of the loop's turn (the process is about to
+    end, and the loop may never finish that turn)."""
+    handler = _sole_handler()
+    if handler is not None and _pending:
+        _flush_pending(handler)
+
+
 def _flush_pending(handler: _EventHandler) -> None:
     lines = _pending[:]
     _pending.clear()

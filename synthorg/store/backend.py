@@ -94,6 +94,11 @@ class Stores(Protocol):
         """Where the schema stands, changing nothing."""
         ...
 
+    async def schema_versions(self) -> tuple[int, int]:
+        """(the store's schema version now, the one this release knows), asked from the loop
+        that serves; StoreError when the store cannot be reached."""
+        ...
+
     def migrate(self) -> SchemaState:
         """Apply the pending migrations (from a blocking caller, e.g. the CLI)."""
         ...

@@ -8,6 +8,7 @@ Routes (GET and HEAD; anything else answers 405 with ``Allow: GET, HEAD``):
 | ``/spec/schemas/<file>.json`` | each JSON Schema file as written, at the path of its ``$id`` |
 | ``/docs`` (and ``/docs/``) | Swagger UI 5 rendering ``/openapi.json`` |
 | ``/docs/<asset>`` | Swagger UI's own files, from the pinned ``swagger-ui-py`` package |
+| ``/`` | a redirect (302) to ``/docs``, for a browser pointed at the node |
 
 Everything is public contract: no peer headers are read, and the routes answer whether or not
 the A2A gateway is enabled. Every document is rendered once, when the middleware is built, and
@@ -41,6 +42,7 @@ OPENAPI_JSON_PATH = "/openapi.json"
 OPENAPI_YAML_PATH = "/openapi.yaml"
 SCHEMAS_PREFIX = "/spec/schemas/"
 DOCS_PATH = "/docs"
+ROOT_PATH = "/"
 CONTRACT_CACHE_CONTROL = "public, max-age=300"
 ASSET_CACHE_CONTROL = "public, max-age=86400"
 ALLOW = b"GET, HEAD"
@@ -231,6 +233,14 @@ def docs_resources(document: Mapping[str, Any], static: Path | None) -> dict[str
     return found
 
 
+def root_redirect() -> Resource:
+    """`/` sends a browser to the docs. Relative ("docs"), so a path prefix in front of the
+    node keeps working; not cached, since where it points may change between releases."""
+    body = b"This is an A2A node; its API docs are at /docs.\n"
+    return resource(body, "text/plain; charset=utf-8", "no-cache",
+                    ((b"location", DOCS_PATH.lstrip("/").encode("ascii")),), status=302)
+
+
 def build_resources(
     document: Mapping[str, Any],
     *,
@@ -246,6 +256,7 @@ def build_resources(
         **openapi_resources(document),
         **schema_resources(schema_dir, schema_files),
         **docs_resources(document, static),
+        ROOT_PATH: root_redirect(),
     }
 
 

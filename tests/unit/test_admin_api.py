@@ -17,6 +17,7 @@ import pytest
 from synthorg.admin.activity import ActivityView
 from synthorg.admin.api import AdminApi
 from synthorg.admin.gate import ADMIN_ROUTES, MAX_BODY_BYTES, AdminGate
+from synthorg.admin.status import NodeStatus
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
 from synthorg.contract.spec import all_definitions, bundled_openapi
 from synthorg.node import Health, Node
@@ -265,7 +266,8 @@ def test_admin_handlers_fail_closed_without_the_gate(admin: Admin) -> None:
     node = admin.node
     activity = ActivityView(node.admin, node.discovery, node.activity, node.stores.tasks,
                             node.stores.delegations)
-    api = AdminApi(node.admin, node.settings, node.discovery, node.enabled, activity)
+    api = AdminApi(node.admin, node.settings, node.discovery, node.enabled, activity,
+                   NodeStatus(node.stores, node.config.allowed_peers, 1))
     operations = operation_endpoints(
         node.cards, api, Health(node.stores), ReceiverContext(PushReceiver(
             node.catalog, node.stores.push_receipts, node.stores.delegations, lambda: 300
@@ -477,7 +479,8 @@ def test_card_cache_bound_applies_at_once(admin: Admin) -> None:
                              headers={"X-A2A-Peer-Name": PEER, "X-API-Key": PEER_KEY})
     assert "result" in response.json()
     status = admin.request("GET", "/api/v1/admin/status").json()
-    assert status == {"a2aEnabled": True, "cardCacheEntries": 4, "cardCacheMaxEntries": 512}
+    assert (status["a2aEnabled"], status["cardCacheEntries"], status["cardCacheMaxEntries"]) == (
+        True, 4, 512)
     admin.request("PUT", f"{SETTINGS}/a2a.card_cache_max_entries", json={"value": 2})
     assert len(admin.node.discovery.cache) == 2  # resized by the write itself
     status = admin.request("GET", "/api/v1/admin/status").json()

@@ -28,6 +28,9 @@ FOLLOW_STREAM_ABANDONED: Final = "a2a.follow.stream_abandoned"
 # the allowlist): `reason` is the gate's.
 STREAM_REVOKED: Final = "a2a.stream.revoked"
 NODE_STARTED: Final = "a2a.node.started"
+# The node stopped serving after a clean shutdown (SIGTERM, SIGINT): host, port, workers,
+# uptime_seconds. A node killed (kill -9) writes nothing.
+NODE_STOPPED: Final = "a2a.node.stopped"
 # A node on a shared store listens before it can serve (its probes answer): host, port.
 NODE_LISTENING: Final = "a2a.node.listening"
 NODE_FAIL_OPEN: Final = "a2a.node.fail_open_warning"

@@ -73,6 +73,9 @@ class PgStores:
             return False
         return found == schema.SCHEMA_VERSION
 
+    async def schema_versions(self) -> tuple[int, int]:
+        return await self.db.run(schema.current_version, "schema version"), schema.SCHEMA_VERSION
+
     def schema(self) -> SchemaState:
         found = self.db.blocking(lambda db: db.run(schema.status, "schema status"))
         return SchemaState("postgresql", found.current, found.latest, tuple(found.pending))

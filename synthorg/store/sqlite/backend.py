@@ -88,6 +88,9 @@ class SqliteStores:
         except Exception:
             return False
 
+    async def schema_versions(self) -> tuple[int, int]:
+        return self._current(), SCHEMA_VERSION
+
     def _current(self) -> int:
         return version(self.db.reader)
 
