@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from synthorg.contract.spec import bundled_openapi
+from synthorg.push.signing import receiver_path
 from synthorg.web.spec_routes import OPENAPI_JSON_PATH, openapi_resources
 from tests.clients.typescript import (
     GENERATED,
@@ -46,9 +47,11 @@ AGENTS = {"echo": "echo", "parker": "parker", "writer": "writer", "replier": "re
 # The replier asks the echo agent to answer with a Message instead of a Task; the node's
 # agents gain that with the contract that lets message/send answer a Message.
 DIRECT_REPLY_OPTIONS = "{reply: message}"
+NODE_NAME = "ts-node"
 CONFIG = f"""\
 a2a:
   enabled: true
+  node_name: {NODE_NAME}
   allowed_peers: [{", ".join(name for key, (name, _) in PEERS.items() if key != "unlisted")}]
   peer_rate_limit_burst: 2
 agents:
@@ -178,7 +181,8 @@ def test_the_package_tests_pass_against_a_live_node(
         "agents": AGENTS,
         "directReplies": direct_replies(bundled_openapi()),
         "scenarios": str(SCENARIOS),
-        "pushUrl": f"{DEFAULT_ENDPOINT}/push",  # a catalog peer's endpoint: the node may push there
+        # the owning peer's own receiver for this node's pushes: the one private url pushed to
+        "pushUrl": DEFAULT_ENDPOINT + receiver_path(NODE_NAME),
     }
     path = tmp_path / "fixture.json"
     path.write_text(json.dumps(fixture))
