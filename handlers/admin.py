@@ -22,7 +22,13 @@ from starlette.responses import Response
 from handlers.context import AdminContext, HttpRequest
 from synthorg import errors
 from synthorg.generated.constants import ADMIN_LIST_PEERS
-from synthorg.generated.models import PeerCreate, PeerRateLimitWrite, PeerReplace, SettingWrite
+from synthorg.generated.models import (
+    PeerCardKeyWrite,
+    PeerCreate,
+    PeerRateLimitWrite,
+    PeerReplace,
+    SettingWrite,
+)
 from synthorg.http.numbers import NumberTooLong, json_int
 from synthorg.observability.events.admin import INTERNAL_ERROR, REQUEST_REFUSED
 from synthorg.observability.log import emit
@@ -203,6 +209,14 @@ async def replace_peer(request: HttpRequest, ctx: AdminContext) -> Response:
     body, _ = _body(request, PeerReplace)
     return _answer(200, ctx.replace_peer(name, body.endpoint, body.scheme, body.secret,
                                          request.client))
+
+
+@_answered
+async def set_peer_card_key(request: HttpRequest, ctx: AdminContext) -> Response:
+    name = request.path_params["name"]
+    ctx.require_peer(name)
+    body, _ = _body(request, PeerCardKeyWrite)
+    return _answer(200, ctx.set_peer_card_key(name, body.cardKey, request.client))
 
 
 @_answered

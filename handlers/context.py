@@ -252,6 +252,12 @@ class AdminContext(Protocol):
         """Set (None: clear) the peer's own rate limit; the AdminPeer as stored."""
         ...
 
+    def set_peer_card_key(
+        self, name: str, card_key: str | None, client: str | None
+    ) -> JsonDocument:
+        """Pin (None: unpin) the key that must sign the peer's cards; the AdminPeer."""
+        ...
+
     def delete_peer(self, name: str, client: str | None) -> None: ...
 
     async def peer_activity(self, name: str) -> JsonDocument:

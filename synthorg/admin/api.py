@@ -51,10 +51,24 @@ class AdminApi:
         return setting_json(change.after)
 
     def list_peers(self) -> list[dict[str, Any]]:
-        return [peer_json(record) for record in self._service.peers.list()]
+        return [self._with_card(peer_json(record)) for record in self._service.peers.list()]
 
     def get_peer(self, name: str) -> dict[str, Any]:
-        return peer_json(self._service.peers.get(name))
+        return self._with_card(peer_json(self._service.peers.get(name)))
+
+    def _with_card(self, peer: dict[str, Any]) -> dict[str, Any]:
+        """What discovery last learned of the peer's card (never fetched for this answer):
+        a refused card says why."""
+        status = self._discovery.cached(peer["name"])
+        if status is None:
+            return {**peer, "card": {"status": "unknown", "verified": False}}
+        shown = status.to_json()
+        card = {"status": shown["status"], "verified": status.verified}
+        if status.reason is not None:
+            card["reason"] = status.reason
+        if status.detail:
+            card["detail"] = status.detail
+        return {**peer, "card": card}
 
     def require_peer(self, name: str) -> None:
         self._service.peers.require(name)
@@ -64,20 +78,26 @@ class AdminApi:
     ) -> dict[str, Any]:
         record = self._service.peers.create(name, endpoint, scheme, secret, via="admin_api",
                                             client=client)
-        return peer_json(record)
+        return self._with_card(peer_json(record))
 
     def replace_peer(
         self, name: str, endpoint: str, scheme: str, secret: str, client: str | None
     ) -> dict[str, Any]:
         record = self._service.peers.replace(name, endpoint, scheme, secret, via="admin_api",
                                              client=client)
-        return peer_json(record)
+        return self._with_card(peer_json(record))
 
     def set_peer_rate_limit(self, name: str, per_second: float | None, client: str | None
                             ) -> dict[str, Any]:
         record = self._service.peers.set_rate_limit(name, per_second, via="admin_api",
                                                     client=client)
-        return peer_json(record)
+        return self._with_card(peer_json(record))
+
+    def set_peer_card_key(self, name: str, card_key: str | None, client: str | None
+                          ) -> dict[str, Any]:
+        record = self._service.peers.set_card_key(name, card_key, via="admin_api",
+                                                  client=client)
+        return self._with_card(peer_json(record))
 
     def delete_peer(self, name: str, client: str | None) -> None:
         self._service.peers.delete(name, via="admin_api", client=client)

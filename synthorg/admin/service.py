@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 from synthorg.admin.audit import AuditLog, Via
 from synthorg.admin.token import AdminToken
+from synthorg.cards.pins import parse_pin
 from synthorg.errors import InvalidValue, PeerExists, UnknownPeer
 from synthorg.names import canonical_peer_name
 from synthorg.observability.events.admin import (
@@ -57,6 +58,7 @@ def peer_json(record: PeerRecord) -> dict[str, Any]:
         "endpoint": record.endpoint,
         "scheme": record.scheme,
         "rateLimit": record.rate_limit,
+        "cardKey": record.card_key,
         "createdAt": record.created_at,
         "updatedAt": record.updated_at,
     }
@@ -220,6 +222,26 @@ class PeersAdmin:
                                secret_changed=False, **context)
         return record
 
+    def set_card_key(self, name: str, card_key: str | None, *, via: Via,
+                     **context: object) -> PeerRecord:
+        """Pin (None: unpin) the key that must sign the peer's cards, audited as a replaced
+        record."""
+        with self._lock:
+            exists, old = self._lookup(name)
+            try:
+                pin = None if card_key is None else parse_pin(card_key).text
+            except ValueError as exc:
+                raise InvalidValue(str(exc), key="card_key",
+                                   allowed="a public JWK, or JWKS-URL#THUMBPRINT") from None
+            if not (exists and self.catalog.set_card_key(name, pin)):
+                raise UnknownPeer(f"no peer named {_shown(name)}")
+            record = self.catalog.get(name)
+            assert record is not None
+            self._audit.record(PEER_REPLACED, via=via, peer=record.name,
+                               old=None if old is None else _public(old), new=_public(record),
+                               secret_changed=False, **context)
+        return record
+
     def delete(self, name: str, *, via: Via, **context: object) -> None:
         with self._lock:
             exists, old = self._lookup(name)
@@ -277,6 +299,8 @@ def _public(record: PeerRecord) -> dict[str, object]:
     shown: dict[str, object] = {"endpoint": record.endpoint, "scheme": record.scheme}
     if record.rate_limit is not None:
         shown["rate_limit"] = record.rate_limit
+    if record.card_key is not None:
+        shown["card_key"] = record.card_key
     return shown
 
 

@@ -7,6 +7,9 @@
   `FAILURE_RETRY_SECONDS`, so a dead peer does not cost every request a timeout.
 - The timeout is read through a callable on every lookup (the `client_timeout_seconds`
   runtime setting); so is the cache bound, and `resize` applies a new bound at once.
+- A peer with a pinned card key (`synthorg/cards/pins.py`) must sign its card with that key:
+  an unsigned, tampered or otherwise signed card is refused (`card_refused`, with why), not
+  kept, and `a2a.card.refused` is written. An unpinned peer's card is kept as unverified.
 - An inbound request waits at most the timeout: fetches run as shared background tasks (one
   per peer at a time, at most `max_concurrent` at once); when the wait ends first, the answer
   counts the peer as unreachable (timeout) and the task still fills the cache for the next one.
@@ -23,12 +26,15 @@ from typing import Any, Final, Protocol
 from synthorg.cards.fetch import Fetched, Reason, card_url, fetch_card_document
 from synthorg.cards.lru import LruCache
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
+from synthorg.cards.pins import CardPin, parse_pin, verify_pinned
+from synthorg.cards.signing import CardSignatureError
 from synthorg.generated.models import PeerCard
 from synthorg.observability.log import emit
 from synthorg.observability.outbound import outbound_call
 
 CARD_FETCHED: Final = "a2a.card.fetched"
 CARD_UNREACHABLE: Final = "a2a.card.unreachable"
+CARD_REFUSED: Final = "a2a.card.refused"
 FAILURE_RETRY_SECONDS = 30.0
 MAX_CONCURRENT_FETCHES = 16
 DEFAULT_PROBE_TIMEOUT = 10.0
@@ -44,6 +50,9 @@ class PeerEndpoint(Protocol):
 
     @property
     def endpoint(self) -> str: ...
+
+    @property
+    def card_key(self) -> str | None: ...
 
 
 class PeerSource(Protocol):
@@ -62,6 +71,7 @@ class PeerCardStatus:
     reason: Reason | None = None
     detail: str = ""
     http_status: int | None = None
+    verified: bool = False  # the card's signature is by the peer's pinned key
 
     @property
     def reachable(self) -> bool:
@@ -75,13 +85,18 @@ class PeerCardStatus:
         """One line for people: `ok, 3 skills` or `unreachable: timeout (...)`."""
         if self.card is not None:
             count = len(self.card.skills)
-            return f"ok, {count} skill{'' if count == 1 else 's'}"
+            trust = "signature verified" if self.verified else "unverified"
+            return f"ok, {count} skill{'' if count == 1 else 's'}, {trust}"
+        if self.reason == "card_refused":
+            return f"refused: {self.detail}"
         return f"unreachable: {self.reason}" + (f" ({self.detail})" if self.detail else "")
 
     def to_json(self) -> dict[str, Any]:
         return {
             "peer": self.peer,
-            "status": "ok" if self.card is not None else "unreachable",
+            "status": ("ok" if self.card is not None
+                       else "refused" if self.reason == "card_refused" else "unreachable"),
+            "verified": self.verified,
             "reason": self.reason,
             "detail": self.detail or None,
             "skills": self.skill_count,
@@ -94,6 +109,7 @@ class _Entry:
     status: PeerCardStatus
     etag: str | None
     fresh_until: float  # on the discovery's clock
+    pin: str | None = None  # the card key it was checked against
 
 
 class CardDiscovery:
@@ -116,7 +132,7 @@ class CardDiscovery:
         self._max_concurrent = max_concurrent
         self._failure_retry = failure_retry
         self._cache: LruCache[str, _Entry] = LruCache(max_entries())
-        self._inflight: dict[tuple[str, str], asyncio.Task[PeerCardStatus]] = {}
+        self._inflight: dict[tuple[str, str, str | None], asyncio.Task[PeerCardStatus]] = {}
         self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     @property
@@ -137,14 +153,14 @@ class CardDiscovery:
         record = self._peers.get(name)
         if record is None:
             return None
-        return await self._status(record.name, record.endpoint, self._timeout(), force=False)
+        return await self._status(record, self._timeout(), force=False)
 
     async def lookup_all(self) -> list[PeerCardStatus]:
         """Every catalog peer's card status, fetched concurrently, within one timeout."""
         timeout = self._timeout()
         records = self._peers.list()
         return list(await asyncio.gather(
-            *(self._status(r.name, r.endpoint, timeout, force=False) for r in records)
+            *(self._status(r, timeout, force=False) for r in records)
         ))
 
     async def refresh(self, name: str) -> PeerCardStatus | None:
@@ -152,17 +168,18 @@ class CardDiscovery:
         record = self._peers.get(name)
         if record is None:
             return None
-        return await self._status(record.name, record.endpoint, self._timeout(), force=True)
+        return await self._status(record, self._timeout(), force=True)
 
-    async def _status(self, name: str, endpoint: str, timeout: float, force: bool
+    async def _status(self, record: PeerEndpoint, timeout: float, force: bool
                       ) -> PeerCardStatus:
         self._sync_bound()
+        name, endpoint, pin = record.name, record.endpoint, record.card_key
         entry = self._cache.get(name)
-        if entry is not None and entry.status.endpoint != endpoint:
-            entry = None  # the operator pointed the peer elsewhere: the old card is moot
+        if entry is not None and (entry.status.endpoint, entry.pin) != (endpoint, pin):
+            entry = None  # pointed elsewhere, or another key pinned: the old card is moot
         if entry is not None and not force and self._clock() < entry.fresh_until:
             return entry.status
-        task = self._task(name, endpoint, entry, timeout)
+        task = self._task(name, endpoint, pin, entry, timeout)
         done, _ = await asyncio.wait({task}, timeout=timeout)
         if task in done:
             return task.result()
@@ -173,19 +190,19 @@ class CardDiscovery:
         if wanted != self._cache.max_entries:
             self._cache.resize(wanted)
 
-    def _task(self, name: str, endpoint: str, entry: _Entry | None, timeout: float
-              ) -> asyncio.Task[PeerCardStatus]:
+    def _task(self, name: str, endpoint: str, pin: str | None, entry: _Entry | None,
+              timeout: float) -> asyncio.Task[PeerCardStatus]:
         loop = asyncio.get_running_loop()
-        key = (name, endpoint)
+        key = (name, endpoint, pin)
         task = self._inflight.get(key)
         if task is not None and task.get_loop() is loop and not task.done():
             return task
-        task = loop.create_task(self._refetch(name, endpoint, entry, timeout))
+        task = loop.create_task(self._refetch(name, endpoint, pin, entry, timeout))
         self._inflight[key] = task
         task.add_done_callback(lambda done: self._forget(key, done))
         return task
 
-    def _forget(self, key: tuple[str, str], task: asyncio.Task[PeerCardStatus]) -> None:
+    def _forget(self, key: tuple[str, str, str | None], task: asyncio.Task[PeerCardStatus]) -> None:
         if self._inflight.get(key) is task:
             del self._inflight[key]
 
@@ -197,8 +214,8 @@ class CardDiscovery:
             limit = self._limits[loop]
         return limit
 
-    async def _refetch(self, name: str, endpoint: str, entry: _Entry | None, timeout: float
-                       ) -> PeerCardStatus:
+    async def _refetch(self, name: str, endpoint: str, pin: str | None, entry: _Entry | None,
+                       timeout: float) -> PeerCardStatus:
         held = entry if entry is not None and entry.status.card is not None else None
         etag = held.etag if held is not None else None
         async with self._limit():
@@ -214,19 +231,45 @@ class CardDiscovery:
             except InvalidCard as exc:
                 status = PeerCardStatus(name, endpoint, None, "invalid_card", str(exc)[:200])
             else:
-                status, etag = PeerCardStatus(name, endpoint, card), fetched.etag
+                status = await self._checked(name, endpoint, pin, card, fetched.document,
+                                             timeout)
+                etag = fetched.etag
         else:
             status = PeerCardStatus(name, endpoint, None, fetched.reason, fetched.detail,
                                     fetched.http_status)
-        if status.card is None:
+        if status.reason == "card_refused":
+            emit(CARD_REFUSED, level="warning", peer_name=name, detail=status.detail)
+            self._cache.put(name, _Entry(status, None, now + self._failure_retry, pin))
+        elif status.card is None:
             emit(CARD_UNREACHABLE, level="warning", peer_name=name, reason=status.reason,
                  detail=status.detail)
-            self._cache.put(name, _Entry(status, None, now + self._failure_retry))
+            self._cache.put(name, _Entry(status, None, now + self._failure_retry, pin))
         else:
             emit(CARD_FETCHED, peer_name=name, skills=len(status.card.skills),
                  revalidated=fetched.not_modified)
-            self._cache.put(name, _Entry(status, etag, now + fetched.max_age))
+            self._cache.put(name, _Entry(status, etag, now + fetched.max_age, pin))
         return status
+
+    async def _checked(self, name: str, endpoint: str, pin: str | None, card: PeerCard,
+                       document: Any, timeout: float) -> PeerCardStatus:
+        """The card as verified against the peer's pin; refused when it does not verify."""
+        if pin is None:
+            return PeerCardStatus(name, endpoint, card)
+        try:
+            parsed: CardPin = parse_pin(pin)
+            await verify_pinned(document, parsed, lambda url: self._jwks(url, timeout))
+        except CardSignatureError as exc:
+            return PeerCardStatus(name, endpoint, None, "card_refused", f"{exc.reason}: {exc}")
+        except ValueError:
+            return PeerCardStatus(name, endpoint, None, "card_refused",
+                                  "bad_pin: the stored card key is not usable")
+        return PeerCardStatus(name, endpoint, card, verified=True)
+
+    async def _jwks(self, url: str, timeout: float) -> Any:
+        fetched = await self._fetch(url, timeout=timeout)
+        if fetched.reason is not None:
+            raise RuntimeError(f"{fetched.reason}: {fetched.detail}")
+        return fetched.document
 
 
 class _Listed:

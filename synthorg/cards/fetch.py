@@ -29,7 +29,8 @@ USER_AGENT = "synthorg-a2a card-discovery"
 MAX_JSON_DEPTH = 64
 
 Reason = Literal[
-    "timeout", "connect_error", "too_large", "invalid_card", "http_status", "protocol_error"
+    "timeout", "connect_error", "too_large", "invalid_card", "http_status", "protocol_error",
+    "card_refused",
 ]
 
 

@@ -125,6 +125,10 @@ class AdminClient:
         body = {"rateLimit": per_second}
         return dict(self._call("PUT", f"/peers/{_segment(name)}/rate-limit", 200, body))
 
+    def set_peer_card_key(self, name: str, card_key: str | None) -> dict[str, Any]:
+        body = {"cardKey": card_key}
+        return dict(self._call("PUT", f"/peers/{_segment(name)}/card-key", 200, body))
+
     def delete_peer(self, name: str) -> None:
         self._call("DELETE", f"/peers/{_segment(name)}", 204)
 

@@ -24,6 +24,7 @@ from synthorg.admin.audit import AuditLog
 from synthorg.admin.service import PeersAdmin
 from synthorg.admin.token import known_tokens
 from synthorg.cards.discovery import probe_peers
+from synthorg.cards.pins import parse_pin
 from synthorg.cli.admin_client import AdminClient, AdminRefused
 from synthorg.cli.common import (
     EXIT_NOT_FOUND,
@@ -83,6 +84,10 @@ def register(subparsers: Subparsers) -> None:
     add.add_argument("--secret-env", metavar="VAR",
                      help="read the secret from environment variable VAR instead of stdin")
     add.add_argument("--rate-limit", type=_rate_limit, metavar="R/s", help=RATE_LIMIT_HELP)
+    add.add_argument("--card-key", type=_card_key, metavar="KEY",
+                     help="pin the key that must sign the peer's cards: a public JWK (JSON), "
+                     "or JWKS-URL#THUMBPRINT; 'none' unpins (a record keeps its pin "
+                     "otherwise)")
     add_data_dir_option(add)
     add_remote_options(add)
     add.set_defaults(handler=run_add)
@@ -159,6 +164,22 @@ def _rate_limit(raw: str) -> float | str:
     return value
 
 
+_NO_PIN = "none"
+
+
+def _card_key(raw: str) -> str:
+    if raw.strip().lower() == _NO_PIN:
+        return _NO_PIN
+    try:
+        return parse_pin(raw).text
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _pin(value: str) -> str | None:
+    return None if value == _NO_PIN else value
+
+
 def _override(value: float | str) -> float | None:
     return None if value == _DEFAULT else float(value)
 
@@ -209,6 +230,9 @@ def run_add(args: argparse.Namespace) -> int:
         if args.rate_limit is not None:
             limit = _override(args.rate_limit)
             call_remote(lambda: client.set_peer_rate_limit(name, limit))
+        if args.card_key is not None:
+            pin = _pin(args.card_key)
+            call_remote(lambda: client.set_peer_card_key(name, pin))
     else:
         directory = data_dir(args)
         with open_local(directory) as stores:
@@ -219,6 +243,9 @@ def run_add(args: argparse.Namespace) -> int:
                 if args.rate_limit is not None:
                     record = peers.set_rate_limit(name, _override(args.rate_limit),
                                                   via="cli", user=cli_user())
+                if args.card_key is not None:
+                    record = peers.set_card_key(name, _pin(args.card_key), via="cli",
+                                                user=cli_user())
             except SynthorgError as problem:  # its messages never echo the secret
                 fail(str(problem))
         public = _public(record)
@@ -253,6 +280,7 @@ def _remote_public(peer: dict[str, Any]) -> dict[str, Any]:
         "endpoint": peer["endpoint"],
         "scheme": peer["scheme"],
         "rate_limit": peer.get("rateLimit"),
+        "card_key": peer.get("cardKey"),
         "created_at": peer["createdAt"],
         "updated_at": peer["updatedAt"],
     }
@@ -306,6 +334,7 @@ def _public(record: PeerRecord) -> dict[str, Any]:
         "endpoint": record.endpoint,
         "scheme": record.scheme,
         "rate_limit": record.rate_limit,
+        "card_key": record.card_key,
         "created_at": record.created_at,
         "updated_at": record.updated_at,
     }
@@ -325,7 +354,7 @@ def run_list(args: argparse.Namespace) -> int:
     probed = bool(records) and not args.no_probe and client is None
     cards: dict[str, dict[str, Any]] = {}
     if probed:
-        addresses = [PeerAddress(r["name"], r["endpoint"]) for r in records]
+        addresses = [PeerAddress(r["name"], r["endpoint"], r["card_key"]) for r in records]
         cards = {s.peer: s.to_json() for s in probe_peers(addresses, args.timeout)}
     if args.json:
         print_json([{**r, "card": cards[r["name"]]} if probed else r for r in records])
@@ -350,7 +379,10 @@ def run_list(args: argparse.Namespace) -> int:
 def _describe(card: dict[str, Any]) -> str:
     """Reachability and skill count, as `ok, 3 skills` or `unreachable: timeout`."""
     if card["status"] == "ok":
-        return f"ok, {card['skills']} skill{'' if card['skills'] == 1 else 's'}"
+        trust = "signature verified" if card["verified"] else "unverified"
+        return f"ok, {card['skills']} skill{'' if card['skills'] == 1 else 's'}, {trust}"
+    if card["status"] == "refused":
+        return f"refused: {card['detail']}"
     return f"unreachable: {card['reason']}"
 
 
@@ -373,8 +405,9 @@ def run_show(args: argparse.Namespace) -> int:
         fields = {**public, "secret": SECRET_SHOWN,
                   "rate_limit": _shown_limit(public["rate_limit"])}
         width = max(len(key) for key in fields) + 1
-        for key in ("name", "endpoint", "scheme", "secret", "rate_limit", "created_at",
-                    "updated_at"):
+        fields["card_key"] = fields["card_key"] or "(none: cards accepted unverified)"
+        for key in ("name", "endpoint", "scheme", "secret", "rate_limit", "card_key",
+                    "created_at", "updated_at"):
             print(f"{key + ':':<{width}} {fields[key]}")
     return EXIT_OK
 

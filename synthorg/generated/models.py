@@ -1356,11 +1356,31 @@ class AdminPeer(SpecModel):
     endpoint: Annotated[str, Field(max_length=2048)]
     scheme: PeerScheme
     rateLimit: PeerRateLimit
+    cardKey: Annotated[PeerCardKey | None, NoNull] = None
+    card: Annotated[PeerCardState | None, NoNull] = None
     createdAt: str
     updatedAt: str
 
 
 PeerRateLimit = Annotated[Annotated[Annotated[int, Field(ge=0, le=1000000)], Tag('integer')] | Annotated[Annotated[float, Field(ge=0, le=1000000)], Tag('number')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON number or null')]
+
+
+PeerCardKey = Annotated[Annotated[Annotated[str, Field(min_length=1, max_length=4096)], Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
+
+
+class PeerCardKeyWrite(SpecModel):
+    """Pin (a key) or unpin (null) the key that must sign a peer's cards."""
+
+    cardKey: PeerCardKey
+
+
+class PeerCardState(SpecModel):
+    """What card discovery last learned of the peer's card (not fetched for this answer): ok (verified says whether by the pinned key), refused (reason card_refused, detail says why: unsigned, bad_signature, key_not_published, jwks_unavailable), unreachable (reason and detail), or unknown (not fetched yet)."""
+
+    status: Literal['ok', 'refused', 'unreachable', 'unknown']
+    verified: bool
+    reason: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
+    detail: Annotated[Annotated[str, Field(max_length=1024)] | None, NoNull] = None
 
 
 class PeerRateLimitWrite(SpecModel):
@@ -1587,6 +1607,8 @@ AdminDelegationSummary.model_rebuild()
 PeerCardView.model_rebuild()
 PeerActivity.model_rebuild()
 AdminPeer.model_rebuild()
+PeerCardKeyWrite.model_rebuild()
+PeerCardState.model_rebuild()
 PeerRateLimitWrite.model_rebuild()
 PeerList.model_rebuild()
 PeerCreate.model_rebuild()
@@ -1704,6 +1726,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerActivity',
     'PeerCapabilities',
     'PeerCard',
+    'PeerCardKey',
+    'PeerCardKeyWrite',
+    'PeerCardState',
     'PeerCardView',
     'PeerCreate',
     'PeerEndpoint',
@@ -1904,6 +1929,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'card',
     'cardCacheEntries',
     'cardCacheMaxEntries',
+    'cardKey',
     'card_cache_max_entries',
     'client_timeout_seconds',
     'code',
@@ -2060,6 +2086,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'reason',
     'referenceTaskIds',
     'refusals',
+    'refused',
     'rejected',
     'remoteTaskId',
     'replayed',
@@ -2143,6 +2170,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'use',
     'user',
     'value',
+    'verified',
     'version',
     'visibility',
     'workers',

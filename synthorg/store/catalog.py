@@ -24,13 +24,16 @@ class PeerRecord:
     # Requests per second this peer may make, overriding a2a.peer_rate_limit_per_second
     # (0: no limit for this peer); None: the setting applies.
     rate_limit: float | None = None
+    # The key that must sign this peer's cards (a public JWK, or `JWKS-URL#thumbprint`);
+    # None: its cards are accepted unverified.
+    card_key: str | None = None
 
     def __repr__(self) -> str:
         return (
             f"PeerRecord(name={self.name!r}, endpoint={self.endpoint!r}, "
             f"scheme={self.scheme!r}, secret='<redacted>', "
             f"created_at={self.created_at!r}, updated_at={self.updated_at!r}, "
-            f"rate_limit={self.rate_limit!r})"
+            f"rate_limit={self.rate_limit!r}, card_key={self.card_key!r})"
         )
 
     __str__ = __repr__
@@ -54,6 +57,11 @@ class Catalog(Protocol):
         record. `put` keeps a record's override."""
         ...
 
+    def set_card_key(self, name: str, card_key: str | None) -> bool:
+        """Pin (None: unpin) the key that must sign the peer's cards; False when there is no
+        such record. `put` keeps a record's pin."""
+        ...
+
     def rekey(self) -> int:
         """Encrypt every record's secret again with the newest key (all or none); returns
         how many records were rewritten."""
@@ -68,6 +76,7 @@ class Catalog(Protocol):
 class PeerAddress:
     name: str
     endpoint: str
+    card_key: str | None = None
 
 
 class PeerAddresses(Protocol):

@@ -208,7 +208,7 @@ def test_a_real_nodes_card_is_fetched_then_revalidated_with_304(alpha: NodeProce
     assert first.card is not None
     assert first.card.url == alpha.rpc_url
     assert sorted(s.id for s in first.card.skills) == ["file", "translate"]
-    assert first.describe() == "ok, 2 skills"
+    assert first.describe() == "ok, 2 skills, unverified"
     clock.now += 299
     lookup(found, "alpha")
     assert len(recorder.calls) == 1  # fresh for max-age=300
@@ -353,9 +353,10 @@ def test_probe_peers_for_the_cli(alpha: NodeProcess) -> None:
     statuses = probe_peers([Peer("alpha", alpha.url), Peer("gone", closed_port_url())],
                            timeout=5.0)
     assert [s.describe() for s in statuses] == [
-        "ok, 2 skills", "unreachable: connect_error (could not connect)",
+        "ok, 2 skills, unverified", "unreachable: connect_error (could not connect)",
     ]
-    assert statuses[0].to_json() == {"peer": "alpha", "status": "ok", "reason": None,
+    assert statuses[0].to_json() == {"peer": "alpha", "status": "ok", "verified": False,
+                                     "reason": None,
                                      "detail": None, "skills": 2, "url": alpha.rpc_url}
 
 

@@ -27,7 +27,7 @@ def test_peers_list_probes_cards(tmp_path: Path) -> None:
         table = cli(home, "peers", "list").stdout
         listed = json.loads(cli(home, "peers", "list", "--json").stdout)
     rows = {line.split()[0]: line for line in table.splitlines()[1:]}
-    assert rows["node-b"].endswith("ok, 2 skills")
+    assert rows["node-b"].endswith("ok, 2 skills, unverified")
     assert rows["node-down"].endswith("unreachable: connect_error")
     cards = {entry["name"]: entry["card"] for entry in listed}
     assert cards["node-b"]["status"] == "ok" and cards["node-b"]["skills"] == 2

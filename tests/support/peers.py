@@ -9,6 +9,7 @@ from dataclasses import dataclass
 class Peer:
     name: str
     endpoint: str
+    card_key: str | None = None
 
 
 class Catalog:

@@ -118,7 +118,7 @@ def test_the_route_table_is_the_specs_admin_paths() -> None:
     assert {r.template: set(r.methods) for r in ADMIN_ROUTES} == expected
     bodies = {(r.template, m) for r in ADMIN_ROUTES for m in r.body_methods}
     assert bodies == {(SETTINGS + "/{name}", "PUT"), (PEERS, "POST"), (PEERS + "/{name}", "PUT"),
-                      (PEERS + "/{name}/rate-limit", "PUT")}
+                      (PEERS + "/{name}/rate-limit", "PUT"), (PEERS + "/{name}/card-key", "PUT")}
 
 
 def test_the_specs_setting_names_are_the_runtime_settings() -> None:
@@ -501,7 +501,8 @@ def test_peer_lifecycle(admin: Admin, events: pytest.LogCaptureFixture) -> None:
     created = response.json()
     assert response.headers["location"] == f"{PEERS}/peer-b"
     assert created["endpoint"] == "http://127.0.0.1:8001"  # trailing slash dropped
-    assert set(created) == {"name", "endpoint", "scheme", "rateLimit", "createdAt", "updatedAt"}
+    assert set(created) == {"name", "endpoint", "scheme", "rateLimit", "cardKey", "card",
+                            "createdAt", "updatedAt"}
     assert created["rateLimit"] is None  # follows a2a.peer_rate_limit_per_second
     assert admin.request("GET", f"{PEERS}/peer-b").json() == created
     names = [p["name"] for p in admin.request("GET", PEERS).json()["peers"]]

@@ -26,12 +26,12 @@ from synthorg.store.postgres.snapshot import Snapshot
 from synthorg.store.secretbox import SecretBox, SecretBoxError
 
 _COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"
-_READ = f"{_COLUMNS}, rate_limit"
+_READ = f"{_COLUMNS}, rate_limit, card_key"
 _SNAPSHOT = (
     f"SELECT r.value, p.{_READ.replace(', ', ', p.')} FROM revisions r "
     "LEFT JOIN peers p ON true WHERE r.name = 'catalog' ORDER BY p.name"
 )
-CatalogRow = tuple[str, str, str, bytes, str, str, float | None]
+CatalogRow = tuple[str, str, str, bytes, str, str, float | None, str | None]
 
 
 def _rows(rows: list[Row]) -> dict[str, CatalogRow]:
@@ -115,6 +115,19 @@ class PgCatalog:
         self._snapshot.stale()
         return status != "UPDATE 0"
 
+    def set_card_key(self, name: str, card_key: str | None) -> bool:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return False
+        status = self._db.blocking(
+            lambda db: db.execute(
+                "UPDATE peers SET card_key = $2, updated_at = $3 WHERE name = $1",
+                canonical, card_key, utc_now(),
+            )
+        )
+        self._snapshot.stale()
+        return status != "UPDATE 0"
+
     def rekey(self) -> int:
         """Encrypt every record again with the newest key; the number rewritten."""
         async def job(conn: Connection) -> int:
@@ -135,13 +148,13 @@ class PgCatalog:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
 
     def _record(self, row: CatalogRow) -> PeerRecord:
-        name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit = row
+        name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit, card_key = row
         try:
             secret = self._box.decrypt(bytes(secret_enc))
         except SecretBoxError as exc:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
         return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at,
-                          rate_limit)
+                          rate_limit, card_key)
 
     def addresses(self) -> PgPeerAddresses:
         return PgPeerAddresses(self)
@@ -165,8 +178,8 @@ class PgPeerAddresses:
         if canonical is None:
             return None
         row = self._catalog.address_rows().get(canonical)
-        return None if row is None else PeerAddress(row[0], row[1])
+        return None if row is None else PeerAddress(row[0], row[1], row[7])
 
     def list(self) -> list[PeerAddress]:
-        return [PeerAddress(row[0], row[1])
+        return [PeerAddress(row[0], row[1], row[7])
                 for _, row in sorted(self._catalog.address_rows().items())]

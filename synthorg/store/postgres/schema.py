@@ -211,6 +211,10 @@ _V7 = (
 # from before hold none: the next status enqueued for them sets it.
 _V8 = ("ALTER TABLE push_configs ADD COLUMN last_status_version BIGINT",)
 
+# v9: the key that must sign a peer's cards (a public JWK, or a JWKS URL with a pinned
+# thumbprint); NULL: the peer's cards are accepted unverified.
+_V9 = ("ALTER TABLE peers ADD COLUMN card_key TEXT",)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
@@ -221,6 +225,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("push housekeeping: last status per config, finished outbox rows, delegations by remote "
      "task", _V7),
     ("push status order: the task version of each config's last status", _V8),
+    ("pinned card keys", _V9),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

@@ -25,9 +25,9 @@ from synthorg.store.sqlite.database import Database
 from synthorg.store.sqlite.revisions import CATALOG, Revisions
 
 _COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"
-_READ = f"{_COLUMNS}, rate_limit"
+_READ = f"{_COLUMNS}, rate_limit, card_key"
 MAX_CACHED = 4096  # records and misses kept between catalog changes
-CatalogRow = tuple[str, str, str, bytes, str, str, float | None]
+CatalogRow = tuple[str, str, str, bytes, str, str, float | None, str | None]
 
 
 class SqliteCatalog:
@@ -98,6 +98,20 @@ class SqliteCatalog:
 
         return self._db.write_blocking(job)
 
+    def set_card_key(self, name: str, card_key: str | None) -> bool:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return False
+        now = utc_now()
+
+        def job(conn: sqlite3.Connection) -> bool:
+            return conn.execute(
+                "UPDATE peers SET card_key = ?, updated_at = ? WHERE name = ?",
+                (card_key, now, canonical),
+            ).rowcount > 0
+
+        return self._db.write_blocking(job)
+
     def rekey(self) -> int:
         """Encrypt every record again with the newest key; the number rewritten."""
         box = self._box
@@ -115,13 +129,13 @@ class SqliteCatalog:
         return self._db.write_blocking(job)
 
     def _record(self, row: CatalogRow) -> PeerRecord:
-        name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit = row
+        name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit, card_key = row
         try:
             secret = self._box.decrypt(secret_enc)
         except SecretBoxError as exc:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
         return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at,
-                          rate_limit)
+                          rate_limit, card_key)
 
     def addresses(self) -> SqlitePeerAddresses:
         return SqlitePeerAddresses(self._db)
@@ -143,9 +157,10 @@ class SqlitePeerAddresses:
         canonical = canonical_peer_name(name)
         if canonical is None:
             return None
-        row = self._db.query_one("SELECT name, endpoint FROM peers WHERE name = ?", (canonical,))
-        return None if row is None else PeerAddress(row[0], row[1])
+        row = self._db.query_one("SELECT name, endpoint, card_key FROM peers WHERE name = ?",
+                                 (canonical,))
+        return None if row is None else PeerAddress(row[0], row[1], row[2])
 
     def list(self) -> list[PeerAddress]:
-        rows = self._db.query("SELECT name, endpoint FROM peers ORDER BY name")
-        return [PeerAddress(row[0], row[1]) for row in rows]
+        rows = self._db.query("SELECT name, endpoint, card_key FROM peers ORDER BY name")
+        return [PeerAddress(row[0], row[1], row[2]) for row in rows]

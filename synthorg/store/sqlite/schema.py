@@ -172,7 +172,11 @@ _V8 = (
 # from before hold none: the next status enqueued for them sets it.
 _V9 = ("ALTER TABLE push_configs ADD COLUMN last_status_version INTEGER",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
+# v10: the key that must sign a peer's cards (a public JWK, or a JWKS URL with a pinned
+# thumbprint); NULL: the peer's cards are accepted unverified.
+_V10 = ("ALTER TABLE peers ADD COLUMN card_key TEXT",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
