@@ -48,8 +48,16 @@ def card_view(status: PeerCardStatus | None) -> dict[str, Any]:
         "reason": None if status is None else status.reason,
         "detail": (status.detail or None) if status is not None else None,
         "card": card,
-        "signature": "not_verified",
+        "signature": _signature(status),
     }
+
+
+def _signature(status: PeerCardStatus | None) -> str:
+    if status is not None and status.verified:
+        return "verified"
+    if status is not None and status.reason == "card_refused":
+        return "refused"
+    return "not_verified"
 
 
 class ActivityView:

@@ -1335,7 +1335,7 @@ class PeerCardView(SpecModel):
     reason: Annotated[Annotated[str, Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
     detail: Annotated[Annotated[str, Tag('string')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string or null')]
     card: PeerCard | None
-    signature: Literal['not_verified']
+    signature: Literal['verified', 'refused', 'not_verified']
 
 
 class PeerActivity(SpecModel):
@@ -1356,7 +1356,7 @@ class AdminPeer(SpecModel):
     endpoint: Annotated[str, Field(max_length=2048)]
     scheme: PeerScheme
     rateLimit: PeerRateLimit
-    cardKey: Annotated[PeerCardKey | None, NoNull] = None
+    cardKey: PeerCardKey
     card: Annotated[PeerCardState | None, NoNull] = None
     createdAt: str
     updatedAt: str
