@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from synthorg.generated.models import (
     AgentCard,
+    Message,
     MessageSendParams,
     MessageStreamParams,
     PushNotificationConfig,
@@ -33,7 +34,10 @@ class TaskOperations(Protocol):
 
     async def send(
         self, peer: str, params: MessageSendParams, agent_id: str | None
-    ) -> Task: ...
+    ) -> Task | Message:
+        """The task the message created or continued, or the agent's direct reply (a
+        Message: no task is kept)."""
+        ...
 
     async def get(self, peer: str, task_id: str, history_length: int | None) -> Task: ...
 

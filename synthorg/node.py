@@ -90,8 +90,10 @@ def _executor(
     agent: AgentConfig, delegator: Delegator, node_name: str | None, public_url: str | None
 ) -> Executor:
     executor = agent.executor
-    if executor is None or executor.kind == "echo":
+    if executor is None:
         return EchoExecutor()
+    if executor.kind == "echo":
+        return EchoExecutor.from_options(executor.options)
     if executor.kind == "park":
         return ParkExecutor()
     if executor.kind == "conformance":

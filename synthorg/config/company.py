@@ -117,6 +117,13 @@ def _semantic_problems(data: dict[str, Any]) -> list[Problem]:
             problems.append(
                 (("agents", index, "executor", "entrypoint"), "required when kind is python")
             )
+        if isinstance(executor, dict) and executor.get("kind") == "echo":
+            options = executor.get("options") or {}
+            if not isinstance(options, dict) or set(options) - {"reply"} or options.get(
+                "reply", "message"
+            ) != "message":
+                problems.append((("agents", index, "executor", "options"),
+                                 "echo takes only {reply: message}"))
         if isinstance(executor, dict) and executor.get("kind") == "peer":
             if not executor.get("peer"):
                 problems.append(

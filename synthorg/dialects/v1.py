@@ -71,6 +71,7 @@ from synthorg.generated.models import (
     V1ListTasksParams,
     V1ListTasksResult,
     V1Message,
+    V1MessagePayload,
     V1SendMessageParams,
     V1SendMessageResult,
     V1SendStreamingMessageParams,
@@ -253,8 +254,10 @@ def _send_body(method: str, params: V1SendMessageParams | V1SendStreamingMessage
 
 async def send_message(params: V1SendMessageParams, ctx: RpcContext) -> V1SendMessageResult:
     ours = MessageSendParams.model_validate(_send_body(MESSAGE_SEND, params))
-    task = await handlers.message_send.handle(ours, ctx)
-    return V1TaskPayload(task=task_v1(task))
+    answer = await handlers.message_send.handle(ours, ctx)
+    if isinstance(answer, Message):  # the agent's direct reply: no task
+        return V1MessagePayload(message=message_to_v1(answer))
+    return V1TaskPayload(task=task_v1(answer))
 
 
 _EVENT_WRAPPERS = {"task": "task", "message": "message", "status-update": "statusUpdate",

@@ -40,7 +40,7 @@ METHODS: Final = frozenset({MESSAGE_SEND, TASKS_GET, TASKS_CANCEL, MESSAGE_STREA
 
 # Which definition each method answers (<Name>Params -> <Name>Result, aliases followed)
 RESULT_DEFINITIONS: Final = MappingProxyType({
-    MESSAGE_SEND: 'Task',
+    MESSAGE_SEND: 'MessageSendResult',
     TASKS_GET: 'Task',
     TASKS_CANCEL: 'Task',
     MESSAGE_STREAM: 'StreamEvent',

@@ -314,7 +314,7 @@ class SkillsNegotiateResult(SpecModel):
     matchedSkills: list[str]
 
 
-MessageSendResult = Task
+MessageSendResult = Annotated[Task | Message, Field(discriminator='kind')]
 
 
 TasksGetResult = Task

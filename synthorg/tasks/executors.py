@@ -3,7 +3,10 @@
 An executor is async. While it works it may report through its `Progress`: a status message
 (the task stays `working`), an artifact or a chunk of one. When it returns, its `Outcome`
 says the next state (`completed`, `failed`, or `input-required` to ask for input), perhaps
-an agent message and the artifacts not reported yet. A cancel reaches it promptly: the
+an agent message and the artifacts not reported yet. A pure executor may instead answer a
+new message directly (`Outcome.reply`): the caller gets the agent's Message and no task is
+stored; elsewhere (a follow-up, an executor with effects, whose task is already stored) a
+direct reply settles the task as completed with that message. A cancel reaches it promptly: the
 coroutine running it is cancelled (asyncio.CancelledError at its next await) when the cancel
 arrives in this process, and a report raises `Canceled` when the task was canceled elsewhere;
 `progress.canceled` answers for agents that would rather look.
@@ -36,6 +39,12 @@ class Outcome:
     state: TaskState
     message_text: str | None = None
     artifacts: list[Artifact] = field(default_factory=list)
+    direct: bool = False  # answer message_text as a Message and keep no task
+
+    @classmethod
+    def reply(cls, text: str) -> Outcome:
+        """Answer the message with an agent Message of this text, and keep no task."""
+        return cls(STATE_COMPLETED, message_text=text, direct=True)
 
 
 class Progress(Protocol):
@@ -98,12 +107,29 @@ def text_of(message: Message) -> str:
     return "\n".join(p.text for p in message.parts if isinstance(p, TextPart))
 
 
+REPLY_OPTION, REPLY_MESSAGE = "reply", "message"
+
+
 class EchoExecutor:
-    """Completes at once with one artifact echoing the message's text parts."""
+    """Completes at once with one artifact echoing the message's text parts; with
+    `direct_reply`, answers a new message with a Message echoing them instead (no task)."""
 
     pure = True
 
+    def __init__(self, direct_reply: bool = False) -> None:
+        self.direct_reply = direct_reply
+
+    @classmethod
+    def from_options(cls, options: dict[str, object] | None) -> EchoExecutor:
+        """The agent's `executor.options`: `{reply: message}` for direct replies."""
+        reply = (options or {}).get(REPLY_OPTION)
+        if reply not in (None, REPLY_MESSAGE):
+            raise ValueError(f"echo: option reply is {REPLY_MESSAGE!r} or absent")
+        return cls(direct_reply=reply == REPLY_MESSAGE)
+
     async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
+        if self.direct_reply:
+            return Outcome.reply(text_of(message))
         artifact = Artifact(
             artifactId=new_id(),
             name="echo",
@@ -153,8 +179,13 @@ class ConformanceExecutor:
         ("tck-artifact-data", {"kind": "data", "data": {"key": "value", "count": 42}}),
     )
     REPLY = "Hello from TCK"
+    # The kit's scenario for an agent that answers with a Message, not a task.
+    DIRECT = ("tck-message-response", "Direct message response")
 
     async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
+        prefix, text = self.DIRECT
+        if message.messageId.startswith(prefix):
+            return Outcome.reply(text)
         for prefix, state in self.STATES:
             if message.messageId.startswith(prefix):
                 return Outcome(state, message_text=f"conformance: {state}")

@@ -110,7 +110,9 @@ class TaskService:
         self._running: dict[str, asyncio.Task[Outcome]] = {}
         self._jobs: set[asyncio.Task[Task]] = set()  # held so a detached run is not collected
 
-    async def send(self, peer: str, params: MessageSendParams, agent_id: str | None) -> Task:
+    async def send(
+        self, peer: str, params: MessageSendParams, agent_id: str | None
+    ) -> Task | Message:
         message = params.message
         limit = self._max_parts()
         if len(message.parts) > limit:
@@ -178,6 +180,9 @@ class TaskService:
             metadata=params.metadata,
         )
         task = await self.send(peer, sent, agent_id)
+        if isinstance(task, Message):  # a direct reply: the one event, and no task to follow
+            yield Sequenced(0, task)
+            return
         after = 0 if params.message.taskId is None else None
         async for event in self.resubscribe(peer, task.id, after):
             yield event
@@ -214,7 +219,7 @@ class TaskService:
 
     async def _create(
         self, peer: str, message: Message, key: MessageKey, agent: AgentRuntime, blocking: bool
-    ) -> Task:
+    ) -> Task | Message:
         task_id = new_id()
         context_id = message.contextId or new_id()
         first = message.model_copy(update={"taskId": task_id, "contextId": context_id})
@@ -231,6 +236,9 @@ class TaskService:
             # Run first, then commit the key, the task and its outcome together; a retry
             # finds the key taken and answers the task it recorded (a pure run is harmless).
             outcome = await self._outcome(peer, agent, _working(task), first)
+            if outcome.direct:  # the agent answered and keeps no task: nothing is stored
+                emit(events.TASK_DIRECT_REPLY, peer_name=peer, agent_id=agent.agent_id)
+                return _reply(context_id, outcome)
             try:
                 final = _settled(_working(task), outcome)
                 stored = await self._store.create(peer, key, final, _log(None, final))
@@ -474,6 +482,17 @@ def _log(before: Task | None, after: Task, last_chunk: bool = False) -> list[str
 def _working(task: Task) -> Task:
     return task.model_copy(
         update={"status": TaskStatus(state=STATE_WORKING, timestamp=now_iso())}
+    )
+
+
+def _reply(context_id: str, outcome: Outcome) -> Message:
+    """An agent's direct reply: a Message in the caller's context, of no task."""
+    return Message(
+        kind="message",
+        messageId=new_id(),
+        role="agent",
+        parts=[TextPart(kind="text", text=outcome.message_text or "")],
+        contextId=context_id,
     )
 
 

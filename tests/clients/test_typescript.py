@@ -16,7 +16,6 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -44,8 +43,7 @@ PEERS = {
     "unlisted": ("ts-unlisted", "key-ts-unlisted-6d0f2b8a4c1e"),
 }
 AGENTS = {"echo": "echo", "parker": "parker", "writer": "writer", "replier": "replier"}
-# The replier asks the echo agent to answer with a Message instead of a Task; the node's
-# agents gain that with the contract that lets message/send answer a Message.
+# The replier is an echo agent that answers with a Message instead of a Task.
 DIRECT_REPLY_OPTIONS = "{reply: message}"
 NODE_NAME = "ts-node"
 CONFIG = f"""\
@@ -76,22 +74,6 @@ def package() -> Path:
 def bundle_bytes() -> bytes:
     """The document exactly as a node serves it at /openapi.json."""
     return openapi_resources(bundled_openapi())[OPENAPI_JSON_PATH].body
-
-
-def direct_replies(document: dict[str, Any]) -> bool:
-    """Whether the contract lets message/send answer a Message (not only a Task)."""
-    schemas = document["components"]["schemas"]
-    seen: set[str] = set()
-    pending = ["MessageSendResult"]
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        schema = schemas[name]
-        refs = [schema.get("$ref")] + [v.get("$ref") for v in schema.get("oneOf", [])]
-        pending += [ref.rsplit("/", 1)[-1] for ref in refs if isinstance(ref, str)]
-    return "Message" in seen
 
 
 def test_generated_sources_are_what_the_generator_makes_of_the_spec(
@@ -179,7 +161,6 @@ def test_the_package_tests_pass_against_a_live_node(
         "url": node.url,
         "peers": {role: {"name": name, "key": key} for role, (name, key) in PEERS.items()},
         "agents": AGENTS,
-        "directReplies": direct_replies(bundled_openapi()),
         "scenarios": str(SCENARIOS),
         # the owning peer's own receiver for this node's pushes: the one private url pushed to
         "pushUrl": DEFAULT_ENDPOINT + receiver_path(NODE_NAME),

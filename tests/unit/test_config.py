@@ -315,3 +315,11 @@ def test_a_bad_server_key_names_the_key(server: dict[str, Any], key: str, proble
     message = config_error({"server": server})
     assert message.startswith(f"{SOURCE}: {key}: "), message
     assert problem in message
+
+
+@pytest.mark.parametrize("options", [{"reply": "task"}, {"other": 1}, {"reply": None}])
+def test_echo_takes_only_the_direct_reply_option(options: dict[str, Any]) -> None:
+    agent = {"id": "e", "name": "E", "executor": {"kind": "echo", "options": options}}
+    assert "echo takes only {reply: message}" in config_error({"agents": [agent]})
+    fine = {"id": "e", "name": "E", "executor": {"kind": "echo", "options": {"reply": "message"}}}
+    assert parse_config({"agents": [fine]}, SOURCE).agents[0].executor is not None

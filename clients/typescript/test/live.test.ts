@@ -265,11 +265,9 @@ describe("push notification configs", () => {
 });
 
 describe("a direct Message reply", () => {
-  // The replier agent is an echo agent told to answer with a Message. Until the node's agents
-  // can (the contract then lets message/send answer a Message), it answers a Task, and this
-  // test is skipped; once the contract allows it, the test runs and must pass.
+  // The replier agent is an echo agent told to answer with a Message (options: {reply: message}).
   for (const dialect of DIALECTS) {
-    test(`is read as a Message, A2A ${dialect}`, async (t) => {
+    test(`is read as a Message, A2A ${dialect}`, async () => {
       const card = `${fixture.url}/.well-known/agents/${fixture.agents.replier}/agent-card.json`;
       const client = await A2AClient.connect(card, { dialect, credentials: apiKeyCredentials(main) });
       const answer = (await client.sendMessage({ message: textMessage(dialect, "reply directly") } as never)) as Record<
@@ -277,10 +275,6 @@ describe("a direct Message reply", () => {
         unknown
       >;
       const isMessage = dialect === "1.0" ? "message" in answer : answer.kind === "message";
-      if (!isMessage && !fixture.directReplies) {
-        t.skip("the node's agents cannot answer with a Message yet (the contract's send result is a Task)");
-        return;
-      }
       assert.ok(isMessage, `a Message, not ${JSON.stringify(answer).slice(0, 200)}`);
       const message = (dialect === "1.0" ? answer.message : answer) as { role: string; parts: { text?: string }[] };
       assert.match(message.role, /agent/i);

@@ -23,8 +23,6 @@ export interface Fixture {
   url: string;
   peers: { main: Peer; bearer: Peer; limited: Peer; unlisted: Peer };
   agents: { echo: string; parker: string; writer: string; replier: string };
-  /** Whether the contract lets the echo agent answer with a Message (issue: direct replies). */
-  directReplies: boolean;
   /** The scenario list the generated clients share. */
   scenarios: string;
   /** A push url the node may reach (a catalog peer's endpoint). */

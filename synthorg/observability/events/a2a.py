@@ -14,6 +14,8 @@ BOUNDARY_VALIDATION_FAILED: Final = "api.boundary.validation_failed"
 # Transport refusals before the JSON-RPC layer (405, 413, 415, bad Content-Length).
 INBOUND_REJECTED: Final = "a2a.inbound.rejected"
 TASK_CREATED: Final = "a2a.task.created"
+# An agent answered a new message directly with a Message; no task was stored: agent_id.
+TASK_DIRECT_REPLY: Final = "a2a.task.direct_reply"
 TASK_STATE_CHANGED: Final = "a2a.task.state_changed"
 TASK_RECOVERED: Final = "a2a.task.recovered"
 # An unfinished task of a runner that is gone, taken over and followed again: task_id.
