@@ -11,7 +11,8 @@ waits for input, so the kit can continue and cancel its tasks. The 1.0 kit (its 
 at one requirement level) runs against a `conformance` agent, which answers as the kit's
 messageId prefixes ask, and reads the default card. Everything the run writes
 lives under .tck/ (git-ignored; 1.0: .tck/v1, its reports in .tck/v1/reports); the node and
-the proxy are stopped at the end, whatever happens. The exit status is the kit's worst.
+the proxy are stopped at the end, whatever happens. The exit status is the kit's worst. Each
+run rewrites its kit's rows of the table in docs/conformance.md (`conformance/report.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from conformance import report
 from tests.support.node import ROOT, NodeProcess, cli
 
 WORK = ROOT / ".tck"
@@ -107,8 +109,10 @@ def main(argv: list[str]) -> int:
             _wait_for_port(proxy_port)
             if v1:
                 return _run_v1(args, work, public_url)
-            return max(_run_0_3(args, category, f"{public_url}/api/v1/a2a/")
-                       for category in args.categories.split(","))
+            runs = [_run_0_3(args, category, f"{public_url}/api/v1/a2a/")
+                    for category in args.categories.split(",")]
+            report.update(report.from_pytest_output(report.KIT_0_3, [out for _, out in runs]))
+            return max(code for code, _ in runs)
         finally:
             proxy.terminate()
             proxy.wait(timeout=10)
@@ -132,7 +136,7 @@ def _kit_env(tck_python: Path) -> dict[str, str]:
             "VIRTUAL_ENV": str(venv_bin.parent), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _run_0_3(args: argparse.Namespace, category: str, sut_url: str) -> int:
+def _run_0_3(args: argparse.Namespace, category: str, sut_url: str) -> tuple[int, str]:
     python = args.tck_python.absolute()
     run = subprocess.run(
         [str(python), "run_tck.py", "--sut-url", sut_url, "--category", category],
@@ -142,7 +146,7 @@ def _run_0_3(args: argparse.Namespace, category: str, sut_url: str) -> int:
     (WORK / f"{category}.log").write_text(run.stdout + run.stderr)
     counts = {kind: int(n) for n, kind in _SUMMARY.findall(run.stdout)}
     print(f"tck {category}: exit {run.returncode}, {counts} (log: .tck/{category}.log)")
-    return run.returncode
+    return run.returncode, run.stdout
 
 
 def _run_v1(args: argparse.Namespace, work: Path, sut_host: str) -> int:
@@ -158,7 +162,11 @@ def _run_v1(args: argparse.Namespace, work: Path, sut_host: str) -> int:
         *args.pytest_args,
     ]
     env = _kit_env(args.tck_python)
-    return subprocess.run(command, cwd=args.tck_dir, env=env, check=False).returncode
+    code = subprocess.run(command, cwd=args.tck_dir, env=env, check=False).returncode
+    junit = reports / "junitreport.xml"
+    if junit.exists():
+        report.update(report.from_junit(report.KIT_1_0, junit))
+    return code
 
 
 if __name__ == "__main__":
