@@ -41,13 +41,15 @@ test: venv sdk1-venv client-ts-deps
 
 # The live benchmark (floor, a2a-sdk, this node under wrk); e.g. BENCH_ARGS=--quick.
 # The contract tests with a fresh random seed and many examples per operation (CI runs a
-# fixed 150). The seed is printed first: FUZZ_SEED=<it> make fuzz replays the run.
+# fixed 150). The seed is printed first: FUZZ_SEED=<it> make fuzz replays the run. It goes on
+# past a failing operation (every failure of each is collected, each with its reproduction)
+# and the summary lists them all.
 FUZZ_EXAMPLES ?= 3000
 fuzz: venv
 	@seed=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
 	echo "fuzz: seed $$seed, $(FUZZ_EXAMPLES) examples per operation"; \
 	SYNTHORG_FUZZ_SEED=$$seed SYNTHORG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
-		$(BIN)/pytest tests/contract -p no:cacheprovider -x -q
+		$(BIN)/pytest tests/contract -p no:cacheprovider -q -rfE
 
 # The A2A 1.0 conformance kit (../shared/a2a-tck/1.0-dev, run where it lies) against a live
 # node through the same proxy as `make tck` (conformance/): JSON-RPC, MUST level.

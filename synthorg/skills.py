@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from synthorg.cards.discovery import PeerCardStatus
-from synthorg.errors import PeerUnavailable, UnknownPeer
 from synthorg.generated.models import AgentConfig, SkillsNegotiateResult, SkillsQueryResult
 
 
@@ -48,18 +47,23 @@ class SkillDirectory:
         return SkillsQueryResult(skill=skill, agents=agents, peers=peers)
 
     async def negotiate(self, skill: str, peer_name: str) -> SkillsNegotiateResult:
+        """Whether `peer_name`'s card offers `skill`, and where to send the task if so.
+
+        A refusal does not say why: a name not in the catalog, a peer whose card cannot be
+        read and a peer that does not offer the skill get the same answer (not accepted, no
+        url, the name as asked), so a caller cannot use this to learn whom this node
+        federates with (docs/cards.md says why)."""
         status = await self._peer_cards.lookup(peer_name)
-        if status is None:
-            raise UnknownPeer()
-        card = status.card
-        if card is None:
-            raise PeerUnavailable(reason=status.reason or "unknown")
+        card = status.card if status is not None else None
         wanted = skill.casefold()
-        matched = sorted({s.id for s in card.skills if skill_matches(s.id, s.tags, wanted)})
+        matched = sorted(
+            {s.id for s in card.skills if skill_matches(s.id, s.tags, wanted)}
+        ) if card is not None else []
+        if status is None or card is None or not matched:
+            return SkillsNegotiateResult(
+                skill=skill, peerName=peer_name, accepted=False, url="", matchedSkills=[]
+            )
         return SkillsNegotiateResult(
-            skill=skill,
-            peerName=status.peer,
-            accepted=bool(matched),
-            url=card.url,
+            skill=skill, peerName=status.peer, accepted=True, url=card.url,
             matchedSkills=matched,
         )

@@ -321,6 +321,17 @@ def test_a_streamed_body_over_64_kib_is_413(admin: Admin) -> None:
     expect_error(response, 413, "too_large")
 
 
+def test_a_body_valid_by_its_schema_can_still_be_413(admin: Admin) -> None:
+    # the longest endpoint and secret the schema allows (2,048 and 4,096 characters), outside
+    # the BMP: 12 bytes a character once JSON-escaped, so the body passes 64 KiB
+    body = json.dumps({"name": "peer-huge", "endpoint": "https://" + "\U0001f600" * 2040,
+                       "scheme": "api_key", "secret": "\U0001f600" * 4096}).encode()
+    assert len(body) > 64 * 1024
+    response = admin.request("POST", "/api/v1/admin/peers", content=body,
+                             headers={"Content-Type": "application/json"})
+    expect_error(response, 413, "too_large")
+
+
 def test_a_body_of_exactly_64_kib_is_read(admin: Admin) -> None:
     body = b'{"value": 5}'
     body += b" " * (MAX_BODY_BYTES - len(body))

@@ -20,7 +20,6 @@ from synthorg.cards.discovery import (
 )
 from synthorg.cards.fetch import Fetched
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
-from synthorg.errors import PeerUnavailable, UnknownPeer
 from synthorg.generated.models import AgentConfig, SkillsQueryResult
 from synthorg.skills import SkillDirectory
 from tests.support.peers import Catalog, Peer
@@ -380,9 +379,11 @@ def test_negotiate_answers_from_the_peers_card() -> None:
     assert declined.accepted is False and declined.matchedSkills == []
 
 
-def test_negotiate_errors_for_unknown_and_unreachable_peers() -> None:
-    with pytest.raises(UnknownPeer):
-        asyncio.run(directory().negotiate("translate", "nobody"))
-    with pytest.raises(PeerUnavailable) as down:
-        asyncio.run(directory().negotiate("translate", "down"))
-    assert down.value.detail == {"reason": "connect_error"}
+def test_negotiate_answers_a_name_not_in_the_catalog_as_a_skill_not_offered() -> None:
+    # A caller must not learn whom this node federates with: an unknown name, a peer whose
+    # card is unreachable and a peer that does not offer the skill read the same.
+    answers = [asyncio.run(directory().negotiate("cooking", name))
+               for name in ("nobody", "down", "alpha")]
+    assert [a.model_dump(exclude={"peerName"}) for a in answers] == [
+        {"skill": "cooking", "accepted": False, "url": "", "matchedSkills": []}] * 3
+    assert [a.peerName for a in answers] == ["nobody", "down", "alpha"]

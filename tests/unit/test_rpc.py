@@ -37,7 +37,6 @@ from tests.support.codes import (
     TASK_NOT_FOUND,
     TASK_TERMINAL,
     UNKNOWN_AGENT,
-    UNKNOWN_PEER,
 )
 
 PEER = "peer-a"
@@ -580,9 +579,14 @@ def test_skills_query_answers_local_agents(node: Node) -> None:
     assert (status, envelope["result"]) == (200, {"skill": "ECHO", "agents": [], "peers": []})
 
 
-def test_skills_negotiate_with_an_unknown_peer_is_refused(node: Node) -> None:
+def test_skills_negotiate_with_an_unknown_peer_is_not_accepted_and_says_no_more(
+    node: Node,
+) -> None:
     body = call("skills/negotiate", {"skill": "echo", "peerName": "nobody"}, 9)
-    assert error_of(rpc(node, body)) == (200, UNKNOWN_PEER, 9)
+    status, envelope = rpc(node, body)
+    assert (status, envelope["result"]) == (200, {
+        "skill": "echo", "peerName": "nobody", "accepted": False, "url": "",
+        "matchedSkills": []})
 
 
 # -- unexpected faults ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import tomllib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -461,3 +462,35 @@ def test_the_metadata_worst_case_stated_is_the_one_the_bounds_give() -> None:
     assert (values, characters) == (9280, 35930112)
     assert f"= {values} values" in description
     assert f"= {characters} characters" in description
+
+
+def _operations() -> Iterator[tuple[str, str, dict[str, Any]]]:
+    document = yaml.safe_load(OPENAPI.read_text())
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method in ("get", "put", "post", "delete", "patch"):
+                yield path, method, operation
+
+
+def test_every_operation_that_takes_a_body_declares_413() -> None:
+    """Every body is read under a ceiling (the gateway's, the admin API's, the push
+    receiver's), and a body valid by its schema can still exceed it (strings of the longest
+    allowed lengths, outside the BMP, are 12 bytes a character once JSON-escaped)."""
+    missing = [f"{method.upper()} {path}" for path, method, operation in _operations()
+               if "requestBody" in operation and "413" not in operation["responses"]]
+    assert missing == []
+
+
+def test_the_contract_runs_expect_413_from_every_operation_that_takes_a_body() -> None:
+    config = tomllib.loads((SPEC.parent / "schemathesis.toml").read_text())
+    accepting: dict[str, list[str]] = {}
+    for entry in config.get("operations", []):
+        statuses = entry.get("checks", {}).get("positive_data_acceptance", {}).get(
+            "expected-statuses")
+        for operation_id in entry.get("include-operation-id", []):
+            if statuses is not None:
+                accepting[operation_id] = statuses
+    with_body = [operation["operationId"] for _, _, operation in _operations()
+                 if "requestBody" in operation]
+    assert {op: "413" in accepting.get(op, []) for op in with_body} == dict.fromkeys(
+        with_body, True)
