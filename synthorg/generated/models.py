@@ -307,6 +307,8 @@ class SkillsQueryResult(SpecModel):
 
 
 class SkillsNegotiateResult(SpecModel):
+    """Accepted: the named peer's card offers the skill; url and matchedSkills say where and which. Otherwise accepted is false, url empty, matchedSkills empty and peerName the name as asked, whether the name is not in the catalog, the peer's card is unavailable or it does not offer the skill: a caller cannot learn whom the node federates with."""
+
     skill: str
     peerName: str
     accepted: bool
