@@ -270,7 +270,7 @@ async def answer(
                 if v1:  # 1.0 clients read a refusal before the stream as a plain answer
                     return 200, refused(spec, message, data)
                 return EventStream.refusal(request_id, refused(spec, message, data), peer)
-            return EventStream(request_id, first, stream, peer)
+            return EventStream(request_id, first, stream, peer, v1=v1)
         assert route.handler is not None
         result = await route.handler(params, context)
         return 200, result_body(request_id, result)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 from starlette.types import Receive, Send
 
+from synthorg.dialects.errors import error_details
 from synthorg.gateway.gates import Refused
 from synthorg.gateway.replies import RequestId, error_body, result_body
 from synthorg.generated.constants import INTERNAL_ERROR
@@ -75,9 +76,10 @@ class EventStream:
         rest: AsyncIterator[Sequenced[Any]],
         peer: str,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
+        v1: bool = False,  # a 1.0 stream: a refusal it ends with carries 1.0's error.data
     ) -> None:
         self.request_id, self._first, self._rest = request_id, first, rest
-        self._peer, self._keepalive = peer, keepalive_seconds
+        self._peer, self._keepalive, self._v1 = peer, keepalive_seconds, v1
         self._last_write = time.monotonic()
 
     @classmethod
@@ -140,8 +142,9 @@ class EventStream:
         emit(events.STREAM_REVOKED, level="warning", peer_name=self._peer,
              request_id=self.request_id, reason=refusal.reason, status=refusal.status)
         async with lock:
+            data = error_details(refusal.error, None) if self._v1 else None
             await _body(send, b"data: %s\n\n" % error_body(
-                refusal.error, refusal.message, self.request_id
+                refusal.error, refusal.message, self.request_id, data
             ))
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 

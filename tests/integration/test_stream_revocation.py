@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import RPC_PATH, envelope, message
+from tests.integration.helpers import RPC_PATH, envelope, message, unique
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 from tests.support.node import cli
@@ -45,24 +45,36 @@ def change_remove(data_dir: Path) -> None:
     cli(data_dir, "peers", "remove", PEER)
 
 
+V1_MESSAGE = {"role": "ROLE_USER", "parts": [{"text": "long"}], "metadata": {"agentId": "slow"}}
+
+
 @pytest.mark.parametrize("change,reason", [
     (change_remove, "no_credential_record"),
     (change_rekey, "credential_mismatch"),
 ])
+@pytest.mark.parametrize("version", ["0.3", "1.0"])
 def test_a_stream_ends_when_its_peer_is_removed_or_rekeyed(
-    tmp_path: Path, change: Callable[[Path], None], reason: str
+    tmp_path: Path, change: Callable[[Path], None], reason: str, version: str
 ) -> None:
     add_peer(tmp_path, PEER, KEY)
+    if version == "1.0":
+        method, params = "SendStreamingMessage", {"message": {**V1_MESSAGE,
+                                                              "messageId": unique()}}
+    else:
+        method, params = "message/stream", {"message": message("long", agent_id="slow")}
     with LiveNode(tmp_path, CONFIG) as node, node.client(PEER, KEY) as client:
-        params = {"message": message("long", agent_id="slow")}
-        with client.stream("POST", RPC_PATH, json=envelope("message/stream", params, "s-1"),
-                           headers={"Accept": "text/event-stream"}) as response:
+        with client.stream("POST", RPC_PATH, json=envelope(method, params, "s-1"),
+                           headers={"Accept": "text/event-stream",
+                                    "A2A-Version": version}) as response:
             lines = response.iter_lines()
             first = next(line for line in lines if line.startswith("data:"))
-            assert json.loads(first[len("data:"):])["result"]["kind"] == "task"
+            assert "result" in json.loads(first[len("data:"):])
             change(tmp_path)
             rest = data_lines(lines)  # the stream ends: this returns
-        assert "error" in rest[-1] and rest[-1]["error"]["code"] == -32003
+        error = rest[-1]["error"]
+        assert error["code"] == -32003
+        if version == "1.0":  # in 1.0's shape: error.data, an ErrorInfo naming it
+            assert error["data"][0]["reason"] == "UNAUTHENTICATED"
         assert all("result" in event for event in rest[:-1])
         event = node.wait_for_event(REVOKED, peer_name=PEER)
         assert event["reason"] == reason and event["status"] == 401
