@@ -37,6 +37,7 @@ from synthorg.delegation.peer_executor import PeerExecutor
 from synthorg.errors import StoreError
 from synthorg.gateway.admission import AdmissionWatch
 from synthorg.gateway.context import Services
+from synthorg.gateway.credential_index import CredentialIndex
 from synthorg.gateway.endpoint import Gateway, GatewayConfig
 from synthorg.gateway.gates import PeerGate
 from synthorg.gateway.ratelimit import WORKERS_ENV, PeerRateLimiter, process_share
@@ -255,7 +256,8 @@ class Node:
             stores,
             tasks,
             SkillDirectory(config.agents, discovery),
-            PeerGate(config.allowed_peers, gate_catalog, admin_token),
+            PeerGate(config.allowed_peers, gate_catalog, admin_token,
+                     None if gate_catalog is None else CredentialIndex(gate_catalog)),
             cards=CardPublisher(config, keys=setup.card_keys),
             discovery=discovery,
             settings=settings,

@@ -52,10 +52,14 @@ SECURITY_SCHEMES: dict[str, dict[str, str]] = {
         "description": "The same secret, sent as Authorization: Bearer.",
     },
 }
-# Either pair admits a caller: its name plus its secret in one of the two headers.
+# A caller is admitted by its secret in either header, with its name or without it.
 SECURITY: list[dict[str, list[str]]] = [
     {"PeerName": [], "ApiKey": []},
     {"PeerName": [], "Bearer": []},
+    # The credential alone names the peer, so one header is enough (an SDK's auth interceptor
+    # sends exactly one).
+    {"ApiKey": []},
+    {"Bearer": []},
 ]
 # Each scheme in both dialects' shapes: a reader of either ignores the other's members.
 BOTH_SHAPES_SCHEMES = {

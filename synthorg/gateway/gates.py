@@ -1,6 +1,7 @@
 """The three inbound gates (steps 3-5), decided on headers alone.
 
-Gate 1: ``X-A2A-Peer-Name`` names a valid peer.                     401, -32003
+Gate 1: ``X-A2A-Peer-Name`` names a valid peer, or, without it, the
+        credential alone names one (`credential_index.py`).            401, -32003
 Gate 2: that peer is in ``a2a.allowed_peers``.                         403, -32004
 Gate 3: the presented credential matches the peer's catalog record,
         and is not the operator's admin token.                         401, -32003
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from synthorg.admin.token import AdminToken
+from synthorg.gateway.credential_index import CredentialIndex
 from synthorg.generated.constants import (
     API_KEY_HEADER,
     PEER_NAME_HEADER,
@@ -111,10 +113,12 @@ class PeerGate:
         allowed_peers: frozenset[str],
         catalog: CredentialCatalog | None,
         admin_token: AdminToken,
+        index: CredentialIndex | None = None,
     ) -> None:
         self.allowed_peers = allowed_peers
         self.catalog = catalog
         self.admin_token = admin_token
+        self.index = index
 
     def check(self, headers: Mapping[str, str]) -> GateResult:
         try:
@@ -126,7 +130,10 @@ class PeerGate:
     def _check(self, headers: Mapping[str, str]) -> GateResult:
         raw_name = headers.get(PEER_NAME)
         if raw_name is None:
-            return Refused(401, UNAUTHENTICATED, "missing_peer_name", UNAUTHENTICATED.message)
+            raw_name = self._named_by_credential(headers)
+            if raw_name is None:
+                return Refused(401, UNAUTHENTICATED, "missing_peer_name",
+                               UNAUTHENTICATED.message)
         peer = canonical_peer_name(raw_name)
         if peer is None:
             return Refused(401, UNAUTHENTICATED, "invalid_peer_name", UNAUTHENTICATED.message)
@@ -142,6 +149,24 @@ class PeerGate:
             return Refused(401, UNAUTHENTICATED, reason, BAD_CREDENTIAL_MESSAGE, peer,
                            REASON_DETAILS.get(reason))
         return Admitted(peer)
+
+    def _named_by_credential(self, headers: Mapping[str, str]) -> str | None:
+        """The peer whose secret the request carries, when it names none. Both headers at
+        once must carry the same value; gate 3 then checks the credential as for a named
+        peer (its scheme's header, constant-time compare)."""
+        if self.index is None:
+            return None
+        api_key = (headers.get(API_KEY) or "").strip() or None
+        bearer = _bearer_token(headers)
+        if api_key is not None and bearer is not None and api_key != bearer:
+            return None
+        presented = _utf8(api_key or bearer or "")
+        if not presented:
+            return None
+        try:
+            return self.index.find(presented)
+        except Exception:
+            return None  # e.g. a record that cannot be decrypted: fail closed
 
     def _presents_admin_token(self, headers: Mapping[str, str]) -> bool:
         """The admin token never passes a peer gate, whatever the catalog holds. Every value

@@ -67,6 +67,10 @@ class Catalog(Protocol):
         how many records were rewritten."""
         ...
 
+    def revision(self) -> int:
+        """A counter that moves whenever any record changes."""
+        ...
+
     def addresses(self) -> PeerAddresses:
         """Names and endpoints only: never decrypts a secret."""
         ...

@@ -175,8 +175,10 @@ def test_chunked_body_under_limit_is_processed(client_a: httpx.Client) -> None:
 # -- steps 3-5: the three gates ------------------------------------------------------------
 
 
-def test_missing_peer_name_header_is_401(anon: httpx.Client) -> None:
-    expect_refused(probe(anon, {"X-API-Key": KEY_A}), 401, UNAUTHENTICATED)
+def test_missing_peer_name_header_is_401_unless_the_key_names_a_peer(anon: httpx.Client
+                                                                    ) -> None:
+    expect_refused(probe(anon, {"X-API-Key": "names-no-one-0000"}), 401, UNAUTHENTICATED)
+    expect_refused(probe(anon, {}), 401, UNAUTHENTICATED)
 
 
 @pytest.mark.parametrize(

@@ -525,7 +525,13 @@ def test_duplicate_content_length_headers_are_400(app: Any) -> None:
 @pytest.mark.parametrize(
     ("headers", "status", "code", "reason", "peer"),
     [
-        (with_header(b"x-a2a-peer-name", None), 401, UNAUTHENTICATED, "missing_peer_name", None),
+        # No name and a key that names no peer (the key alone names its peer: see
+        # tests/integration/test_one_credential.py).
+        (
+            [(k, v) for k, v in with_header(b"x-a2a-peer-name", None) if k != b"x-api-key"]
+            + [(b"x-api-key", b"names-no-one-0000")],
+            401, UNAUTHENTICATED, "missing_peer_name", None,
+        ),
         (
             with_header(b"x-a2a-peer-name", b"not a name"),
             401,

@@ -156,6 +156,11 @@ class PgCatalog:
         return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at,
                           rate_limit, card_key)
 
+    def revision(self) -> int:
+        """Moves on every change to the catalog, by any replica."""
+        self._rows()
+        return self._snapshot.revision
+
     def addresses(self) -> PgPeerAddresses:
         return PgPeerAddresses(self)
 

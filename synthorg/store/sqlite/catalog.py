@@ -137,6 +137,10 @@ class SqliteCatalog:
         return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at,
                           rate_limit, card_key)
 
+    def revision(self) -> int:
+        """Moves on every change to the catalog, by any process."""
+        return self._revisions.of(CATALOG)
+
     def addresses(self) -> SqlitePeerAddresses:
         return SqlitePeerAddresses(self._db)
 
