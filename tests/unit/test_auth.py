@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from dataclasses import dataclass
 
@@ -9,6 +10,7 @@ import pytest
 
 from synthorg.admin.token import AdminToken
 from synthorg.gateway import gates as auth
+from synthorg.gateway.admission import AdmissionWatch
 from synthorg.gateway.gates import Admitted, PeerGate, Refused
 from synthorg.http.headers import header_map
 from tests.support.codes import PEER_NOT_ALLOWED, UNAUTHENTICATED
@@ -334,3 +336,41 @@ def test_results_never_carry_the_secret() -> None:
         {"x-a2a-peer-name": "peer-a", "x-api-key": SECRET + "!"},
     ):
         assert SECRET not in repr(gate().check(headers))
+
+
+# -- open streams: the gates run again while they last ----------------------------------------
+
+
+@pytest.mark.parametrize("change,reason", [
+    ("allowlist", "peer_not_allowed"), ("remove", "no_credential_record"),
+    ("rekey", "credential_mismatch"),
+])
+def test_an_open_streams_admission_is_watched_until_the_gates_refuse(
+    change: str, reason: str
+) -> None:
+    catalog = Catalog({"peer-a": Record("api_key", SECRET)})
+    g = PeerGate(ALLOWED, catalog, ADMIN_TOKEN)
+    headers = {"x-a2a-peer-name": "peer-a", "x-api-key": SECRET}
+    refreshed: list[int] = []
+
+    async def request_started() -> None:
+        refreshed.append(1)
+
+    async def scenario() -> Refused:
+        watch = AdmissionWatch(g, request_started, interval=0.01)
+        revoked = watch.watch(headers)
+        kept = watch.watch(dict(headers))
+        watch.release(kept)  # a stream that ended is no longer watched
+        assert kept.cancelled()
+        if change == "allowlist":
+            g.allowed_peers = frozenset()
+        elif change == "remove":
+            del catalog.records["peer-a"]
+        else:
+            catalog.records["peer-a"] = Record("api_key", "a-new-secret-5c2e")
+        refusal = await revoked  # completes once a tick sees the change
+        watch.release(revoked)
+        return refusal
+
+    refusal = asyncio.run(scenario())
+    assert refusal.reason == reason and refreshed  # each tick refreshes the caches first
