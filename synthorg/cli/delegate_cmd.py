@@ -80,9 +80,11 @@ def register(subparsers: Subparsers) -> None:
         "delegate",
         help="send a task to a catalog peer (optionally wait for its result)",
         description="Send TEXT as a new task to the catalog peer PEER, as this node "
-        "(a2a.node_name in config.yaml), and record it as an outbound task. With --wait, "
+        "(a2a.node_name in config.yaml), and record it as an outbound task. Without "
+        "--wait it returns as soon as the peer has the task, with its ids. With --wait, "
         "follow it until it completes, fails, is canceled or rejected, or needs input, "
-        "printing each state change and then the task's artifacts.",
+        "printing each state change, progress message and artifact chunk as it arrives, "
+        "then the task.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -275,29 +277,49 @@ def outcome_code(state: str) -> int:
 
 
 class Progress:
-    """Prints one line per state change while following; quiet in --json mode.
+    """Prints what changes while following, as it arrives: each state change, each new
+    progress message of the agent, each new artifact or chunk of one; quiet in --json mode.
 
-    Delegator.follow calls back once at the start, on every state change, and, with the
-    state unchanged, when a poll failed (it keeps following until the deadline)."""
+    It is called with the record after every update (a stream event, a poll, a push) and
+    prints only what that update brought; `trouble` says the peer could not be reached."""
 
     def __init__(self, peer: str, quiet: bool) -> None:
         self._peer = peer
         self._quiet = quiet
         self._start = time.monotonic()
-        self._last: str | None = None
+        self._state: str | None = None
+        self._message: str | None = None
+        self._parts: dict[str, int] = {}  # artifactId -> parts already shown
+
+    def _stamp(self) -> str:
+        return f"  [{time.monotonic() - self._start:6.1f}s]"
 
     def __call__(self, record: Delegation) -> None:
         if self._quiet:
             return
-        elapsed = f"[{time.monotonic() - self._start:6.1f}s]"
-        if record.state != self._last:
-            self._last = record.state
-            text = status_text(record.task)
+        text = status_text(record.task)
+        if record.state != self._state or (text is not None and text != self._message):
+            self._state, self._message = record.state, text
             detail = f": {' / '.join(safe_lines(text))}" if text else ""
-            print(f"  {elapsed} {safe_line(record.state)}{detail}", flush=True)
-        else:
-            print(f"  {elapsed} could not reach {self._peer} (or it answered with an error); "
-                  "still following", flush=True)
+            print(f"{self._stamp()} {safe_line(record.state)}{detail}", flush=True)
+        for artifact in record.task.get("artifacts") or []:
+            key = str(artifact.get("artifactId", ""))
+            parts = artifact.get("parts") or []
+            shown_before = self._parts.get(key, 0)
+            if len(parts) <= shown_before:
+                continue
+            self._parts[key] = len(parts)
+            label = safe_line(shown(artifact.get("name") or key))
+            for part in parts[shown_before:]:
+                lines = safe_lines(_part_text(part).rstrip("\n"))
+                print(f"{self._stamp()} artifact {label}: {lines[0]}", flush=True)
+                for line in lines[1:]:
+                    print(f"{'':{len(self._stamp())}}   {line}", flush=True)
+
+    def trouble(self) -> None:
+        if not self._quiet:
+            print(f"{self._stamp()} could not reach {self._peer} (or it answered with an "
+                  "error); still following", flush=True)
 
 
 Opened = tuple[Events, int | None]  # a message/stream open after its Task, and its seq
@@ -330,7 +352,8 @@ async def follow(
             if streamed is not None:
                 return streamed
         remaining = max(0.001, deadline - time.monotonic())
-        return await out.delegator.follow(record.id, remaining, progress, pushed=how == "push")
+        return await out.delegator.follow(record.id, remaining, progress, pushed=how == "push",
+                                          on_trouble=progress.trouble)
     except DelegationError as exc:
         fail(f"stopped following: {exc}; see later with: synthorg-a2a tasks follow "
              f"{record.id}", EXIT_STOPPED)
@@ -348,16 +371,13 @@ async def _follow_stream(
     opened: Opened | None,
 ) -> Delegation | None:
     """Follow by stream; None when the peer will not be followed so (the caller polls)."""
-    seen = [record.state]
     progress(record)
 
     async def updated(current: Delegation) -> None:
-        if current.state != seen[0]:
-            seen[0] = current.state
-            progress(current)
+        progress(current)
 
     async def trouble(current: Delegation, _: PeerError) -> None:
-        progress(current)  # the state unchanged: says the peer could not be reached
+        progress.trouble()
 
     try:
         async with asyncio.timeout(timeout):
@@ -412,11 +432,12 @@ async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
             opened = (events, last)
     try:
         if opened is None:
-            # With --wait the task is followed anyway: the peer answers once it has started,
-            # so no call is held open while the task works (and a restart cannot cut it).
+            # Non-blocking: the peer answers once it has the task, never after its work; with
+            # --wait the task is followed, so no call is held open while it works (and a
+            # restart cannot cut it).
             record = await out.delegator.delegate(
                 peer, parts, agent_id=args.agent, metadata=metadata, message_id=message_id,
-                blocking=not args.wait,
+                blocking=False,
             )
     except PeerError as exc:
         peer_failure(peer, exc)
@@ -424,7 +445,10 @@ async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
     if not args.wait or record.state in SETTLED:
         if opened is not None:
             await opened[0].aclose()
-        return finish(record, args.json, f"delegated to {peer}{agent}")
+        code = finish(record, args.json, f"delegated to {peer}{agent}")
+        if not args.json and record.state not in SETTLED:
+            print(f"it runs at {peer}; follow it with: synthorg-a2a tasks follow {record.id}")
+        return code
     if not args.json:
         print(f"delegated to {peer}{agent}: local id {record.id}, remote task "
               f"{record.remote_task_id}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -47,6 +48,7 @@ from synthorg.cli.delegate_cmd import (
 )
 from synthorg.config.company import ConfigError
 from synthorg.delegation.client import PeerError, PeerRpcError
+from synthorg.delegation.delegator import SETTLED
 from synthorg.errors import TaskNotCancelable, TaskNotFound
 from synthorg.generated.constants import TASK_NOT_CANCELABLE, TERMINAL_STATES
 from synthorg.store.delegations import Delegation
@@ -262,6 +264,14 @@ async def _follow(out: Outbound, args: argparse.Namespace) -> int:
     record = await out.delegator.store.get(args.id)
     if record is None:
         fail(f"no outbound task {shown(args.id)}", EXIT_NOT_FOUND)
+    if record.state not in SETTLED:
+        # It may have ended at the peer since this node last heard: ask once first, so a
+        # task that is over is reported as it ended (a peer that does not answer now is
+        # followed anyway: it may be restarting).
+        with contextlib.suppress(PeerError):
+            record = await out.delegator.refresh(record.id)
+    if record.state in SETTLED:
+        return finish(record, args.json, f"the task is {record.state} at {record.peer}")
     try:
         record = await follow(out, record, args.timeout, args.json)
     except (KeyboardInterrupt, asyncio.CancelledError):

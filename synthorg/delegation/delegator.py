@@ -250,14 +250,17 @@ class Delegator:
         first_delay: float = 0.1,
         max_delay: float = 2.0,
         pushed: bool = False,
+        on_trouble: Callable[[], None] = lambda: None,
     ) -> Delegation:
         """Poll until final or needing input; raises DelegationError on timeout. When the
         peer pushes to this node (`pushed`), the local record, which each verified push
-        updates, is read instead, and the peer polled only every PUSHED_POLL seconds."""
+        updates, is read instead, and the peer polled only every PUSHED_POLL seconds.
+        `on_update` has the record at the start and whenever its task changed (its state, a
+        progress message, an artifact); `on_trouble` hears of a poll that failed."""
         deadline = time.monotonic() + timeout
         record = await self.get(local_id)
         delay = first_delay
-        seen = record.state
+        seen = record.task
         last_poll = time.monotonic()
         on_update(record)
         while record.state not in SETTLED:
@@ -271,19 +274,19 @@ class Delegator:
             delay = min(delay * 2, PUSHED_READ if pushed else max_delay)
             if pushed and time.monotonic() - last_poll < PUSHED_POLL:
                 record = await self.get(local_id)
-                if record.state != seen:
-                    seen = record.state
+                if record.task != seen:
+                    seen = record.task
                     on_update(record)
                 continue
             last_poll = time.monotonic()
             try:
                 record = await self.refresh(local_id)
             except PeerError as exc:  # the peer may be restarting: keep following
-                on_update(record)
+                on_trouble()
                 if time.monotonic() >= deadline:
                     raise DelegationError(str(exc)) from None
                 continue
-            if record.state != seen:
-                seen = record.state
+            if record.task != seen:
+                seen = record.task
                 on_update(record)
         return record

@@ -228,10 +228,28 @@ def test_a_peer_error_while_following_is_tolerated(local: Local, peer: ScriptedS
         Answer(500, b"<html>down</html>"),
         result("completed"),
     ])
+    troubles: list[str] = []
+    final = asyncio.run(local.delegator().follow(
+        record.id, 10.0, lambda r: troubles.append(r.state),
+        on_trouble=lambda: troubles.append("trouble"), **FAST,
+    ))
+    assert final.state == "completed"
+    # Each failed poll is reported as trouble, apart from the updates, then the change.
+    assert troubles == ["working", "trouble", "trouble", "completed"]
+
+
+def test_follow_reports_every_change_of_the_task_not_only_of_its_state(
+    local: Local, peer: ScriptedServer
+) -> None:
+    record = started(local, peer)
+    said = {"status": {"state": "working", "message": {
+        "kind": "message", "messageId": "m1", "role": "agent",
+        "parts": [{"kind": "text", "text": "halfway"}]}}}
+    peer.script.extend([result("working"), result("working", **said), result("working", **said),
+                        result("completed")])
     final, seen = follow(local, record)
     assert final.state == "completed"
-    # Each failed poll is reported with the last known state, then the change.
-    assert seen == ["working", "working", "working", "completed"]
+    assert seen == ["working", "working", "completed"]  # the message, once; then the end
 
 
 def test_a_peer_failing_until_the_deadline_ends_the_follow(
@@ -256,8 +274,9 @@ def test_an_unreachable_peer_while_following_is_tolerated_until_the_deadline(
     # The client retries the refused connection a few times; the follow then gives up at
     # its deadline, with the peer's error or the still-unfinished state.
     with pytest.raises(DelegationError, match=r"cannot connect|still working"):
-        asyncio.run(local.delegator().follow(record.id, 0.05, lambda r: seen.append(r.state)))
-    assert len(seen) >= 2 and set(seen) == {"working"}
+        asyncio.run(local.delegator().follow(record.id, 0.05, lambda r: seen.append(r.state),
+                                             on_trouble=lambda: seen.append("trouble")))
+    assert seen[0] == "working" and set(seen[1:]) == {"trouble"} and len(seen) >= 2
     kept = asyncio.run(local.store.get(record.id))
     assert kept is not None and kept.state == "working"
 

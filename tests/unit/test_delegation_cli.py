@@ -121,8 +121,10 @@ def test_delegate_wait_shows_progress_then_artifacts(data_dir: Path, peer: Scrip
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "local id" in out and "remote task" in out and "remote-1" in out
-    states = [line.split("] ")[1] for line in out.splitlines() if line.startswith("  [")]
-    assert states == ["submitted", "working", "completed"]
+    shown = [line.split("] ")[1] for line in out.splitlines() if line.startswith("  [")]
+    # The states, and the artifact's parts as they arrived (with the last state here).
+    assert shown == ["submitted", "working", "completed", "artifact answer: line one",
+                     'artifact answer: {']
     assert 'artifact answer:\n  line one\n  line two\n  {\n    "score": 3\n  }' in out
 
 

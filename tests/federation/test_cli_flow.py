@@ -1,0 +1,122 @@
+"""An operator's delegation from the terminal, between two real nodes: what `delegate` and
+`tasks get|follow|cancel|list` say while a task runs at the peer and after it ended there.
+
+    node-a  allows node-b   (the operator's node: the CLI runs on its data dir)
+    node-b  allows node-a   agents: writer (the example slow writer: progress messages and
+                            artifact chunks, about a second), steady (the same, 16 s),
+                            slowpoke (a minute), echo, parker
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.federation.harness import FedNode, link, running
+
+WRITER = (
+    "  - id: {id}\n    name: {id}\n    executor:\n      kind: python\n"
+    "      entrypoint: examples.slow_writer:factory\n"
+    "      options: {{seconds: {seconds}, chunks: {chunks}}}\n"
+)
+B_AGENTS = (
+    "agents:\n"
+    + WRITER.format(id="writer", seconds=0.9, chunks=3)
+    + WRITER.format(id="steady", seconds=16, chunks=4)
+    + WRITER.format(id="slowpoke", seconds=60, chunks=60)
+    + "  - {id: echo, name: echo, executor: {kind: echo}}\n"
+    + "  - {id: parker, name: parker, executor: {kind: park}}\n"
+)
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FedNode, FedNode]]:
+    root: Path = tmp_path_factory.mktemp("cli-flow")
+    a = FedNode(root, "node-a", ["node-b"], {"echo": "echo"})
+    b = FedNode(root, "node-b", ["node-a"], B_AGENTS)
+    with running(a, b):
+        link(a, b)
+        yield a, b
+
+
+def delegated(a: FedNode, *args: str) -> dict[str, Any]:
+    result = a.cli("delegate", "node-b", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    record: dict[str, Any] = json.loads(result.stdout)
+    return record
+
+
+def test_delegate_without_wait_returns_at_once_with_the_ids(
+    nodes: tuple[FedNode, FedNode],
+) -> None:
+    a, _ = nodes
+    # The writer needs about a second: a send that waited for it would come back completed.
+    shown = a.cli("delegate", "node-b", "no wait", "--agent", "writer")
+    assert shown.returncode == 0, shown.stderr
+    local = re.search(r"local id\s+(\S+)", shown.stdout)
+    remote = re.search(r"remote task\s+(\S+)", shown.stdout)
+    assert local and remote, shown.stdout
+    state = re.search(r"state\s+(\S+)", shown.stdout)
+    assert state and state.group(1) in ("submitted", "working"), shown.stdout
+    assert f"synthorg-a2a tasks follow {local.group(1)}" in shown.stdout
+
+
+def test_follow_a_task_that_already_ended_at_the_peer_reports_its_final_state(
+    nodes: tuple[FedNode, FedNode],
+) -> None:
+    a, b = nodes
+    record = delegated(a, "ended there", "--agent", "slowpoke")
+    assert record["state"] in ("submitted", "working")
+    # B's operator cancels it there; A's record still says it runs.
+    canceled = b.cli("tasks", "cancel", record["remote_task_id"])
+    assert canceled.returncode == 0, canceled.stderr
+    assert a.cli_json("tasks", "get", record["id"])["state"] == record["state"]
+
+    shown = a.cli("tasks", "follow", record["id"], "--timeout", "60")
+    assert "could not reach" not in shown.stdout + shown.stderr
+    assert shown.returncode == 4, shown.stdout + shown.stderr  # it ended canceled
+    assert re.search(r"state\s+canceled", shown.stdout), shown.stdout
+    assert a.cli_json("tasks", "get", record["id"])["state"] == "canceled"
+
+
+def progress_lines(output: str) -> list[str]:
+    """The lines printed while following (`  [  1.2s] ...`), without their time stamps."""
+    return [re.sub(r"^\s*\[\s*[0-9.]+s\] ", "", line)
+            for line in output.splitlines() if re.match(r"^\s*\[\s*[0-9.]+s\] ", line)]
+
+
+def test_delegate_wait_shows_progress_messages_and_chunks_as_they_arrive(
+    nodes: tuple[FedNode, FedNode],
+) -> None:
+    a, _ = nodes
+    shown = a.cli("delegate", "node-b", "live", "--agent", "writer", "--wait")
+    assert shown.returncode == 0, shown.stderr
+    lines = progress_lines(shown.stdout)
+    for step in (1, 2, 3):
+        assert f"working: writing {step}/3" in lines, shown.stdout
+        assert f"artifact answer: [{step}] live" in lines, shown.stdout
+    # Each in its order, the chunk after the message that announced it, before the end.
+    order = [lines.index(f"working: writing {n}/3") for n in (1, 2, 3)]
+    chunks = [lines.index(f"artifact answer: [{n}] live") for n in (1, 2, 3)]
+    assert order == sorted(order) and chunks == sorted(chunks)
+    assert all(o < c for o, c in zip(order, chunks, strict=True))
+    assert lines[-1] == "completed: done"
+    assert "could not reach" not in shown.stdout
+
+
+def test_tasks_follow_shows_the_rest_of_a_running_task(nodes: tuple[FedNode, FedNode]) -> None:
+    a, _ = nodes
+    record = delegated(a, "later", "--agent", "steady")
+    shown = a.cli("tasks", "follow", record["id"], "--timeout", "120")
+    assert shown.returncode == 0, shown.stderr
+    lines = progress_lines(shown.stdout)
+    # Started well before the steady writer's last chunk: that one arrives while followed.
+    assert "working: writing 4/4" in lines and "artifact answer: [4] later" in lines, (
+        shown.stdout)
+    assert lines[-1] == "completed: done"
