@@ -73,7 +73,7 @@ def test_a_delegates_to_b_echo_and_gets_the_completed_task(fed: Federation) -> N
 
 
 def test_a_cancels_a_parked_task_on_b(fed: Federation) -> None:
-    code, record = delegate(fed.a, "node-b", "park me", "--agent", "parker")
+    code, record = delegate(fed.a, "node-b", "park me", "--agent", "parker", "--wait")
     assert code == 0 and record["state"] == "input-required"
     result = fed.a.cli("tasks", "cancel", record["id"], "--json")
     assert result.returncode == 0, result.stderr
@@ -87,7 +87,7 @@ def test_a_cancels_a_parked_task_on_b(fed: Federation) -> None:
 
 
 def test_b_operator_cancels_an_inbound_task_locally(fed: Federation) -> None:
-    _, record = delegate(fed.a, "node-b", "cancel me at home", "--agent", "parker")
+    _, record = delegate(fed.a, "node-b", "cancel me at home", "--agent", "parker", "--wait")
     result = fed.b.cli("tasks", "cancel", record["remote_task_id"], "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["task"]["status"]["state"] == "canceled"
@@ -100,7 +100,7 @@ def test_b_operator_cancels_an_inbound_task_locally(fed: Federation) -> None:
 
 
 def test_c_can_neither_read_nor_cancel_a_task_of_a_on_b(fed: Federation) -> None:
-    _, record = delegate(fed.a, "node-b", "mine only", "--agent", "parker")
+    _, record = delegate(fed.a, "node-b", "mine only", "--agent", "parker", "--wait")
     remote_id = record["remote_task_id"]
     c_client = client_of(fed.c, "node-b")
     for call in (c_client.get_task(remote_id), c_client.cancel_task(remote_id)):
@@ -152,7 +152,7 @@ def test_onward_delegation_completes_with_c_artifact(fed: Federation) -> None:
 
 
 def test_a_cancel_propagates_downstream_to_c(fed: Federation) -> None:
-    code, record = delegate(fed.a, "node-b", "park at c", "--agent", "relay-park")
+    code, record = delegate(fed.a, "node-b", "park at c", "--agent", "relay-park", "--wait")
     assert code == 0 and record["state"] == "input-required", record
     hop = forwarded(fed.b, record["remote_task_id"])
     assert inbound(fed.c, hop["remote_task_id"])["task"]["status"]["state"] == "input-required"
