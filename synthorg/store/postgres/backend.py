@@ -22,8 +22,6 @@ from synthorg.store.postgres.tasks import PgTaskStore
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.tasks import Runner
 
-READY_TIMEOUT = 2.0  # seconds /readyz waits for the database before answering 503
-
 
 class PgStores:
     backend: BackendName = "postgresql"
