@@ -13,21 +13,28 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
-from handlers.context import AdminContext, HttpRequest
+from handlers.context import AdminContext, HttpRequest, Sequenced, TaskListQuery
 from synthorg import errors
-from synthorg.generated.constants import ADMIN_LIST_PEERS
+from synthorg.admin.task_query import DEFAULT_PAGE
+from synthorg.generated.constants import ADMIN_LIST_PEERS, PEER_NAME_PATTERN
 from synthorg.generated.models import (
+    AuditEvent,
     PeerCardKeyWrite,
     PeerCreate,
     PeerRateLimitWrite,
     PeerReplace,
+    SettingName,
     SettingWrite,
+    StreamEvent,
+    TaskState,
 )
 from synthorg.http.numbers import NumberTooLong, json_int
 from synthorg.observability.events.admin import INTERNAL_ERROR, REQUEST_REFUSED
@@ -43,6 +50,8 @@ _REFUSALS: dict[type[errors.SynthorgError], tuple[int, str]] = {
     errors.UnknownSetting: (404, "unknown_setting"),
     errors.UnknownPeer: (404, "unknown_peer"),
     errors.PeerExists: (409, "peer_exists"),
+    errors.UnknownTask: (404, "unknown_task"),
+    errors.NotCancelable: (409, "task_not_cancelable"),
 }
 
 
@@ -250,3 +259,142 @@ async def metrics_samples(request: HttpRequest, ctx: AdminContext) -> Response:
 @_answered
 async def status(request: HttpRequest, ctx: AdminContext) -> Response:
     return _answer(200, await ctx.status())
+
+
+# -- tasks -------------------------------------------------------------------------------------
+
+_DIRECTIONS = ("inbound", "outbound")
+_TASK_STATES = frozenset(get_args(TaskState))
+_MAX_PAGE = 100
+_PEER_NAME = re.compile(PEER_NAME_PATTERN)
+_DIGITS = re.compile(r"[0-9]{1,9}")
+_RFC3339 = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
+                      r"([Zz]|[+-][0-9]{2}:[0-9]{2})")
+
+
+def _query(request: HttpRequest, allowed: frozenset[str]) -> dict[str, str]:
+    """The query's parameters, each given once, each one the operation takes."""
+    try:
+        query = request.query
+    except ValueError:
+        raise errors.InvalidValue("Too many query parameters") from None
+    values: dict[str, str] = {}
+    for name, given in query.items():
+        if name not in allowed:
+            raise errors.InvalidValue(f"{name[:64]} is not a parameter of this operation",
+                                      key=name[:64])
+        if len(given) != 1:
+            raise errors.InvalidValue(f"{name} must be given once", key=name)
+        values[name] = given[0]
+    return values
+
+
+def _peer_param(values: dict[str, str]) -> str | None:
+    peer = values.get("peer")
+    if peer is not None and not _PEER_NAME.fullmatch(peer):
+        raise errors.InvalidValue("peer must be a canonical peer name", key="peer")
+    return peer
+
+
+def _task_query(request: HttpRequest) -> TaskListQuery:
+    values = _query(request, frozenset(
+        {"direction", "peer", "agent", "state", "since", "pageSize", "pageToken"}))
+    direction = values.get("direction", "inbound")
+    if direction not in _DIRECTIONS:
+        raise errors.InvalidValue("direction must be inbound or outbound", key="direction")
+    state = values.get("state")
+    if state is not None and state not in _TASK_STATES:
+        raise errors.InvalidValue("state must be a task state", key="state",
+                                  allowed=", ".join(sorted(_TASK_STATES)))
+    agent = values.get("agent")
+    if agent is not None and not 1 <= len(agent) <= 256:
+        raise errors.InvalidValue("agent must be 1-256 characters", key="agent")
+    since = values.get("since")
+    if since is not None:
+        since = _utc_time(since)
+    size_text = values.get("pageSize", str(DEFAULT_PAGE))
+    if not _DIGITS.fullmatch(size_text) or not 1 <= int(size_text) <= _MAX_PAGE:
+        raise errors.InvalidValue(f"pageSize must be an integer from 1 to {_MAX_PAGE}",
+                                  key="pageSize")
+    token = values.get("pageToken", "0")
+    if not _DIGITS.fullmatch(token) or len(token) > 5:
+        raise errors.InvalidValue("pageToken is not a page token of this node", key="pageToken")
+    return TaskListQuery(direction, _peer_param(values), agent, state, since, int(size_text),
+                         int(token))
+
+
+def _utc_time(text: str) -> str:
+    """An RFC 3339 time as the store writes them (UTC, milliseconds, `Z`)."""
+    try:
+        moment = datetime.fromisoformat(text.upper()) if _RFC3339.fullmatch(text) else None
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise errors.InvalidValue("since must be an RFC 3339 time, such as "
+                                  "2026-01-31T12:00:00Z", key="since")
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+_VIAS = ("admin_api", "cli")
+_AUDIT_EVENTS = frozenset(get_args(AuditEvent))
+_SETTING_NAMES = frozenset(get_args(SettingName))
+_MAX_AUDIT = 1000
+
+
+@_answered
+async def list_audit(request: HttpRequest, ctx: AdminContext) -> Response:
+    values = _query(request, frozenset({"event", "via", "peer", "key", "since", "limit"}))
+    event, via, key = values.get("event"), values.get("via"), values.get("key")
+    if event is not None and event not in _AUDIT_EVENTS:
+        raise errors.InvalidValue("event must be an audit event", key="event",
+                                  allowed=", ".join(sorted(_AUDIT_EVENTS)))
+    if via is not None and via not in _VIAS:
+        raise errors.InvalidValue("via must be admin_api or cli", key="via")
+    if key is not None and key not in _SETTING_NAMES:
+        raise errors.InvalidValue("key must be a runtime setting's name", key="key")
+    since = values.get("since")
+    limit_text = values.get("limit", "100")
+    if not _DIGITS.fullmatch(limit_text) or not 1 <= int(limit_text) <= _MAX_AUDIT:
+        raise errors.InvalidValue(f"limit must be an integer from 1 to {_MAX_AUDIT}",
+                                  key="limit")
+    return _answer(200, ctx.list_audit(event, via, _peer_param(values), key,
+                                       None if since is None else _utc_time(since),
+                                       int(limit_text)))
+
+
+def _task_target(request: HttpRequest) -> tuple[str, str | None]:
+    task_id = request.path_params["id"]
+    if not 1 <= len(task_id) <= 256:
+        raise errors.InvalidValue("id must be 1-256 characters", key="id")
+    return task_id, _peer_param(_query(request, frozenset({"peer"})))
+
+
+@_answered
+async def list_tasks(request: HttpRequest, ctx: AdminContext) -> Response:
+    return _answer(200, await ctx.list_tasks(_task_query(request)))
+
+
+@_answered
+async def get_task(request: HttpRequest, ctx: AdminContext) -> Response:
+    return _answer(200, await ctx.get_task(*_task_target(request)))
+
+
+@_answered
+async def cancel_task(request: HttpRequest, ctx: AdminContext) -> Response:
+    return _answer(200, await ctx.cancel_task(*_task_target(request)))
+
+
+@_answered
+async def task_events(request: HttpRequest, ctx: AdminContext) -> Response:
+    events = await ctx.follow_task(*_task_target(request))  # UnknownTask: 404, before any
+    return StreamingResponse(_sse(events), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store"})
+
+
+async def _sse(events: AsyncIterator[Sequenced[StreamEvent]]) -> AsyncIterator[bytes]:
+    async for item in events:
+        data = item.raw if item.raw is not None else item.event.model_dump_json(
+            exclude_none=True).encode()
+        yield b"id: %d\ndata: %s\n\n" % (item.seq, data)
+    yield b"event: end\ndata: {}\n\n"

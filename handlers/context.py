@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
+from synthorg.admin.task_query import TaskListQuery as TaskListQuery
 from synthorg.generated.models import (
     AgentCard,
     Message,
@@ -158,6 +159,11 @@ class HttpRequest(Protocol):
         """Every value of a header (lower-case name), in order."""
         ...
 
+    @property
+    def query(self) -> Mapping[str, list[str]]:
+        """The query string's parameters, each with every value it was given, in order."""
+        ...
+
 
 class CardDocument(Protocol):
     """A card rendered once: its canonical bytes and the strong ETag hashed from them."""
@@ -263,6 +269,28 @@ class AdminContext(Protocol):
         ...
 
     def delete_peer(self, name: str, client: str | None) -> None: ...
+
+    async def list_tasks(self, query: TaskListQuery) -> JsonDocument:
+        """An AdminTaskList; InvalidValue for a page past the scan bound."""
+        ...
+
+    async def get_task(self, task_id: str, peer: str | None) -> JsonDocument:
+        """An AdminTaskDetail; UnknownTask when no known peer has the task."""
+        ...
+
+    async def cancel_task(self, task_id: str, peer: str | None) -> JsonDocument:
+        """The canceled Task; UnknownTask, or NotCancelable for a final task."""
+        ...
+
+    async def follow_task(self, task_id: str, peer: str | None
+                          ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        """The task now, then each event to the final one; UnknownTask before any."""
+        ...
+
+    def list_audit(self, event: str | None, via: str | None, peer: str | None,
+                   key: str | None, since: str | None, limit: int) -> JsonDocument:
+        """An AuditList, newest first."""
+        ...
 
     async def peer_activity(self, name: str) -> JsonDocument:
         """A PeerActivity; UnknownPeer when there is no such record."""

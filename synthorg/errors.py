@@ -29,6 +29,14 @@ class TaskNotCancelable(SynthorgError):
     """The task is already final."""
 
 
+class UnknownTask(SynthorgError):
+    """The operator named a task none of this node's peers has (admin API: 404)."""
+
+
+class NotCancelable(SynthorgError):
+    """The operator asked to cancel a task in a final state (admin API: 409)."""
+
+
 class TaskTerminal(SynthorgError):
     """A follow-up names a task that is already final."""
 

@@ -23,6 +23,7 @@ from synthorg.admin.api import AdminApi
 from synthorg.admin.audit import AuditLog
 from synthorg.admin.service import AdminService, PeersAdmin, SettingsAdmin
 from synthorg.admin.status import NodeStatus
+from synthorg.admin.tasks import AdminTasks
 from synthorg.admin.token import AdminToken
 from synthorg.cards.discovery import CardDiscovery
 from synthorg.cards.keys import CardKeySet
@@ -289,8 +290,11 @@ class Node:
         )
         activity = ActivityView(self.admin, self.discovery, self.activity, self.stores.tasks,
                                 self.stores.delegations)
+        tasks = AdminTasks(self.tasks, self.stores.tasks, self.stores.delegations,
+                           self._task_owners)
         admin = AdminApi(self.admin, self.settings, self.discovery, self.enabled, activity,
-                         NodeStatus(self.stores, self.config.allowed_peers, _workers()))
+                         NodeStatus(self.stores, self.config.allowed_peers, _workers()),
+                         tasks, self.stores.audit)
         receiver = PushReceiver(
             self.catalog, self.stores.push_receipts, self.stores.delegations,
             lambda: self.settings.push_verification_clock_skew_seconds,
@@ -309,6 +313,10 @@ class Node:
         if self.traced:
             observers.append(Tracing())
         return app.observed(lambda inner: Observed(inner, observers))
+
+    def _task_owners(self) -> list[str]:
+        """Every peer that may own an inbound task: the catalog's and the allowlisted."""
+        return sorted({r.name for r in self.catalog.list()} | set(self.config.allowed_peers))
 
     def _console(self, operations: Mapping[Operation, Endpoint | str]) -> Console | None:
         """The operator console over the admin operations, unless config turns it off."""

@@ -7,13 +7,20 @@ operator's client address.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from synthorg.admin.activity import ActivityView
+from synthorg.admin.audit import audit_list
 from synthorg.admin.service import AdminService, peer_json, setting_json
 from synthorg.admin.status import NodeStatus
+from synthorg.admin.task_query import TaskListQuery
+from synthorg.admin.tasks import AdminTasks
 from synthorg.cards.discovery import CardDiscovery
+from synthorg.generated.models import StreamEvent
+from synthorg.sequenced import Sequenced
 from synthorg.settings.runtime import RuntimeSettings, setting_definition
+from synthorg.store.audit import AuditStore
 
 
 class AdminApi:
@@ -25,10 +32,14 @@ class AdminApi:
         a2a_enabled: bool,
         activity: ActivityView,
         node_status: NodeStatus,
+        tasks: AdminTasks,
+        audit: AuditStore,
     ) -> None:
+        self._audit = audit
         self._service = service
         self._activity = activity
         self._node_status = node_status
+        self._tasks = tasks
         self._settings = settings
         self._discovery = discovery
         self._enabled = a2a_enabled
@@ -101,6 +112,24 @@ class AdminApi:
 
     def delete_peer(self, name: str, client: str | None) -> None:
         self._service.peers.delete(name, via="admin_api", client=client)
+
+    async def list_tasks(self, query: TaskListQuery) -> dict[str, Any]:
+        return await self._tasks.list(query)
+
+    async def get_task(self, task_id: str, peer: str | None) -> dict[str, Any]:
+        return await self._tasks.detail(task_id, peer)
+
+    async def cancel_task(self, task_id: str, peer: str | None) -> dict[str, Any]:
+        return await self._tasks.cancel(task_id, peer)
+
+    async def follow_task(self, task_id: str, peer: str | None
+                          ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        return await self._tasks.follow(task_id, peer)
+
+    def list_audit(self, event: str | None, via: str | None, peer: str | None,
+                   key: str | None, since: str | None, limit: int) -> dict[str, Any]:
+        return audit_list(self._audit, event=event, via=via, peer=peer, key=key, since=since,
+                          limit=limit)
 
     async def peer_activity(self, name: str) -> dict[str, Any]:
         return await self._activity.peer(name)

@@ -9,12 +9,13 @@ changed. `synthorg-a2a audit list` reads them back.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
 from synthorg.observability.events.admin import AUDIT_WRITE_FAILED
 from synthorg.observability.log import emit
-from synthorg.store.audit import AuditStore
+from synthorg.store.audit import AuditStore, encode
 
 Via = Literal["admin_api", "cli"]
 _SECRET_KEYS = frozenset({"secret", "token", "api_key", "authorization", "password"})
@@ -49,3 +50,34 @@ class AuditLog:
     def read(self) -> list[dict[str, Any]]:
         """Every record, oldest first (for tests and tools)."""
         return self.store.list()
+
+
+MAX_AUDIT_SCANNED = 10_000
+
+
+def audit_list(store: AuditStore, *, event: str | None = None, via: str | None = None,
+               peer: str | None = None, key: str | None = None, since: str | None = None,
+               limit: int = 100) -> dict[str, Any]:
+    """An AuditList: the newest `limit` records that match every filter given, newest first,
+    from the newest MAX_AUDIT_SCANNED."""
+    records = []
+    for record in reversed(store.list(since, MAX_AUDIT_SCANNED)):
+        if ((event is None or record.get("event") == event)
+                and (via is None or record.get("via") == via)
+                and (peer is None or record.get("peer") == peer)
+                and (key is None or record.get("key") == key)):
+            records.append({
+                "ts": record.get("ts"), "event": record.get("event"), "via": record.get("via"),
+                "fields": {name: _scalar(value) for name, value in record.items()
+                           if name not in ("ts", "event", "via")},
+            })
+            if len(records) == limit:
+                break
+    return {"records": records}
+
+
+def _scalar(value: object) -> object:
+    """A field as AuditRecord holds it: a JSON scalar, or the JSON text of anything else."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return encode(value) if isinstance(value, dict) else json.dumps(value, default=str)

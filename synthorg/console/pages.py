@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
-from urllib.parse import quote
+from typing import Any, get_args
+from urllib.parse import quote, urlencode
 
 from starlette.responses import Response
 
@@ -20,6 +20,7 @@ from synthorg.console.admin_calls import AdminCalls, Answer
 from synthorg.console.app import PREFIX, SECURITY_HEADERS, Console, Request
 from synthorg.console.charts import line_chart
 from synthorg.generated import constants as spec
+from synthorg.generated.models import AuditEvent, TaskState
 
 _WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 NOTICES = {
@@ -29,7 +30,12 @@ NOTICES = {
     "peer-removed": "Peer removed.",
     "setting-saved": "Setting saved.",
     "setting-reset": "Setting reset.",
+    "task-canceled": "Task canceled.",
 }
+TASK_FILTERS = ("direction", "peer", "agent", "state", "since", "pageToken")
+TASK_STATES: tuple[str, ...] = get_args(TaskState)
+AUDIT_FILTERS = ("event", "via", "peer", "key", "since")
+AUDIT_EVENTS: tuple[str, ...] = get_args(AuditEvent)
 TOP_REASONS = 3  # refusal reasons drawn, the most frequent first
 
 
@@ -69,6 +75,11 @@ def build_console(calls: AdminCalls, token: AdminToken, session_minutes: int) ->
     console.page("POST", PREFIX + "/peers/{name}/rekey", pages.rekey_peer)
     console.page("POST", PREFIX + "/peers/{name}/rate-limit", pages.limit_peer)
     console.page("POST", PREFIX + "/peers/{name}/remove", pages.remove_peer)
+    console.page("GET", PREFIX + "/tasks", pages.tasks)
+    console.page("GET", PREFIX + "/tasks/{id}", pages.task)
+    console.page("POST", PREFIX + "/tasks/{id}/cancel", pages.cancel_task)
+    console.page("GET", PREFIX + "/tasks/{id}/events", pages.task_events)
+    console.page("GET", PREFIX + "/audit", pages.audit)
     console.page("GET", PREFIX + "/settings", pages.settings)
     console.page("POST", PREFIX + "/settings/{name}", pages.save_setting)
     console.page("POST", PREFIX + "/settings/{name}/reset", pages.reset_setting)
@@ -151,6 +162,68 @@ class Pages:
         if not answer.ok:
             return self._failed(request, answer)
         return redirect(f"{PREFIX}/peers", "peer-removed")
+
+    # -- tasks -------------------------------------------------------------------------------
+
+    async def tasks(self, request: Request, params: Mapping[str, str]) -> Response:
+        asked = request.query()
+        query = {key: value for key in TASK_FILTERS
+                 if (value := asked.get(key, "").strip())}
+        answer = await self._call(request, spec.ADMIN_LIST_TASKS, query=query)
+        listed = answer.document if answer.ok else {}
+        following = None
+        if listed.get("nextPageToken"):
+            following = PREFIX + "/tasks?" + urlencode(
+                {**query, "pageToken": listed["nextPageToken"]})
+        return self._render("tasks.html", request, status=answer.status, listed=listed,
+                            filters=query, next_page=following, states=TASK_STATES,
+                            error=None if answer.ok else answer.message)
+
+    def _task_query(self, request: Request) -> dict[str, str]:
+        peer = request.query().get("peer") or request.form.get("peer")
+        return {"peer": peer} if peer else {}
+
+    async def task(self, request: Request, params: Mapping[str, str],
+                   error: Answer | None = None) -> Response:
+        query = self._task_query(request)
+        answer = await self._call(request, spec.ADMIN_GET_TASK, params=params, query=query)
+        if not answer.ok:
+            return self._failed(request, answer)
+        detail = answer.document
+        events = (f"{PREFIX}/tasks/{quote(params['id'], safe='')}/events?"
+                  + urlencode({"peer": detail["peer"]}))
+        return self._render("task.html", request, status=error.status if error else 200,
+                            detail=detail, task=detail["task"], events=events,
+                            error=error.message if error else None)
+
+    async def cancel_task(self, request: Request, params: Mapping[str, str]) -> Response:
+        query = self._task_query(request)
+        answer = await self._call(request, spec.ADMIN_CANCEL_TASK, params=params, query=query)
+        if not answer.ok:
+            if answer.status == 404:
+                return self._failed(request, answer)
+            return await self.task(request, params, answer)
+        return Response(status_code=303, headers={
+            **SECURITY_HEADERS,
+            "Location": f"{PREFIX}/tasks/{quote(params['id'], safe='')}?"
+                        + urlencode({**query, "done": "task-canceled"})})
+
+    async def task_events(self, request: Request, params: Mapping[str, str]) -> Response:
+        """The admin operation's event stream itself, passed through."""
+        return await self.console.calls.respond(
+            spec.ADMIN_TASK_EVENTS, client=request.client, params=params,
+            query=self._task_query(request))
+
+    # -- audit -------------------------------------------------------------------------------
+
+    async def audit(self, request: Request, params: Mapping[str, str]) -> Response:
+        asked = request.query()
+        query = {key: value for key in AUDIT_FILTERS if (value := asked.get(key, "").strip())}
+        answer = await self._call(request, spec.ADMIN_LIST_AUDIT, query=query)
+        records = (answer.document or {}).get("records", []) if answer.ok else []
+        return self._render("audit.html", request, status=answer.status, records=records,
+                            filters=query, events=AUDIT_EVENTS,
+                            error=None if answer.ok else answer.message)
 
     # -- settings ----------------------------------------------------------------------------
 

@@ -1351,6 +1351,42 @@ class PeerActivity(SpecModel):
     delegationsOut: Annotated[list[AdminDelegationSummary], Field(max_length=20)]
 
 
+class AdminTaskList(SpecModel):
+    """One page of this node's tasks in one direction, newest first: inbound (tasks peers gave it, in tasks) or outbound (delegations it made, in delegations; tasks is then empty, and the other way round)."""
+
+    direction: Literal['inbound', 'outbound']
+    tasks: Annotated[list[AdminTaskSummary], Field(max_length=100)]
+    delegations: Annotated[list[AdminDelegationSummary], Field(max_length=100)]
+    nextPageToken: str
+
+
+class AdminTaskDetail(SpecModel):
+    """A task a peer gave this node, whole: its history, artifacts and status; and where it sits in a delegation chain (the peer that gave it, and the onward delegation this node made for it, if any)."""
+
+    peer: str
+    task: Task
+    onward: AdminDelegationSummary | None
+    cancelable: bool
+
+
+class AuditList(SpecModel):
+    """Audit records matching the filters, newest first."""
+
+    records: Annotated[list[AuditRecord], Field(max_length=1000)]
+
+
+class AuditRecord(SpecModel):
+    """One change to a runtime setting or a peer record: when, what, through which door (the admin API, which the console uses, or the CLI), and the event's fields (the setting's key, old and new value; the peer's name; never a secret)."""
+
+    ts: str
+    event: AuditEvent
+    via: Literal['admin_api', 'cli']
+    fields: Annotated[dict[str, Annotated[Annotated[str, Tag('string')] | Annotated[int, Tag('integer')] | Annotated[float, Tag('number')] | Annotated[bool, Tag('boolean')] | Annotated[None, Tag('null')], Discriminator(_json_type, custom_error_type='json_type_not_allowed', custom_error_message='Input should be a JSON string, number, boolean or null')]], Field(fail_fast=True)]
+
+
+AuditEvent = Literal['admin.setting.changed', 'admin.setting.reset', 'admin.peer.created', 'admin.peer.replaced', 'admin.peer.deleted', 'admin.peers.rekeyed']
+
+
 class AdminPeer(SpecModel):
     """An a2a_peer record as the admin API shows it: never its secret."""
 
@@ -1465,7 +1501,7 @@ class PushRefusal(SpecModel):
 class AdminError(SpecModel):
     """Why an admin request was refused. error is a short code; message says it for people; key names the setting or field at fault and allowed its allowed values, when there is one."""
 
-    error: Literal['unauthorized', 'not_found', 'unknown_setting', 'unknown_peer', 'method_not_allowed', 'invalid_body', 'invalid_value', 'peer_exists', 'too_large', 'unsupported_media_type', 'internal_error']
+    error: Literal['unauthorized', 'not_found', 'unknown_setting', 'unknown_peer', 'method_not_allowed', 'invalid_body', 'invalid_value', 'peer_exists', 'unknown_task', 'task_not_cancelable', 'too_large', 'unsupported_media_type', 'internal_error']
     message: str
     key: Annotated[str | None, NoNull] = None
     allowed: Annotated[str | None, NoNull] = None
@@ -1608,6 +1644,10 @@ AdminTaskSummary.model_rebuild()
 AdminDelegationSummary.model_rebuild()
 PeerCardView.model_rebuild()
 PeerActivity.model_rebuild()
+AdminTaskList.model_rebuild()
+AdminTaskDetail.model_rebuild()
+AuditList.model_rebuild()
+AuditRecord.model_rebuild()
 AdminPeer.model_rebuild()
 PeerCardKeyWrite.model_rebuild()
 PeerCardState.model_rebuild()
@@ -1643,6 +1683,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'AdminStatus',
     'AdminStoreStatus',
     'AdminTaskCounts',
+    'AdminTaskDetail',
+    'AdminTaskList',
     'AdminTaskSummary',
     'AgentCapabilities',
     'AgentCard',
@@ -1657,6 +1699,9 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'AgentProvider',
     'AgentSkill',
     'Artifact',
+    'AuditEvent',
+    'AuditList',
+    'AuditRecord',
     'CancelTask',
     'CardError',
     'CardText',
@@ -1898,6 +1943,13 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'accepted',
     'acceptedOutputModes',
     'additionalInterfaces',
+    'admin.peer.created',
+    'admin.peer.deleted',
+    'admin.peer.replaced',
+    'admin.peers.rekeyed',
+    'admin.setting.changed',
+    'admin.setting.reset',
+    'admin_api',
     'agent',
     'agent/getAuthenticatedExtendedCard',
     'agents',
@@ -1926,6 +1978,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'boolean',
     'budget',
     'bytes',
+    'cancelable',
     'canceled',
     'capabilities',
     'card',
@@ -1933,6 +1986,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'cardCacheMaxEntries',
     'cardKey',
     'card_cache_max_entries',
+    'cli',
     'client_timeout_seconds',
     'code',
     'company',
@@ -1951,11 +2005,13 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'default',
     'defaultInputModes',
     'defaultOutputModes',
+    'delegations',
     'delegationsOut',
     'department',
     'description',
     'detail',
     'dev_allow_without_catalog',
+    'direction',
     'documentationUrl',
     'domain',
     'echo',
@@ -1964,6 +2020,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'entrypoint',
     'error',
     'errors',
+    'event',
     'examples',
     'executor',
     'extendedAgentCard',
@@ -1971,6 +2028,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'failed',
     'field',
     'fieldViolations',
+    'fields',
     'file',
     'filename',
     'final',
@@ -1986,6 +2044,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'id',
     'in',
     'inCatalog',
+    'inbound',
     'includeArtifacts',
     'input-required',
     'inputModes',
@@ -2045,11 +2104,13 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'object',
     'observability',
     'ok',
+    'onward',
     'openIdConnect',
     'openIdConnectUrl',
     'options',
     'organization',
     'originTaskId',
+    'outbound',
     'outputModes',
     'output_modes',
     'pageSize',
@@ -2086,6 +2147,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'raw',
     'ready',
     'reason',
+    'records',
     'referenceTaskIds',
     'refusals',
     'refused',
@@ -2138,6 +2200,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'task',
     'taskId',
     'taskPushNotificationConfig',
+    'task_not_cancelable',
     'tasks',
     'tasks/cancel',
     'tasks/get',
@@ -2154,6 +2217,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'too_large',
     'totalSize',
     'transport',
+    'ts',
     'type',
     'type.googleapis.com/google.rpc.BadRequest',
     'type.googleapis.com/google.rpc.ErrorInfo',
@@ -2163,6 +2227,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'unknown_agent',
     'unknown_peer',
     'unknown_setting',
+    'unknown_task',
     'unreachable',
     'unsupported_media_type',
     'updatedAt',
@@ -2174,6 +2239,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'value',
     'verified',
     'version',
+    'via',
     'visibility',
     'workers',
     'working',

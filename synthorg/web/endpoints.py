@@ -123,6 +123,11 @@ def operation_endpoints(
         spec.ADMIN_DELETE_PEER: _admin(handlers.admin.delete_peer, admin),
         spec.ADMIN_PEER_ACTIVITY: _admin(handlers.admin.peer_activity, admin),
         spec.ADMIN_METRICS_SAMPLES: _admin(handlers.admin.metrics_samples, admin),
+        spec.ADMIN_LIST_TASKS: _admin(handlers.admin.list_tasks, admin),
+        spec.ADMIN_GET_TASK: _admin(handlers.admin.get_task, admin),
+        spec.ADMIN_CANCEL_TASK: _admin(handlers.admin.cancel_task, admin),
+        spec.ADMIN_TASK_EVENTS: _admin(handlers.admin.task_events, admin),
+        spec.ADMIN_LIST_AUDIT: _admin(handlers.admin.list_audit, admin),
         spec.PUSH_RECEIVE: _push(handlers.push.receive, push),
     }
     check_complete(table)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+from urllib.parse import parse_qs
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -23,6 +24,7 @@ from synthorg.generated.constants import Operation
 from synthorg.http.responses import JSON, error_document, send_bytes, send_not_found
 
 _PARAM = re.compile(r"\{([^/{}]+)\}")
+MAX_QUERY_FIELDS = 32
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class HttpCall:
     @cached_property
     def local_base_url(self) -> str:
         return socket_base_url(self.scope)
+
+    @cached_property
+    def query(self) -> Mapping[str, list[str]]:
+        raw = self.scope.get("query_string", b"").decode("latin-1")
+        return parse_qs(raw, keep_blank_values=True, max_num_fields=MAX_QUERY_FIELDS)
 
     def header_values(self, name: str) -> list[str]:
         wanted = name.lower().encode("latin-1")

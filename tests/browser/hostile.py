@@ -33,19 +33,23 @@ def hostile_card(url: str) -> dict[str, Any]:
 
 
 class CardServer:
-    """Serves the hostile card at every GET, on 127.0.0.1."""
+    """Serves the hostile card at every GET on 127.0.0.1, and `page` (another site's page, as
+    an attacker would host it) at /attack."""
 
     def __init__(self) -> None:
         owner = self
+        self.page = ""
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:
-                body = json.dumps(hostile_card(owner.url + "/a2a")).encode()
+                attack = self.path == "/attack"
+                body = owner.page.encode() if attack else json.dumps(
+                    hostile_card(owner.url + "/a2a")).encode()
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/html" if attack else "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -18,6 +18,7 @@ from synthorg.admin.activity import ActivityView
 from synthorg.admin.api import AdminApi
 from synthorg.admin.gate import ADMIN_ROUTES, MAX_BODY_BYTES, AdminGate
 from synthorg.admin.status import NodeStatus
+from synthorg.admin.tasks import AdminTasks
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
 from synthorg.contract.spec import all_definitions, bundled_openapi
 from synthorg.node import Health, Node
@@ -266,8 +267,10 @@ def test_admin_handlers_fail_closed_without_the_gate(admin: Admin) -> None:
     node = admin.node
     activity = ActivityView(node.admin, node.discovery, node.activity, node.stores.tasks,
                             node.stores.delegations)
+    tasks = AdminTasks(node.tasks, node.stores.tasks, node.stores.delegations, lambda: [])
     api = AdminApi(node.admin, node.settings, node.discovery, node.enabled, activity,
-                   NodeStatus(node.stores, node.config.allowed_peers, 1))
+                   NodeStatus(node.stores, node.config.allowed_peers, 1), tasks,
+                   node.stores.audit)
     operations = operation_endpoints(
         node.cards, api, Health(node.stores), ReceiverContext(PushReceiver(
             node.catalog, node.stores.push_receipts, node.stores.delegations, lambda: 300
