@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from synthorg.admin.token import TOKEN_ENV
 from tests.browser.conftest import shoot
-from tests.browser.hostile import ALL, IMG, SCRIPT, STYLE, SVG, CardServer
-from tests.integration.helpers import cancel_task, expect_result, get_task, message, send
+from tests.browser.hostile import IMG, SCRIPT, STYLE, SVG, CardServer
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 
@@ -135,62 +133,6 @@ def test_removing_a_peer_asks_first(page: Any, node: LiveNode) -> None:
     page.get_by_role("button", name="Remove peer").click()
     assert page.get_by_role("status").inner_text() == "Peer removed."
     assert "hostile" not in page.get_by_role("table").inner_text()
-
-
-
-@pytest.fixture(scope="module")
-def caller(node: LiveNode) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=node.url, timeout=30.0,
-                      headers={"X-A2A-Peer-Name": CALLER, "X-API-Key": CALLER_KEY}) as client:
-        yield client
-
-
-def test_a_peers_task_shows_as_text_and_changes_state_live(
-        page: Any, node: LiveNode, caller: httpx.Client) -> None:
-    task = expect_result(send(caller, message(ALL, agent_id="parker")))
-    page.goto(node.url + "/console/tasks?peer=" + CALLER)
-    row = page.locator(f'[data-task="{task["id"]}"]')
-    assert "input-required" in row.inner_text()
-    shoot(page, "tasks")
-    row.get_by_role("link").click()
-    page.locator('[data-field="task-id"]').wait_for()
-    assert page.locator('[data-field="state"]').inner_text() == "input-required"
-    assert ALL in page.locator('[data-field="history"]').inner_text()
-    assert_nothing_ran(page)
-    shoot(page, "task")
-    page.evaluate("window.stillHere = true")  # gone if the page were loaded again
-    expect_result(cancel_task(caller, task["id"]))
-    page.locator('[data-field="state"]', has_text="canceled").wait_for()
-    assert page.evaluate("window.stillHere === true")
-    assert page.get_by_role("button", name="Cancel task").count() == 0
-    assert_nothing_ran(page)
-
-
-def test_a_task_is_canceled_from_its_page(page: Any, node: LiveNode,
-                                          caller: httpx.Client) -> None:
-    task = expect_result(send(caller, message("wait for me", agent_id="parker")))
-    page.goto(f"{node.url}/console/tasks/{task['id']}?peer={CALLER}")
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.get_by_role("button", name="Cancel task").click()
-    assert page.get_by_role("status").inner_text() == "Task canceled."
-    assert page.locator('[data-field="state"]').inner_text() == "canceled"
-    seen = expect_result(get_task(caller, task["id"]))
-    assert seen["status"]["state"] == "canceled"
-
-
-def test_a_cross_site_form_post_is_refused(page: Any, node: LiveNode, caller: httpx.Client,
-                                           card_server: CardServer) -> None:
-    task = expect_result(send(caller, message("keep me", agent_id="parker")))
-    target = f"{node.url}/console/tasks/{task['id']}/cancel"
-    card_server.page = (f'<form method="post" action="{target}">'
-                        f'<input type="hidden" name="peer" value="{CALLER}">'
-                        '<button type="submit">Win a prize</button></form>')
-    page.goto(card_server.url + "/attack")
-    page.get_by_role("button", name="Win a prize").click()
-    page.get_by_role("alert").wait_for()
-    assert "Cross-site" in page.get_by_role("alert").inner_text()
-    seen = expect_result(get_task(caller, task["id"]))
-    assert seen["status"]["state"] == "input-required"
 
 
 
