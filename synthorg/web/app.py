@@ -21,6 +21,7 @@ from synthorg.admin.gate import AdminGate
 from synthorg.admin.token import AdminToken
 from synthorg.gateway.endpoint import Gateway
 from synthorg.generated.constants import RPC_POST, Operation
+from synthorg.http.responses import send_bytes
 from synthorg.web.router import Endpoint, Router
 from synthorg.web.spec_routes import SpecRoutes
 from synthorg.web.webhooks import WebhookBodies
@@ -69,6 +70,13 @@ class NodeApp:
                 await self._gateway(scope, receive, send)
             elif self._console is not None and is_console_path(scope["path"]):
                 await self._console(scope, receive, send)
+            elif self._console is not None and scope["path"] == "/" and scope["method"] in (
+                    "GET", "HEAD"):
+                # With the console on, a browser at the root lands on it (not on /docs);
+                # relative, so a path prefix in front of the node keeps working.
+                await send_bytes(send, 302, b"This is an A2A node; its console is at /console.\n",
+                                 [(b"content-type", b"text/plain; charset=utf-8"),
+                                  (b"cache-control", b"no-cache"), (b"location", b"console")])
             else:
                 await self._others(scope, receive, send)
         elif kind == "lifespan":

@@ -162,8 +162,15 @@ def test_overview_shows_the_status_and_readiness(node: LiveNode) -> None:
         assert "A2a enabled" in page.text
 
 
+def test_the_root_points_a_browser_at_the_console(node: LiveNode) -> None:
+    with browser(node) as client:
+        root = client.get("/")
+        assert root.status_code == 302 and root.headers["location"] == "console"
+
+
 def test_the_console_can_be_turned_off(tmp_path: Path) -> None:
     config = CONFIG + "console:\n  enabled: false\n"
     with LiveNode(tmp_path, config, env={TOKEN_ENV: TOKEN}) as live, browser(live) as client:
         assert client.get("/console").status_code == 404
+        assert client.get("/").headers["location"] == "docs"
         assert sign_in(client).status_code == 404

@@ -112,14 +112,16 @@ def test_status_without_a_node_says_so(tmp_path: Path) -> None:
 # -- what a node says to the person who starts it, and to a browser ---------------------------
 
 
-def test_root_points_a_browser_to_the_docs(node: LiveNode) -> None:
+def test_root_points_a_browser_to_the_console(node: LiveNode) -> None:
+    """With the console on (the default) a browser at / lands on its sign-in form; with it
+    off, on /docs (tests/integration/test_console_http.py)."""
     for method in ("GET", "HEAD"):
         response = httpx.request(method, f"{node.url}/")
         assert response.status_code == 302
-        assert response.headers["location"] == "docs"
-        assert response.url.join(response.headers["location"]) == f"{node.url}/docs"
+        assert response.headers["location"] == "console"
+        assert response.url.join(response.headers["location"]) == f"{node.url}/console"
     followed = httpx.get(f"{node.url}/", follow_redirects=True)
-    assert followed.status_code == 200 and str(followed.url) == f"{node.url}/docs"
+    assert followed.status_code == 401 and str(followed.url) == f"{node.url}/console"
     assert "text/html" in followed.headers["content-type"]
 
 
