@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
 
 DEFAULT_LIMIT = 50
+ID_HELP = ("a local (outbound) id or an inbound task id (or the start of one, at least 4 "
+           "characters)")
 
 
 def register(subparsers: Subparsers) -> None:
@@ -78,22 +80,26 @@ def register(subparsers: Subparsers) -> None:
                            help="only tasks peers delegated to this node")
     list_.add_argument("--limit", type=_limit, default=DEFAULT_LIMIT, metavar="N",
                        help=f"at most N of each (default {DEFAULT_LIMIT})")
+    list_.add_argument("--refresh", action="store_true",
+                       help="ask the peers for the current state of each unfinished outbound "
+                       "task first (without it, outbound states are the last known)")
     list_.set_defaults(handler=run_list)
 
     get = _command(commands, "get", "show one task")
-    get.add_argument("id", metavar="ID", help="a local (outbound) id or an inbound task id")
+    get.add_argument("id", metavar="ID", help=ID_HELP)
     get.add_argument("--refresh", action="store_true",
                      help="for an outbound task: ask the peer for its current state first")
     get.set_defaults(handler=run_get)
 
     follow_ = _command(commands, "follow",
                        "follow an outbound task until it is final or needs input")
-    follow_.add_argument("id", metavar="ID", help="a local (outbound) id")
+    follow_.add_argument("id", metavar="ID", help="a local (outbound) id (or the start of "
+                         "one, at least 4 characters)")
     add_timeout_option(follow_)
     follow_.set_defaults(handler=run_follow)
 
     cancel = _command(commands, "cancel", "cancel a task (an outbound one at its peer)")
-    cancel.add_argument("id", metavar="ID", help="a local (outbound) id or an inbound task id")
+    cancel.add_argument("id", metavar="ID", help=ID_HELP)
     cancel.set_defaults(handler=run_cancel)
 
 
@@ -170,13 +176,34 @@ def _table(rows: Iterable[tuple[str, ...]], header: tuple[str, ...]) -> None:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
 
-def _print_outbound_list(records: list[Delegation]) -> None:
+def _print_outbound_list(records: list[Delegation], refreshed: bool,
+                         unreachable: set[str]) -> None:
     print("outbound (delegated by this node to peers)")
     if not records:
         print("  none")
         return
-    _table(((r.id, r.peer, r.state, r.remote_task_id, r.updated_at) for r in records),
+    if refreshed:
+        print("  states as the peers answered now (unreachable: the last known)")
+    else:
+        print("  states are the last known here, as of UPDATED (--refresh asks the peers)")
+    _table(((r.id, r.peer, r.state + (" (unreachable)" if r.id in unreachable else ""),
+             r.remote_task_id, r.updated_at) for r in records),
            ("LOCAL ID", "PEER", "STATE", "REMOTE TASK", "UPDATED"))
+
+
+async def _refreshed(out: Outbound, records: list[Delegation]
+                     ) -> tuple[list[Delegation], set[str]]:
+    """Each unfinished record as its peer answers now; the ids of those it could not ask."""
+    fresh: list[Delegation] = []
+    unreachable: set[str] = set()
+    for record in records:
+        if record.state not in SETTLED:
+            try:
+                record = await out.delegator.refresh(record.id)
+            except PeerError:
+                unreachable.add(record.id)
+        fresh.append(record)
+    return fresh, unreachable
 
 
 def _print_inbound_list(tasks: list[tuple[str | None, dict[str, Any]]]) -> None:
@@ -202,9 +229,13 @@ async def _list(out: Outbound, args: argparse.Namespace) -> int:
     result: dict[str, Any] = {}
     if args.outbound or both:
         records = await out.delegator.store.recent(args.limit)
+        unreachable: set[str] = set()
+        if args.refresh:
+            out.require_node_name()
+            records, unreachable = await _refreshed(out, records)
         result["outbound"] = [record_json(r) for r in records]
         if not args.json:
-            _print_outbound_list(records)
+            _print_outbound_list(records, args.refresh, unreachable)
     if args.inbound or both:
         tasks = await _inbound(out, args.limit)
         result["inbound"] = [_inbound_json(peer, t) for peer, t in tasks]
@@ -217,6 +248,32 @@ async def _list(out: Outbound, args: argparse.Namespace) -> int:
 
 # -- get, follow, cancel ----------------------------------------------------------------
 
+MIN_PREFIX = 4  # characters of an id before a prefix stands for it
+PREFIX_SCAN = 1000  # the most recent tasks of each direction a prefix is matched against
+SHOWN_CANDIDATES = 5
+
+
+async def _resolved(out: Outbound, raw: str, *, outbound_only: bool = False) -> str:
+    """The task id `raw` stands for: itself when a task has that id, else the one id among
+    the recent tasks that starts with it; an ambiguous prefix is an error naming some."""
+    if await out.delegator.store.get(raw) is not None or len(raw) < MIN_PREFIX:
+        return raw
+    if not outbound_only and await _find_inbound(out, raw) is not None:
+        return raw
+    ids = [r.id for r in await out.delegator.store.recent(PREFIX_SCAN)]
+    if not outbound_only:
+        ids += [task["id"] for _, task in await _inbound(out, PREFIX_SCAN)]
+    matches = sorted({task_id for task_id in ids if task_id.startswith(raw)})
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        listed = ", ".join(matches[:SHOWN_CANDIDATES])
+        rest = len(matches) - SHOWN_CANDIDATES
+        more = f" and {rest} more" if rest > 0 else ""
+        fail(f"{shown(raw)} is the start of {len(matches)} task ids: {listed}{more}; "
+             "give more of the id")
+    return raw
+
 
 def run_get(args: argparse.Namespace) -> int:
     with open_outbound(data_dir(args)) as out:
@@ -224,6 +281,7 @@ def run_get(args: argparse.Namespace) -> int:
 
 
 async def _get(out: Outbound, args: argparse.Namespace) -> int:
+    args.id = await _resolved(out, args.id, outbound_only=args.refresh)
     record = await out.delegator.store.get(args.id)
     if record is not None:
         if args.refresh:
@@ -261,7 +319,7 @@ def run_follow(args: argparse.Namespace) -> int:
 
 async def _follow(out: Outbound, args: argparse.Namespace) -> int:
     out.require_node_name()
-    record = await out.delegator.store.get(args.id)
+    record = await out.delegator.store.get(await _resolved(out, args.id, outbound_only=True))
     if record is None:
         fail(f"no outbound task {shown(args.id)}", EXIT_NOT_FOUND)
     if record.state not in SETTLED:
@@ -285,6 +343,7 @@ def run_cancel(args: argparse.Namespace) -> int:
 
 
 async def _cancel(out: Outbound, args: argparse.Namespace) -> int:
+    args.id = await _resolved(out, args.id)
     record = await out.delegator.store.get(args.id)
     if record is not None:
         return await _cancel_outbound(out, record, args.json)

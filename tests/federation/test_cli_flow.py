@@ -120,3 +120,36 @@ def test_tasks_follow_shows_the_rest_of_a_running_task(nodes: tuple[FedNode, Fed
     assert "working: writing 4/4" in lines and "artifact answer: [4] later" in lines, (
         shown.stdout)
     assert lines[-1] == "completed: done"
+
+
+def test_tasks_list_says_outbound_states_are_last_known_and_refresh_asks(
+    nodes: tuple[FedNode, FedNode],
+) -> None:
+    a, b = nodes
+    record = delegated(a, "stale", "--agent", "slowpoke")
+    assert b.cli("tasks", "cancel", record["remote_task_id"]).returncode == 0
+    plain = a.cli("tasks", "list", "--outbound")
+    assert "last known" in plain.stdout and "--refresh" in plain.stdout
+    row = next(line for line in plain.stdout.splitlines() if line.startswith(record["id"]))
+    assert record["state"] in row.split()  # what A last heard
+    fresh = a.cli("tasks", "list", "--outbound", "--refresh")
+    assert fresh.returncode == 0, fresh.stderr
+    row = next(line for line in fresh.stdout.splitlines() if line.startswith(record["id"]))
+    assert "canceled" in row.split()
+    as_json = a.cli_json("tasks", "list", "--outbound", "--refresh")["outbound"]
+    assert next(r for r in as_json if r["id"] == record["id"])["state"] == "canceled"
+
+
+def test_task_ids_may_be_given_by_their_start(nodes: tuple[FedNode, FedNode]) -> None:
+    a, b = nodes
+    record = delegated(a, "prefix", "--agent", "echo", "--wait")
+    got = a.cli_json("tasks", "get", record["id"][:8])
+    assert got["id"] == record["id"]
+    # On B, the inbound task by the start of its id.
+    inbound = b.cli_json("tasks", "get", record["remote_task_id"][:8])
+    assert inbound["task"]["id"] == record["remote_task_id"]
+    followed = a.cli("tasks", "follow", record["id"][:8], "--json")
+    assert followed.returncode == 0 and json.loads(followed.stdout)["id"] == record["id"]
+    # Too short to stand for an id, or matching none: not found.
+    assert a.cli("tasks", "get", record["id"][:3]).returncode == EXIT_NOT_FOUND
+    assert a.cli("tasks", "get", "zzzz-none").returncode == EXIT_NOT_FOUND

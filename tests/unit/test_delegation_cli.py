@@ -199,3 +199,29 @@ def test_peer_text_cannot_drive_the_terminal(data_dir: Path, peer: ScriptedServe
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "\\x1b[2Jgone\\x07" in result.stdout
+
+
+def test_an_ambiguous_task_id_prefix_names_the_candidates(data_dir: Path) -> None:
+    from synthorg.store.delegations import Delegation
+    from synthorg.store.sqlite.delegations import SqliteDelegationStore
+
+    db = open_database(data_dir)
+    try:
+        store = SqliteDelegationStore(db)
+        for suffix in ("1111", "2222"):
+            local_id = f"abcd{suffix}-0000-4000-8000-000000000000"
+            asyncio.run(store.add(Delegation(
+                local_id, "node-b", f"remote-{suffix}", "ctx", f"m-{suffix}", "working", None,
+                {"kind": "task", "id": f"remote-{suffix}", "contextId": "ctx",
+                 "status": {"state": "working"}},
+                "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z")))
+    finally:
+        db.close()
+    for command in ("get", "follow", "cancel"):
+        result = run(data_dir, "tasks", command, "abcd")
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == (
+            "error: abcd is the start of 2 task ids: abcd1111-0000-4000-8000-000000000000, "
+            "abcd2222-0000-4000-8000-000000000000; give more of the id\n")
+    shown = json.loads(run(data_dir, "tasks", "get", "abcd2", "--json").stdout)
+    assert shown["id"] == "abcd2222-0000-4000-8000-000000000000"
