@@ -90,6 +90,11 @@ def _bearer_token(headers: Mapping[str, str]) -> str | None:
     return parts[1].strip() or None
 
 
+def _is_blank_bearer(value: str) -> bool:
+    parts = value.strip().split(None, 1)
+    return len(parts) == 1 and parts[0].lower() == "bearer"
+
+
 def _presented(scheme: str, headers: Mapping[str, str]) -> str | None:
     if scheme == "api_key":
         return (headers.get(API_KEY) or "").strip() or _bearer_token(headers)
@@ -143,7 +148,7 @@ class PeerGate:
         reason = None if self.catalog is None else _credential_failure(
             self.catalog, peer, headers
         )
-        if reason is None and self._presents_admin_token(headers):
+        if self._presents_admin_token(headers):  # named first: the operator's token leaked
             reason = "admin_token_presented"
         if reason is not None:
             return Refused(401, UNAUTHENTICATED, reason, BAD_CREDENTIAL_MESSAGE, peer,
@@ -201,12 +206,19 @@ def _credential_failure(
         return "blank_stored_secret"
     if scheme not in ("api_key", "bearer"):
         return "unknown_scheme"
-    presented = _presented(scheme, headers)
-    if presented is None:
+    if _presented(scheme, headers) is None:
         return "missing_credential"
-    presented_bytes, secret_bytes = _utf8(presented), _utf8(secret)
-    if presented_bytes is None or secret_bytes is None:
+    # Every credential header sent must carry the secret: a wrong (or blank) value in one is a
+    # wrong credential, even beside a right one in the other (fail closed, never pick the good
+    # one). An Authorization header of another scheme than Bearer is not ours to judge.
+    api_key = headers.get(API_KEY)
+    candidates = [api_key.strip() if api_key is not None else None, _bearer_token(headers)]
+    if headers.get(AUTHORIZATION) is not None and _is_blank_bearer(headers[AUTHORIZATION]):
+        candidates.append("")
+    presented = [_utf8(value) for value in candidates if value is not None]
+    secret_bytes = _utf8(secret)
+    if secret_bytes is None or any(value is None for value in presented):
         return "credential_mismatch"
-    if not hmac.compare_digest(presented_bytes, secret_bytes):
-        return "credential_mismatch"
-    return None
+    # Compare every one: no early exit, so timing does not say which header was wrong.
+    matches = [hmac.compare_digest(value or b"", secret_bytes) for value in presented]
+    return None if all(matches) else "credential_mismatch"

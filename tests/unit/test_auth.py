@@ -156,8 +156,23 @@ def test_api_key_falls_back_to_bearer() -> None:
     assert gate().check(headers) == Admitted("peer-a")
 
 
-def test_api_key_blank_header_falls_back_to_bearer() -> None:
+def test_a_blank_api_key_header_beside_a_right_bearer_is_refused() -> None:
+    # Every credential header sent must carry the secret; a blank one is a wrong one.
     headers = {"x-a2a-peer-name": "peer-a", "x-api-key": "  ", "authorization": f"Bearer {SECRET}"}
+    refused(gate().check(headers), 401, UNAUTHENTICATED, "credential_mismatch")
+
+
+def test_a_wrong_bearer_beside_a_right_api_key_is_refused() -> None:
+    headers = {"x-a2a-peer-name": "peer-a", "x-api-key": SECRET, "authorization": "Bearer wrong"}
+    refused(gate().check(headers), 401, UNAUTHENTICATED, "credential_mismatch")
+
+
+def test_the_same_secret_in_both_headers_is_admitted() -> None:
+    headers = {
+        "x-a2a-peer-name": "peer-a",
+        "x-api-key": SECRET,
+        "authorization": f"Bearer {SECRET}",
+    }
     assert gate().check(headers) == Admitted("peer-a")
 
 
