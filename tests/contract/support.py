@@ -191,7 +191,8 @@ def sent_proto_names(raw: bytes) -> bool:
 
 def _v1_request(body: Any) -> bool:
     return (
-        isinstance(body, dict) and body.get("method") in METHODS_V1
+        isinstance(body, dict) and isinstance(body.get("method"), str)
+        and body["method"] in METHODS_V1
         and isinstance(body.get("params"), dict)
     )
 

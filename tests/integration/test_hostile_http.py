@@ -437,9 +437,11 @@ def test_connections_beyond_max_connections_are_refused_while_open_ones_are_serv
 
 # -- the event stream -------------------------------------------------------------------------
 
-# The two human-readable notices the node prints before it starts (see README, "The admin
-# token" and "config.yaml"); everything else on stderr is an event line.
-STARTUP_NOTICES = re.compile(r"^(admin API token: |no .*config\.yaml: starting with defaults)")
+# The human-readable notices a start prints for the operator (see README: the admin token, a
+# missing config.yaml, and where it serves); everything else on stderr is an event line.
+STARTUP_NOTICES = re.compile(
+    r"^(admin API token: |no .*config\.yaml: starting with defaults|serving on http)"
+)
 
 
 def test_every_stderr_line_is_a_json_event_even_for_garbage(tmp_path: Path) -> None:

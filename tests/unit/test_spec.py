@@ -362,8 +362,14 @@ def test_every_object_sharing_a_name_with_the_reference_matches_it() -> None:
         if name in A2A_PARAMS or theirs is None or "properties" not in schema:
             continue
         compared.append(name)
-        # Members of A2A 1.0 our cards carry beside the 0.3 ones (one document, both SDKs).
-        added = {"AgentCard": {"supportedInterfaces"}, "AgentCapabilities": {"extendedAgentCard"}}
+        # Members of A2A 1.0 our cards carry beside the 0.3 ones (one document, both SDKs):
+        # each security scheme in both shapes, and both security lists.
+        added = {
+            "AgentCard": {"supportedInterfaces", "securityRequirements"},
+            "AgentCapabilities": {"extendedAgentCard"},
+            "APIKeySecurityScheme": {"apiKeySecurityScheme"},
+            "HTTPAuthSecurityScheme": {"httpAuthSecurityScheme"},
+        }
         if set(schema["properties"]) - added.get(name, set()) != set(
             theirs.get("properties", {})
         ):
