@@ -288,8 +288,13 @@ describe("the gates", () => {
     const rpc = `${fixture.url}/api/v1/a2a/`;
     const get = (client: A2AClient<Dialect>) => client.getTask({ id: "no-such-task" });
 
-    test(`no peer name: 401, A2A ${dialect}`, async () => {
+    test(`a key alone names its peer, A2A ${dialect}`, async () => {
       const client = new A2AClient({ url: rpc, dialect, headers: { "X-API-Key": main.key } });
+      await assert.rejects(get(client), rejectsWith("TASK_NOT_FOUND", ERRORS.TASK_NOT_FOUND.code, 200));
+    });
+
+    test(`an unknown key alone: 401, A2A ${dialect}`, async () => {
+      const client = new A2AClient({ url: rpc, dialect, headers: { "X-API-Key": `${main.key}-unknown` } });
       await assert.rejects(get(client), rejectsWith("UNAUTHENTICATED", ERRORS.UNAUTHENTICATED.code, 401));
     });
 
