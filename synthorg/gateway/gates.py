@@ -90,14 +90,12 @@ def _bearer_token(headers: Mapping[str, str]) -> str | None:
     return parts[1].strip() or None
 
 
-def _is_blank_bearer(value: str) -> bool:
-    parts = value.strip().split(None, 1)
-    return len(parts) == 1 and parts[0].lower() == "bearer"
-
-
 def _presented(scheme: str, headers: Mapping[str, str]) -> str | None:
     if scheme == "api_key":
-        return (headers.get(API_KEY) or "").strip() or _bearer_token(headers)
+        # X-API-Key, when sent, is the credential: a blank one is a wrong one, never a cue to
+        # try the Authorization header instead (fail closed).
+        api_key = headers.get(API_KEY)
+        return api_key.strip() if api_key is not None else _bearer_token(headers)
     return _bearer_token(headers)
 
 
@@ -206,19 +204,12 @@ def _credential_failure(
         return "blank_stored_secret"
     if scheme not in ("api_key", "bearer"):
         return "unknown_scheme"
-    if _presented(scheme, headers) is None:
+    presented = _presented(scheme, headers)
+    if not presented:  # none sent, or a blank X-API-Key
         return "missing_credential"
-    # Every credential header sent must carry the secret: a wrong (or blank) value in one is a
-    # wrong credential, even beside a right one in the other (fail closed, never pick the good
-    # one). An Authorization header of another scheme than Bearer is not ours to judge.
-    api_key = headers.get(API_KEY)
-    candidates = [api_key.strip() if api_key is not None else None, _bearer_token(headers)]
-    if headers.get(AUTHORIZATION) is not None and _is_blank_bearer(headers[AUTHORIZATION]):
-        candidates.append("")
-    presented = [_utf8(value) for value in candidates if value is not None]
-    secret_bytes = _utf8(secret)
-    if secret_bytes is None or any(value is None for value in presented):
+    presented_bytes, secret_bytes = _utf8(presented), _utf8(secret)
+    if presented_bytes is None or secret_bytes is None:
         return "credential_mismatch"
-    # Compare every one: no early exit, so timing does not say which header was wrong.
-    matches = [hmac.compare_digest(value or b"", secret_bytes) for value in presented]
-    return None if all(matches) else "credential_mismatch"
+    if not hmac.compare_digest(presented_bytes, secret_bytes):
+        return "credential_mismatch"
+    return None

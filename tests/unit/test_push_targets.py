@@ -59,7 +59,7 @@ def test_the_guard_tells_a_name_that_does_not_resolve_from_a_refusal(
 
 
 def test_a_config_whose_host_does_not_resolve_yet_is_accepted(stores: SqliteStores) -> None:
-    run(configs(stores).check(PushNotificationConfig(url="https://hooks.example.org/a2a")))
+    run(configs(stores).check("peer-a", PushNotificationConfig(url="https://hooks.example.org/a2a")))
 
 
 @pytest.mark.parametrize("url", [
@@ -69,4 +69,4 @@ def test_a_config_whose_host_does_not_resolve_yet_is_accepted(stores: SqliteStor
 ])
 def test_what_is_refused_stays_refused(stores: SqliteStores, url: str) -> None:
     with pytest.raises(InvalidParams):
-        run(configs(stores).check(PushNotificationConfig(url=url)))
+        run(configs(stores).check("peer-a", PushNotificationConfig(url=url)))
