@@ -155,7 +155,14 @@ def before_generate_body(
     operation = getattr(context, "operation", None)  # the defect tests call it with no context
     if operation is None or not is_rpc_operation_definition(operation):
         return drawn
-    return drawn.flatmap(lambda body: st.sampled_from((body, proto_spelled(body))))
+    return drawn.map(_half_proto_spelled)
+
+
+def _half_proto_spelled(body: Any) -> Any:
+    """About half the 1.0 requests in their proto spelling, chosen by a checksum of what was
+    drawn: left to Hypothesis, the choice leaned so far to the first spelling that a run
+    sent a handful of proto names in all."""
+    return proto_spelled(body) if zlib.crc32(repr(body).encode()) % 2 else body
 
 
 _PROTO_SPELLING = {json_name: proto for proto, json_name in V1_PROTO_NAMES.items()}
