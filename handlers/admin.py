@@ -39,6 +39,7 @@ from synthorg.generated.models import (
 from synthorg.http.numbers import NumberTooLong, json_int
 from synthorg.observability.events.admin import INTERNAL_ERROR, REQUEST_REFUSED
 from synthorg.observability.log import emit
+from synthorg.store.catalog import MIN_SECRET_LENGTH
 
 Operation = Callable[[HttpRequest, AdminContext], Awaitable[Response]]
 M = TypeVar("M", bound=BaseModel)
@@ -146,6 +147,8 @@ def _invalid(exc: ValidationError) -> InvalidBody:
         message = f"{loc} is not a known field"
     elif loc == "secret" and kind == "string_pattern_mismatch":
         message = "secret must have no surrounding whitespace and no control characters"
+    elif loc == "secret" and kind == "string_too_short":
+        message = f"secret must be at least {MIN_SECRET_LENGTH} characters"
     elif loc == "endpoint" and kind == "string_pattern_mismatch":
         message = "endpoint must be an absolute http(s) URL without credentials, query or fragment"
     elif loc == "name" and kind == "string_pattern_mismatch":

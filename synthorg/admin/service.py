@@ -30,7 +30,13 @@ from synthorg.observability.events.admin import (
     SETTING_RESET,
 )
 from synthorg.settings.runtime import RuntimeSettings, SettingChange, SettingView
-from synthorg.store.catalog import SCHEMES, Catalog, PeerRecord, canonical_endpoint
+from synthorg.store.catalog import (
+    SCHEMES,
+    Catalog,
+    PeerRecord,
+    canonical_endpoint,
+    check_new_secret,
+)
 from synthorg.store.secretbox import SecretBoxError
 
 _MAX_NAME_SHOWN = 80
@@ -261,7 +267,8 @@ class PeersAdmin:
         return Rekeyed(count, pushes)
 
     def _validate(self, name: str, endpoint: str, scheme: str, secret: str) -> None:
-        """Everything the catalog would refuse, and a secret that is the admin token."""
+        """Everything the catalog would refuse, a secret too short for new input and one that is
+        the admin token."""
         if canonical_peer_name(name) is None:
             raise InvalidValue(
                 "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a "
@@ -273,6 +280,10 @@ class PeersAdmin:
         if scheme not in SCHEMES:
             raise InvalidValue("scheme must be 'api_key' or 'bearer'",
                                key="scheme", allowed="api_key or bearer")
+        try:
+            check_new_secret(secret)  # new input only: stored short secrets keep working
+        except ValueError as exc:
+            raise _field_problem(exc) from None
         matches = [token.matches_text(secret) for token in self._admin_tokens]
         if any(matches):
             raise InvalidValue(

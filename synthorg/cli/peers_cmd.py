@@ -47,6 +47,7 @@ from synthorg.store.catalog import (
     PeerAddress,
     PeerRecord,
     canonical_endpoint,
+    check_new_secret,
     validate_rate_limit,
 )
 
@@ -225,6 +226,10 @@ def run_add(args: argparse.Namespace) -> int:
         fail(str(exc))
     client = remote_client(args)
     secret = _read_secret(args.secret_env, name)
+    try:
+        check_new_secret(secret)  # here too, so a remote node is not asked in vain
+    except ValueError as exc:
+        fail(str(exc))
     if client is not None:
         public, created = _add_remote(client, name, args.endpoint, args.scheme, secret)
         if args.rate_limit is not None:

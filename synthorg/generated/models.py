@@ -1290,7 +1290,7 @@ PeerScheme = Literal['api_key', 'bearer']
 PeerEndpoint = Annotated[str, Field(min_length=8, max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@\\u0000-\\u001f\\u007f]+(/[^\\s?#\\u0000-\\u001f\\u007f]*)?$')]
 
 
-PeerSecret = Annotated[str, Field(min_length=1, max_length=4096, pattern='^[^\\s\\u0000-\\u001f\\u007f](?:[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f])?$')]
+PeerSecret = Annotated[str, Field(min_length=16, max_length=4096, pattern='^[^\\s\\u0000-\\u001f\\u007f](?:[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f])?$')]
 
 
 class MetricsSamples(SpecModel):

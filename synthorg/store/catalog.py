@@ -11,6 +11,9 @@ from synthorg.names import canonical_peer_name
 Scheme = Literal["api_key", "bearer"]
 SCHEMES: frozenset[str] = frozenset({"api_key", "bearer"})
 MAX_SECRET_LENGTH = 4096
+# Only a secret an operator enters now must be this long (`check_new_secret`): records
+# written before the rule keep working, so reading a record or the store's own put never asks.
+MIN_SECRET_LENGTH = 16
 
 
 @dataclass(frozen=True, repr=False)
@@ -116,6 +119,14 @@ def validate_rate_limit(per_second: float | None) -> float | None:
             or not 0 <= per_second <= MAX_RATE_LIMIT):
         raise ValueError(f"rate limit must be a number from 0 to {MAX_RATE_LIMIT:g} per second")
     return float(per_second)
+
+
+def check_new_secret(secret: str) -> None:
+    """ValueError unless `secret` is a valid credential long enough for new operator input
+    (blank, spaced or control characters are named first). Messages never echo the secret."""
+    _validate_secret(secret)
+    if len(secret) < MIN_SECRET_LENGTH:
+        raise ValueError(f"secret must be at least {MIN_SECRET_LENGTH} characters")
 
 
 def _validate_secret(secret: str) -> None:

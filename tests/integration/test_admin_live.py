@@ -167,7 +167,7 @@ def test_client_timeout_bounds_the_next_outbound_call(
             for name in ("slow-api", "slow-cli"):
                 created = admin.post("/peers", json={
                     "name": name, "endpoint": server.url, "scheme": "api_key",
-                    "secret": f"{name}-secret",
+                    "secret": f"{name}-link-secret-5e1a",
                 })
                 assert created.status_code == 201, created.text
 
@@ -203,7 +203,7 @@ def test_card_cache_max_entries_resizes_the_cache_at_once(
     for index in range(3):
         response = admin.post("/peers", json={
             "name": f"cache-{index}", "endpoint": CLOSED, "scheme": "bearer",
-            "secret": f"cache-secret-{index}",
+            "secret": f"cache-link-secret-{index}",
         })
         assert response.status_code == 201, response.text
     try:
@@ -369,7 +369,7 @@ def test_concurrent_creates_of_one_peer_make_exactly_one(
             barrier.wait()
             return client.post("/peers", json={
                 "name": "racer", "endpoint": f"http://127.0.0.1:{9000 + index}",
-                "scheme": "api_key", "secret": f"racer-secret-{index}",
+                "scheme": "api_key", "secret": f"racer-link-secret-{index}",
             })
 
     with ThreadPoolExecutor(8) as pool:

@@ -126,7 +126,7 @@ def test_a_bad_card_key_is_refused_before_anything_is_stored(tmp_path: Path) -> 
     for bad in ('{"kty": "oct", "k": "c2VjcmV0"}', "https://x.example/jwks.json#short",
                 "not a key"):
         done = cli(tmp_path, "peers", "add", "p", "--endpoint", "http://127.0.0.1:9",
-                   "--card-key", bad, stdin="p-link-secret", check=False)
+                   "--card-key", bad, stdin="p-link-secret-4b1e9c", check=False)
         assert done.returncode == 2 and "card key" in done.stderr
     assert listed(tmp_path) == {}
 

@@ -22,8 +22,10 @@ agents:
 def test_peers_list_probes_cards(tmp_path: Path) -> None:
     with NodeProcess(tmp_path / "b", CONFIG) as node_b:
         home = tmp_path / "a"
-        cli(home, "peers", "add", "node-b", "--endpoint", node_b.url, stdin="link-secret")
-        cli(home, "peers", "add", "node-down", "--endpoint", "http://127.0.0.1:9", stdin="s2")
+        cli(home, "peers", "add", "node-b", "--endpoint", node_b.url,
+            stdin="probe-link-secret-6d2a")
+        cli(home, "peers", "add", "node-down", "--endpoint", "http://127.0.0.1:9",
+            stdin="probe-down-secret-1f7c")
         table = cli(home, "peers", "list").stdout
         listed = json.loads(cli(home, "peers", "list", "--json").stdout)
     rows = {line.split()[0]: line for line in table.splitlines()[1:]}

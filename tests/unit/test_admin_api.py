@@ -21,10 +21,12 @@ from synthorg.admin.status import NodeStatus
 from synthorg.admin.tasks import AdminTasks
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME
 from synthorg.contract.spec import all_definitions, bundled_openapi
+from synthorg.generated.models import AdminError
 from synthorg.node import Health, Node
 from synthorg.observability.log import LOGGER_NAME
 from synthorg.push.receiver import PushReceiver, ReceiverContext
 from synthorg.settings.definitions.a2a import definitions
+from synthorg.store.catalog import MIN_SECRET_LENGTH
 from synthorg.web.endpoints import operation_endpoints
 from synthorg.web.router import Router
 
@@ -607,8 +609,9 @@ def test_a_peer_secret_equal_to_the_admin_token_is_refused(admin: Admin) -> None
         ({"endpoint": "http://h?q=1"}, "endpoint", "invalid_body"),
         ({"scheme": "basic"}, "scheme", "invalid_body"),
         ({"secret": ""}, "secret", "invalid_body"),
-        ({"secret": " padded"}, "secret", "invalid_body"),
-        ({"secret": "line\nbreak"}, "secret", "invalid_body"),
+        ({"secret": " padded-secret-0123456789"}, "secret", "invalid_body"),
+        ({"secret": "line\nbreak-secret-0123456789"}, "secret", "invalid_body"),
+        ({"secret": "x" * 15}, "secret", "invalid_body"),
         ({"secret": "x" * 4097}, "secret", "invalid_body"),
         ({"extra": "x"}, "extra", "invalid_body"),
         # ... or past it, by what a schema cannot say.
@@ -624,6 +627,37 @@ def test_a_bad_peer_is_400_naming_the_field_and_never_echoing_the_secret(
     assert problem["key"] == key
     assert SECRET not in json.dumps(problem) and "padded" not in json.dumps(problem)
     assert admin.node.catalog.get("peer-b") is None
+
+
+def test_a_short_secret_is_400_naming_the_rule_and_never_echoing_it(admin: Admin) -> None:
+    short = "SHORT-LEAK-9c1e"  # 15 characters: one short of MIN_SECRET_LENGTH
+    assert len(short) == MIN_SECRET_LENGTH - 1
+    for method, path, body in (
+        ("POST", PEERS, new_peer(secret=short)),
+        ("PUT", f"{PEERS}/{PEER}", {"endpoint": "http://h", "scheme": "api_key", "secret": short}),
+    ):
+        problem = expect_error(admin.request(method, path, json=body), 400, "invalid_body")
+        AdminError.model_validate(problem)  # the spec's error shape
+        assert problem["key"] == "secret"
+        assert problem["message"] == "secret must be at least 16 characters"
+        assert short not in json.dumps(problem)
+    assert admin.node.catalog.get("peer-b") is None
+    record = admin.node.catalog.get(PEER)
+    assert record is not None and record.secret == PEER_KEY
+    assert admin.audit() == []
+    # Sixteen is enough.
+    response = admin.request("POST", PEERS, json=new_peer(secret="x" * MIN_SECRET_LENGTH))
+    assert response.status_code == 201, response.text
+
+
+def test_a_short_secret_stored_before_the_rule_keeps_working(admin: Admin) -> None:
+    admin.node.catalog.put("old-peer", "http://127.0.0.1:9", "api_key", "short-old")
+    assert admin.request("GET", f"{PEERS}/old-peer").status_code == 200
+    record = admin.node.catalog.get("old-peer")
+    assert record is not None and record.secret == "short-old"
+    # What it says besides its secret changes as before.
+    response = admin.request("PUT", f"{PEERS}/old-peer/rate-limit", json={"rateLimit": 5})
+    assert response.status_code == 200, response.text
 
 
 def test_a_missing_field_is_400(admin: Admin) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from synthorg.cli import main as cli_main
-from synthorg.store.catalog import PeerRecord
+from synthorg.store.catalog import MIN_SECRET_LENGTH, PeerRecord
 from synthorg.store.secretbox import KEY_ENV, KEY_FILENAME, SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import DB_FILENAME, open_database
@@ -217,6 +217,38 @@ def test_a_missing_secret_exits_2(
     assert result.returncode == 2
     assert expected in one_error_line(result)
     assert stored(data_dir, "peer-g") is None
+
+
+SHORT = "SHORT-LEAK-4e7a"  # one character short of MIN_SECRET_LENGTH
+
+
+@pytest.mark.parametrize(
+    ("stdin", "env", "args"),
+    [
+        (SHORT + "\n", None, ()),
+        ("", {"PEER_KEY_SHORT": SHORT}, ("--secret-env", "PEER_KEY_SHORT")),
+        # Remotely too, before the node is asked (nothing listens on the discard port).
+        (SHORT, {"SYNTHORG_ADMIN_TOKEN": "cli-admin-token-0b5d2e8f"},
+         ("--url", "http://127.0.0.1:9")),
+    ],
+)
+def test_a_short_secret_is_refused_without_printing_it(
+    run: Runner, data_dir: Path, stdin: str, env: dict[str, str] | None,
+    args: tuple[str, ...],
+) -> None:
+    assert len(SHORT) == MIN_SECRET_LENGTH - 1
+    result = run("peers", "add", "peer-s", "--endpoint", ENDPOINT, *args, stdin=stdin, env=env)
+    assert result.returncode == 2
+    assert one_error_line(result) == "error: secret must be at least 16 characters"
+    assert result.stdout == ""
+    run.assert_no_leak(SHORT)
+    assert stored(data_dir, "peer-s") is None
+
+
+def test_sixteen_characters_are_enough(run: Runner, data_dir: Path) -> None:
+    assert run.add("peer-s", "x" * MIN_SECRET_LENGTH).returncode == 0
+    record = stored(data_dir, "peer-s")
+    assert record is not None and record.secret == "x" * MIN_SECRET_LENGTH
 
 
 def test_usage_errors_exit_2(run: Runner) -> None:
