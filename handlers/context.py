@@ -204,10 +204,10 @@ class PushReceiverContext(Protocol):
 
     async def receive(
         self, peer: str, body: bytes, timestamp: str | None, signature: str | None,
-        delivery_id: str | None,
+        delivery_id: str | None, authorization: str | None = None, token: str | None = None,
     ) -> int:
         """204 accepted, 400 not a Task, 401 unverifiable, 409 replayed (the headers: None
-        when absent or repeated)."""
+        when absent; a repeated one is unverifiable)."""
         ...
 
 

@@ -1,6 +1,8 @@
 """POST /api/v1/webhooks/{peer}/a2a_push: a signed push from a federation member.
 
-Unauthenticated by the gates: the signature is the credential. 204 once verified (and
+Unauthenticated by the gates: the signature is the credential, or (A2A's form, without a
+signature) the Authorization header or X-A2A-Notification-Token this node registered for the
+delegation (`synthorg.push.receiver`). 204 once verified (and
 applied); 401 when it cannot be verified, 409 for a delivery id already received, 400 for a
 verified body that is not a Task; each refusal is an event naming its reason.
 """
@@ -12,7 +14,12 @@ import json
 from starlette.responses import Response
 
 from handlers.context import HttpRequest, PushReceiverContext
-from synthorg.push.signing import DELIVERY_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from synthorg.push.signing import (
+    DELIVERY_ID_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    TOKEN_HEADER,
+)
 
 _HEADERS = {"Cache-Control": "no-store"}
 _ERRORS = {400: "invalid_body", 401: "unauthorized", 409: "replayed"}
@@ -28,11 +35,18 @@ def _single(request: HttpRequest, name: str) -> str | None:
     return values[0] if len(values) == 1 else None  # a repeated header: unverifiable
 
 
+def _credential(request: HttpRequest, name: str) -> str | None:
+    """None when absent; a repeated one is "", which matches nothing (each sent must match)."""
+    values = request.header_values(name.lower())
+    return None if not values else values[0] if len(values) == 1 else ""
+
+
 async def receive(request: HttpRequest, ctx: PushReceiverContext) -> Response:
     status = await ctx.receive(
         request.path_params.get("peer", ""), request.body,
         _single(request, TIMESTAMP_HEADER), _single(request, SIGNATURE_HEADER),
         _single(request, DELIVERY_ID_HEADER),
+        _credential(request, "Authorization"), _credential(request, TOKEN_HEADER),
     )
     if status == 204:
         return Response(status_code=204, headers=_HEADERS)

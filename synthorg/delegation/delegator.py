@@ -35,6 +35,7 @@ from synthorg.generated.constants import (
     TERMINAL_STATES,
 )
 from synthorg.generated.models import Task
+from synthorg.push.signing import push_credential
 from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
 
@@ -222,7 +223,15 @@ class Delegator:
     async def request_pushes(self, record: Delegation, url: str) -> bool:
         """Ask the peer to push its task to `url`; False when it will not (the caller then
         polls): a peer without push support, or one that refuses the url."""
-        config = {"url": url, "id": FOLLOW_CONFIG_ID}
+        config: dict[str, Any] = {"url": url, "id": FOLLOW_CONFIG_ID}
+        link = self._catalog.get(record.peer)
+        if link is not None:
+            # A2A's own push authentication, for a peer that does not sign its pushes: the
+            # credential is good for this task from this peer only (`push.signing`). A peer
+            # that signs sends it too; its signature is what the receiver verifies then.
+            credential = push_credential(link.secret, record.peer, record.remote_task_id)
+            config["authentication"] = {"schemes": ["Bearer"], "credentials": credential}
+            config["token"] = credential  # 0.3's X-A2A-Notification-Token
         try:
             # In the dialect the task was sent in (the card is cached by then).
             client = await self.peer_client(record.peer)

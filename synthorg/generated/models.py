@@ -159,6 +159,8 @@ class Task(SpecModel):
 
 
 class PushNotificationAuthenticationInfo(SpecModel):
+    """How the node authenticates its pushes to url: `Authorization: <scheme> <credentials>` with the first of Bearer or Basic listed (Basic credentials with a colon are user:password, sent base64-encoded). The credentials are a secret, never logged nor echoed; sent as they are, they must be printable ASCII without surrounding spaces (Basic's user:password: no control characters)."""
+
     schemes: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]], Field(max_length=8)]
     credentials: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
 
@@ -484,7 +486,7 @@ class V1SendPushNotificationConfig(SpecModel):
 
 
 class V1AuthenticationInfo(SpecModel):
-    """How the node authenticates its pushes to url: one HTTP scheme (Bearer or Basic), with its credentials. 0.3's list of schemes holds this one scheme."""
+    """How the node authenticates its pushes to url: `Authorization: <scheme> <credentials>`, the scheme Bearer or Basic (Basic credentials with a colon are user:password, sent base64-encoded). 0.3's list of schemes holds this one scheme. The credentials are a secret, never logged nor echoed; sent as they are, they must be printable ASCII without surrounding spaces (Basic's user:password: no control characters)."""
 
     scheme: Annotated[str, Field(min_length=1, max_length=64)]
     credentials: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None

@@ -9,6 +9,14 @@ replay to another worker or after a restart is refused too). Each refusal is an 
 its reason. A verified push updates the delegation record of the downstream task it names,
 if this node has one (a record never leaves a final state nor goes back in the task's own
 order: `store.delegations.supersedes`); either way it is an event.
+
+A push without X-A2A-Signature may instead carry A2A's own form: `Authorization: Bearer
+<credential>` and/or X-A2A-Notification-Token `<credential>` (each one sent must match), where
+the credential is the one this node registered for the delegation the body's task belongs to
+(`push.signing.push_credential`, compared in constant time). Such a push names no time and
+may name no delivery id, so it is as good as the credential: it applies to that delegation
+only, and the record's own order (never out of a final state, never back in time) is what a
+replay meets; a delivery id, when sent, is still refused the second time.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from synthorg.names import canonical_peer_name
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.push.signing import (
+    credential_matches,
+    push_credential,
     signature_matches,
 )
 from synthorg.store.catalog import Catalog
@@ -33,6 +43,7 @@ from synthorg.store.push import PushReceipts
 
 MAX_DELIVERY_ID = 128
 MAX_TIMESTAMP_DIGITS = 12
+MAX_AUTHORIZATION = 8192  # a longer header is refused unread (a credential is 64 characters)
 
 
 @dataclass(frozen=True)
@@ -74,11 +85,16 @@ class PushReceiver:
         timestamp: str | None,
         presented: str | None,
         delivery_id: str | None,
+        authorization: str | None = None,
+        token: str | None = None,
     ) -> Verdict:
         canonical = canonical_peer_name(peer_name)
         record = self._catalog.get(canonical) if canonical else None
         if record is None:
             return self._refused(401, "unknown_peer", peer_name)
+        if presented is None and (authorization is not None or token is not None):
+            return await self._receive_authorized(record.name, record.secret, peer_name, body,
+                                                  delivery_id, authorization, token)
         if timestamp is None or not presented or not delivery_id:
             return self._refused(401, "missing_signature", record.name)
         when = ascii_int(timestamp, MAX_TIMESTAMP_DIGITS)
@@ -105,7 +121,36 @@ class PushReceiver:
         await self._apply(record.name, task, delivery_id)
         return Verdict(204)
 
-    async def _apply(self, peer: str, task: Task, delivery_id: str) -> None:
+    async def _receive_authorized(
+        self, peer: str, secret: str, path_name: str, body: bytes, delivery_id: str | None,
+        authorization: str | None, token: str | None,
+    ) -> Verdict:
+        """A2A's form: the credential registered for the delegation the body names. The body
+        is read first (the credential is bound to its task), but until the credential
+        matches, nothing it says is used and every refusal is the same 401."""
+        if delivery_id is not None and not _delivery_id_ok(delivery_id):
+            return self._refused(401, "bad_delivery_id", peer)
+        try:
+            task = Task.model_validate_json(body)
+        except ValidationError:
+            return self._refused(401, "bad_authorization", peer, delivery_id)
+        delegation = await self._delegations.by_remote(peer, task.id)
+        if delegation is None:  # no credential was registered for this task
+            return self._refused(401, "bad_authorization", peer, delivery_id)
+        expected = push_credential(secret, path_name, task.id)
+        if authorization is not None and not _bearer_matches(expected, authorization):
+            return self._refused(401, "bad_authorization", peer, delivery_id)
+        if token is not None and not credential_matches(expected, token):
+            return self._refused(401, "bad_authorization", peer, delivery_id)
+        if delivery_id is not None:
+            now = self._clock()
+            keep_after = receipts_kept_after(now, self._skew())
+            if not await self._receipts.first(peer, delivery_id, now, keep_after):
+                return self._refused(409, "replayed", peer, delivery_id)
+        await self._apply(peer, task, delivery_id)
+        return Verdict(204)
+
+    async def _apply(self, peer: str, task: Task, delivery_id: str | None) -> None:
         updated = None
         delegation = await self._delegations.by_remote(peer, task.id)  # one indexed read
         if delegation is not None:
@@ -125,6 +170,14 @@ class PushReceiver:
         return Verdict(status, reason)
 
 
+def _bearer_matches(expected: str, authorization: str) -> bool:
+    """`Bearer <expected>` (the scheme in any case, RFC 9110), compared in constant time."""
+    if len(authorization) > MAX_AUTHORIZATION:
+        return False
+    scheme, _, credentials = authorization.strip().partition(" ")
+    return scheme.lower() == "bearer" and credential_matches(expected, credentials.strip())
+
+
 class ReceiverContext:
     """`handlers.context.PushReceiverContext`: the request's peer, body and headers."""
 
@@ -133,7 +186,8 @@ class ReceiverContext:
 
     async def receive(
         self, peer: str, body: bytes, timestamp: str | None, signature: str | None,
-        delivery_id: str | None,
+        delivery_id: str | None, authorization: str | None = None, token: str | None = None,
     ) -> int:
-        verdict = await self._receiver.receive(peer, body, timestamp, signature, delivery_id)
+        verdict = await self._receiver.receive(peer, body, timestamp, signature, delivery_id,
+                                               authorization, token)
         return verdict.status

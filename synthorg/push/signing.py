@@ -10,6 +10,12 @@ where the receiver path is the operation's path with the sender's name in it
 push cannot be sent again under a new delivery id, nor reflected back to its sender (the link
 secret is shared, but the path names the direction), nor given another body or time.
 Lowercase hex, compared in constant time.
+
+A2A's own form of push authentication is a credential the receiver handed out when it asked
+for the pushes (`PushNotificationConfig.authentication`, sent back as `Authorization: <scheme>
+<credentials>`; 0.3's `token`, as X-A2A-Notification-Token). The one this node hands out for a
+delegation is `push_credential`: derived, not stored, from the link secret, the receiver path
+and the peer's task id, so it is good for that one task from that one peer and nothing else.
 """
 
 from __future__ import annotations
@@ -26,8 +32,11 @@ from synthorg.generated.constants import PUSH_RECEIVE
 
 __all__ = [
     "DELIVERY_ID_HEADER", "SIGNATURE_HEADER", "TIMESTAMP_HEADER", "TOKEN_HEADER",
-    "receiver_path", "signature", "signature_matches", "signed_string",
+    "credential_matches", "push_credential", "receiver_path", "signature",
+    "signature_matches", "signed_string",
 ]
+
+_CREDENTIAL_LABEL = "synthorg push credential"  # keeps it apart from any signature
 
 
 def receiver_path(sender: str) -> str:
@@ -54,3 +63,17 @@ def signature_matches(
     # bytes, so a header with non-ASCII characters is a mismatch, not an error
     expected = signature(secret, timestamp, delivery_id, sender, body).encode()
     return hmac.compare_digest(expected, presented.encode("utf-8", "replace"))
+
+
+def push_credential(secret: str, sender: str, task_id: str) -> str:
+    """The credential this node registers for pushes from `sender` (the name its receiver
+    path carries) about `sender`'s task `task_id`: lowercase hex HMAC-SHA256 keyed with the
+    link secret. Never logged; whoever holds it can push about that task only."""
+    message = "\n".join((_CREDENTIAL_LABEL, receiver_path(sender), task_id))
+    return hmac.new(secret.encode(), message.encode("utf-8", "replace"),
+                    hashlib.sha256).hexdigest()
+
+
+def credential_matches(expected: str, presented: str) -> bool:
+    # bytes, so a header with non-ASCII characters is a mismatch, not an error
+    return hmac.compare_digest(expected.encode(), presented.encode("utf-8", "replace"))

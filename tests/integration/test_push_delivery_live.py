@@ -89,8 +89,11 @@ def test_a_push_to_the_owners_own_receiver_is_signed_with_the_link_secret(
     # private networks stay refused: the owner's receiver is what allows the loopback target
     with LiveNode(tmp_path, config_yaml(False)) as node, node.client(PEER, KEY) as client:
         url = receiver.url + "/base/api/v1/webhooks/node-sender/a2a_push"
-        task = send_with_push(client, {"url": url})
+        credential = "registered-push-credential-3f1a"
+        task = send_with_push(client, {"url": url, "authentication": {
+            "schemes": ["Bearer"], "credentials": credential}})
         node.wait_for_event(DELIVERED, task_id=task["id"])
+        assert not any(credential in line for line in node.lines)
     [got] = receiver.received
     timestamp, delivery = got.headers["X-A2A-Timestamp"], got.headers["X-A2A-Delivery-Id"]
     assert timestamp.isdigit()
@@ -98,6 +101,29 @@ def test_a_push_to_the_owners_own_receiver_is_signed_with_the_link_secret(
         KEY, timestamp, delivery, "node-sender", got.body
     )
     assert got.headers["X-A2A-Peer-Name"] == "node-sender"
+    # A2A's own form beside the signature (which stays, for replay protection)
+    assert got.headers["Authorization"] == f"Bearer {credential}"
+
+
+def test_a_1_0_config_pushes_with_its_scheme_and_credentials(
+    tmp_path: Path, receiver: ScriptedServer
+) -> None:
+    add_peer(tmp_path, PEER, KEY)
+    receiver.script.extend([Answer(200)])
+    credential = "v1-push-credential-8e2b4d"
+    with LiveNode(tmp_path, config_yaml(True)) as node, node.client(PEER, KEY) as client:
+        msg = {"messageId": "m-v1-push", "role": "ROLE_USER", "parts": [{"text": "hi"}],
+               "metadata": {"agentId": "echo"}}
+        push = {"url": receiver.url + "/hook", "authentication": {
+            "scheme": "Bearer", "credentials": credential}}
+        response = client.post("/api/v1/a2a/", headers={"A2A-Version": "1.0"}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": msg, "configuration": {"taskPushNotificationConfig": push}}})
+        task = expect_result(response)["task"]
+        node.wait_for_event(DELIVERED, task_id=task["id"])
+        assert not any(credential in line for line in node.lines)
+    [got] = receiver.received
+    assert got.headers["Authorization"] == f"Bearer {credential}"
 
 
 OTHER, OTHER_KEY = "peer-other", "key-other-7c1e9a3b5d2f"

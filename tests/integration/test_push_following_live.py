@@ -4,9 +4,13 @@ delegation record and A's task ends with B's."""
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
+import httpx
+
+from synthorg.push.signing import push_credential
 from tests.integration.helpers import call, expect_result, get_task, message
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
@@ -64,6 +68,21 @@ agents:
             done = expect_result(get_task(client, task["id"]))
             assert done["status"]["state"] == "completed"
             assert len(done["artifacts"][0]["parts"]) == 3  # every chunk relayed
+            # A registered A2A's own push credential with B, for B's task only: B's pushes
+            # carry it as Authorization beside their signature, and it alone is enough at A's
+            # receiver (a pusher that does not sign).
+            remote = received["task_id"]
+            credential = push_credential(LINK, "node-b", remote)
+            with b.client("node-a", LINK) as as_a:
+                config = expect_result(call(as_a, "tasks/pushNotificationConfig/get", {
+                    "id": remote, "pushNotificationConfigId": "synthorg-follow"}))
+            assert config["pushNotificationConfig"]["authentication"] == {
+                "schemes": ["Bearer"], "credentials": credential}
+            assert config["pushNotificationConfig"]["token"] == credential
+            body = json.dumps({**done, "id": remote}).encode()
+            pushed = httpx.post(f"{a_url}/api/v1/webhooks/node-b/a2a_push", content=body,
+                                headers={"Authorization": f"Bearer {credential}"}, timeout=10)
+            assert pushed.status_code == 204, pushed.text
         b.wait_for_event("a2a.push.delivered", delivery_id=received["delivery_id"])
         # B's card offers A2A 1.0, so A asked for the pushes in 1.0's own method
         b.wait_for_event("a2a.inbound.completed", method="CreateTaskPushNotificationConfig",

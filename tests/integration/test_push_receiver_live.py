@@ -1,8 +1,9 @@
 """The signed push receiver, `POST /api/v1/webhooks/{peer}/a2a_push`, on live nodes: forged,
 stale, replayed and unknown-peer pushes refused (401/409, each reason an event), a verified
 one accepted; a captured push sent again under a new delivery id or to another path refused;
-a delegation record that no push moves back; and one node pushing to another's receiver,
-signed with their link secret."""
+a delegation record that no push moves back; one node pushing to another's receiver,
+signed with their link secret; and A2A's own form (Authorization or X-A2A-Notification-Token
+carrying the credential registered for the delegation) accepted, a wrong one refused."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from synthorg.push.signing import signature
+from synthorg.push.signing import push_credential, signature
 from synthorg.store.delegations import Delegation
 from synthorg.store.sqlite.backend import SqliteStores
 from tests.integration.helpers import call, expect_result, message
@@ -175,6 +176,76 @@ def test_no_push_moves_a_delegation_back_from_final_or_back_in_time(tmp_path: Pa
         # a genuine earlier push sent again (fresh delivery id, fresh signature) changes nothing
         assert state_after(_at("working", 5)) == "completed"
         assert state_after(_at("working", 20)) == "completed"
+
+
+def _delegated(data_dir: Path, remote_task_id: str) -> None:
+    """A delegation of `remote_task_id` to SENDER, as this node records one it follows."""
+    stamp = "2030-01-01T00:00:00.000Z"
+    stores = SqliteStores(data_dir)
+    try:
+        asyncio.run(stores.delegations.add(Delegation(
+            f"d-{remote_task_id}", SENDER, remote_task_id, "c-1", "m-1", "submitted", None,
+            {"kind": "task", "id": remote_task_id, "contextId": "c-1",
+             "status": {"state": "submitted", "timestamp": stamp}}, stamp, stamp)))
+    finally:
+        stores.close()
+
+
+def _task(task_id: str, state: str, second: int) -> bytes:
+    return json.dumps({"kind": "task", "id": task_id, "contextId": "c-1", "status": {
+        "state": state, "timestamp": f"2030-01-01T00:00:{second:02d}.000Z"}}).encode()
+
+
+def test_a2as_own_form_is_accepted_with_the_registered_credential_only(tmp_path: Path) -> None:
+    add_peer(tmp_path, SENDER, LINK)
+    _delegated(tmp_path, "t-spec")
+    _delegated(tmp_path, "t-other")
+    good = push_credential(LINK, SENDER, "t-spec")
+    other = push_credential(LINK, SENDER, "t-other")  # another delegation's credential
+    with LiveNode(tmp_path, RECEIVER_CONFIG) as node:
+        def send(body: bytes, **headers: str) -> httpx.Response:
+            return post_raw(node, SENDER, body, {"Content-Type": "application/json", **headers})
+
+        # The spec's form: Authorization: Bearer <credential> alone (no signature, no id).
+        working = send(_task("t-spec", "working", 5), Authorization=f"Bearer {good}")
+        assert working.status_code == 204, working.text
+        event = node.wait_for_event(RECEIVED, task_id="t-spec", state="working")
+        assert event["delegation_id"] == "d-t-spec" and event["delegation_state"] == "working"
+        # 0.3's token header; the scheme in any case; both at once.
+        assert send(_task("t-spec", "working", 6),
+                    **{"X-A2A-Notification-Token": good}).status_code == 204
+        assert send(_task("t-spec", "working", 7), Authorization=f"bearer {good}").status_code \
+            == 204
+        delivery = uuid.uuid4().hex
+        both = {"Authorization": f"Bearer {good}", "X-A2A-Notification-Token": good,
+                "X-A2A-Delivery-Id": delivery}
+        assert send(_task("t-spec", "completed", 9), **both).status_code == 204
+        node.wait_for_event(RECEIVED, delivery_id=delivery, delegation_state="completed")
+        again = send(_task("t-spec", "completed", 9), **both)  # a delivery id, when sent, counts
+        assert again.status_code == 409
+        before = len(node.events(REJECTED))
+        refused = [
+            {"Authorization": f"Bearer {other}"},  # another task's credential
+            {"Authorization": f"Bearer {good[:-1]}x"},
+            {"Authorization": f"Basic {good}"},
+            {"Authorization": good},  # no scheme
+            {"Authorization": f"Bearer {good}", "X-A2A-Notification-Token": other},  # each
+            {"X-A2A-Notification-Token": f"{good}x"},
+        ]
+        for headers in refused:
+            response = send(_task("t-spec", "failed", 30), **headers)
+            assert response.status_code == 401, headers
+            assert response.json() == {"error": "unauthorized",
+                                       "message": "The push cannot be verified"}
+        # a task this node delegated to no one has no credential, whatever is presented
+        unknown = send(_task("t-nobody", "failed", 30),
+                       Authorization=f"Bearer {push_credential(LINK, SENDER, 't-nobody')}")
+        assert unknown.status_code == 401
+        rejected = node.wait_for_events(REJECTED, before + len(refused) + 1)[before:]
+        assert {e["reason"] for e in rejected} == {"bad_authorization"}
+        assert all(good not in json.dumps(e) for e in node.events(REJECTED))
+        # nothing refused moved the record: it stays completed
+        assert node.find_event(RECEIVED, task_id="t-spec", state="failed") is None
 
 
 def test_one_node_pushes_to_anothers_receiver_signed(tmp_path: Path) -> None:
