@@ -178,7 +178,7 @@ def test_no_push_moves_a_delegation_back_from_final_or_back_in_time(tmp_path: Pa
         assert state_after(_at("working", 20)) == "completed"
 
 
-def _delegated(data_dir: Path, remote_task_id: str) -> None:
+def delegated(data_dir: Path, remote_task_id: str) -> None:
     """A delegation of `remote_task_id` to SENDER, as this node records one it follows."""
     stamp = "2030-01-01T00:00:00.000Z"
     stores = SqliteStores(data_dir)
@@ -198,8 +198,8 @@ def _task(task_id: str, state: str, second: int) -> bytes:
 
 def test_a2as_own_form_is_accepted_with_the_registered_credential_only(tmp_path: Path) -> None:
     add_peer(tmp_path, SENDER, LINK)
-    _delegated(tmp_path, "t-spec")
-    _delegated(tmp_path, "t-other")
+    delegated(tmp_path, "t-spec")
+    delegated(tmp_path, "t-other")
     good = push_credential(LINK, SENDER, "t-spec")
     other = push_credential(LINK, SENDER, "t-other")  # another delegation's credential
     with LiveNode(tmp_path, RECEIVER_CONFIG) as node:
