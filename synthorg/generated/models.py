@@ -158,17 +158,20 @@ class Task(SpecModel):
     metadata: Annotated[Metadata | None, NoNull] = None
 
 
+PushCredential = Annotated[str, Field(max_length=4096, pattern='^[!-~](?:[ -~]*[!-~])?$')]
+
+
 class PushNotificationAuthenticationInfo(SpecModel):
-    """How the node authenticates its pushes to url: `Authorization: <scheme> <credentials>` with the first of Bearer or Basic listed (Basic credentials with a colon are user:password, sent base64-encoded). The credentials are a secret, never logged nor echoed; sent as they are, they must be printable ASCII without surrounding spaces (Basic's user:password: no control characters)."""
+    """How the node authenticates its pushes to url: `Authorization: <scheme> <credentials>` with the first of Bearer or Basic listed (Basic credentials with a colon are user:password, sent base64-encoded). The credentials are a secret, never logged nor echoed, and a header value: printable ASCII without surrounding spaces."""
 
     schemes: Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]], Field(max_length=8)]
-    credentials: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    credentials: Annotated[PushCredential | None, NoNull] = None
 
 
 class PushNotificationConfig(SpecModel):
     url: Annotated[str, Field(min_length=1, max_length=2048)]
     id: Annotated[Identifier | None, NoNull] = None
-    token: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    token: Annotated[PushCredential | None, NoNull] = None
     authentication: Annotated[PushNotificationAuthenticationInfo | None, NoNull] = None
 
 
@@ -481,15 +484,15 @@ class V1SendPushNotificationConfig(SpecModel):
     id: Annotated[Identifier | None, NoNull] = None
     taskId: Annotated[Literal[''] | None, NoNull] = None
     url: Annotated[str, Field(min_length=1, max_length=2048)]
-    token: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    token: Annotated[PushCredential | None, NoNull] = None
     authentication: Annotated[V1AuthenticationInfo | None, NoNull] = None
 
 
 class V1AuthenticationInfo(SpecModel):
-    """How the node authenticates its pushes to url: `Authorization: <scheme> <credentials>`, the scheme Bearer or Basic (Basic credentials with a colon are user:password, sent base64-encoded). 0.3's list of schemes holds this one scheme. The credentials are a secret, never logged nor echoed; sent as they are, they must be printable ASCII without surrounding spaces (Basic's user:password: no control characters)."""
+    """How the node authenticates its pushes to url: `Authorization: <scheme> <credentials>`, the scheme Bearer or Basic (Basic credentials with a colon are user:password, sent base64-encoded). 0.3's list of schemes holds this one scheme. The credentials are a secret, never logged nor echoed, and a header value: printable ASCII without surrounding spaces."""
 
     scheme: Annotated[str, Field(min_length=1, max_length=64)]
-    credentials: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    credentials: Annotated[PushCredential | None, NoNull] = None
 
 
 class V1TaskPushNotificationConfig(SpecModel):
@@ -499,7 +502,7 @@ class V1TaskPushNotificationConfig(SpecModel):
     id: Annotated[Identifier | None, NoNull] = None
     taskId: Identifier
     url: Annotated[str, Field(min_length=1, max_length=2048)]
-    token: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    token: Annotated[PushCredential | None, NoNull] = None
     authentication: Annotated[V1AuthenticationInfo | None, NoNull] = None
 
 
@@ -575,7 +578,7 @@ class V1CreateTaskPushNotificationConfigParams(SpecModel):
     id: Annotated[Identifier | None, NoNull] = None
     taskId: Identifier
     url: Annotated[str, Field(min_length=1, max_length=2048)]
-    token: Annotated[Annotated[str, Field(max_length=4096)] | None, NoNull] = None
+    token: Annotated[PushCredential | None, NoNull] = None
     authentication: Annotated[V1AuthenticationInfo | None, NoNull] = None
 
 
@@ -1790,6 +1793,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'PeerScheme',
     'PeerSecret',
     'PeerSkill',
+    'PushCredential',
     'PushNotificationAuthenticationInfo',
     'PushNotificationConfig',
     'PushRefusal',

@@ -154,11 +154,10 @@ def test_authentication_needs_a_scheme_the_node_sends(client: httpx.Client) -> N
     ({"token": "tok\r\nX-Injected: 1"}, "token"),
     ({"token": " spaced-token"}, "token"),
     ({"authentication": {"schemes": ["Bearer"], "credentials": "cred\r\nX-Injected: 1"}},
-     "authentication.credentials"),
+     "credentials"),
     ({"authentication": {"schemes": ["Bearer"], "credentials": "cr\u00e9dential"}},
-     "authentication.credentials"),
-    ({"authentication": {"schemes": ["Basic"], "credentials": "user:pa\nss"}},
-     "authentication.credentials"),
+     "credentials"),
+    ({"authentication": {"schemes": ["Basic"], "credentials": "user:pa\nss"}}, "credentials"),
 ])
 def test_a_credential_that_is_no_header_value_is_refused_unechoed(
     client: httpx.Client, config: Json, field: str
@@ -166,15 +165,12 @@ def test_a_credential_that_is_no_header_value_is_refused_unechoed(
     task = create_task(client, agent_id="echo")
     error = expect_error(set_config(client, task["id"], {"url": PUBLIC_URL, **config}),
                          code=INVALID_PARAMS, request_id=1)
-    assert field in error["message"]
+    [issue] = error["data"]["errors"]
+    assert issue["loc"][-1] == field and issue["type"] == "string_pattern_mismatch"
     shown = json.dumps(error, ensure_ascii=False)
     assert not any(mark in shown for mark in ("Injected", "spaced", "crédential", "user:pa"))
     listed = raw_result(call(client, "tasks/pushNotificationConfig/list", {"id": task["id"]}))
     assert listed == []
-    # Basic's user:password may hold any printable text: it is sent base64-encoded.
-    fine = {"url": PUBLIC_URL, "authentication": {"schemes": ["Basic"],
-                                                  "credentials": "us\u00e9r:pa ss"}}
-    expect_result(set_config(client, task["id"], fine))
 
 
 def test_message_send_registers_its_push_config(client: httpx.Client) -> None:
