@@ -223,6 +223,7 @@ def test_a2as_own_form_is_accepted_with_the_registered_credential_only(tmp_path:
         node.wait_for_event(RECEIVED, delivery_id=delivery, delegation_state="completed")
         again = send(_task("t-spec", "completed", 9), **both)  # a delivery id, when sent, counts
         assert again.status_code == 409
+        node.wait_for_event(REJECTED, delivery_id=delivery, reason="replayed")  # counted below
         before = len(node.events(REJECTED))
         refused = [
             {"Authorization": f"Bearer {other}"},  # another task's credential
