@@ -119,6 +119,10 @@ def test_a_task_followed_live_ends_with_its_final_event(node: LiveNode,
             rest = [line for line in lines if line]
         assert any('"canceled"' in line for line in rest)
         assert rest[-2:] == ["event: end", "data: {}"]
+        # Past the wait for input the stream waits for the next event: it never sends the
+        # waiting task again (each id once, rising), which would spin the node's loop.
+        ids = [int(line.removeprefix("id: ")) for line in rest if line.startswith("id: ")]
+        assert ids == sorted(set(ids)), ids
     assert admin.get(f"{TASKS}/nope/events").status_code == 404
 
 
