@@ -126,7 +126,7 @@ class Console:
             response = self._sign_in(request)
         elif session is None:
             response = self.render("signin.html", request, status=401,
-                                   next=path if method == "GET" else PREFIX)
+                                   next=_asked(scope) if method == "GET" else PREFIX)
         elif method == "POST" and not session.csrf_matches(request.form.get("csrf")):
             response = self.refuse(request, 403, "The form is stale or was not sent by this "
                                    "console (CSRF check failed); reload the page and try again.")
@@ -225,9 +225,16 @@ def _cookie(scope: Scope) -> str | None:
     return morsel.value if morsel is not None else None
 
 
+def _asked(scope: Scope) -> str:
+    """The page asked for, with its query (a task page's peer, a list's filters)."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    return str(scope["path"]) + (f"?{query}" if query else "")
+
+
 def _local_target(target: str) -> str:
     """Where to go after signing in: a console path only (never another site)."""
-    if is_console_path(target) and "//" not in target and "\\" not in target:
+    path = target.split("?", 1)[0]
+    if is_console_path(path) and "//" not in target and "\\" not in target:
         return target
     return PREFIX
 
@@ -235,7 +242,7 @@ def _local_target(target: str) -> str:
 def _redirect(target: str, *, scope: Scope, cookie: str | None = None,
               clear_cookie: bool = False) -> Response:
     response = Response(status_code=303, headers={**SECURITY_HEADERS,
-                                                  "Location": quote(target, safe="/?=&")})
+                                                  "Location": quote(target, safe="/?=&%+")})
     secure = scope.get("scheme") == "https"
     if cookie is not None:
         response.set_cookie(COOKIE, cookie, path=PREFIX, httponly=True, samesite="strict",

@@ -106,6 +106,16 @@ def test_sign_in_goes_back_to_the_console_page_asked_for_and_nowhere_else(
     with browser(node) as client:
         away = client.post("/console/signin", data={"token": TOKEN, "next": "//evil.example/"})
         assert away.headers["location"] == "/console"
+    with browser(node) as client:  # the page's query comes along (a filter, a task's peer)
+        asked = "/console/tasks?state=working&since=2026-01-31T12%3A00%3A00Z"
+        form = client.get(asked)
+        assert form.status_code == 401
+        assert f'name="next" value="{asked.replace("&", "&amp;")}"' in form.text
+        back = client.post("/console/signin", data={"token": TOKEN, "next": asked})
+        assert back.headers["location"] == asked
+        for elsewhere in ("/elsewhere?/console/", "/console?x=1//evil.example"):
+            away = client.post("/console/signin", data={"token": TOKEN, "next": elsewhere})
+            assert away.headers["location"] == "/console"
 
 
 def test_a_post_without_the_session_csrf_token_is_refused(node: LiveNode) -> None:
