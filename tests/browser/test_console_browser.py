@@ -13,7 +13,14 @@ from synthorg.admin.token import TOKEN_ENV
 from synthorg.console.sessions import COOKIE
 from tests.browser.conftest import shoot
 from tests.browser.hostile import ALL, IMG, SCRIPT, STYLE, SVG, CardServer
-from tests.integration.helpers import cancel_task, create_task, expect_result, get_task
+from tests.integration.helpers import (
+    cancel_task,
+    create_task,
+    expect_result,
+    get_task,
+    message,
+    send,
+)
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 
@@ -168,6 +175,8 @@ def test_a_peers_task_shows_as_text_and_changes_state_live(
     assert_nothing_ran(page)
     shoot(page, "task")
     page.evaluate("window.stillHere = true")  # gone if the page were loaded again
+    expect_result(send(caller, message("a further answer", task_id=task_id)))
+    page.locator('[data-field="history"]', has_text="a further answer").wait_for()
     expect_result(cancel_task(caller, task_id))
     page.locator('[data-field="state"]', has_text="canceled").wait_for()
     assert page.evaluate("window.stillHere === true")
