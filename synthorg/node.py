@@ -324,7 +324,8 @@ class Node:
         if not config.enabled:
             return None
         calls = AdminCalls({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
-        return build_console(calls, self.admin_token, config.session_minutes)
+        return build_console(calls, self.admin_token, self.stores.console_sessions,
+                             config.session_minutes)
 
     def _rate_limiter(self) -> PeerRateLimiter:
         settings, gate_catalog = self.settings, self.gate.catalog

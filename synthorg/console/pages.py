@@ -21,6 +21,7 @@ from synthorg.console.app import PREFIX, SECURITY_HEADERS, Console, Request
 from synthorg.console.charts import line_chart
 from synthorg.generated import constants as spec
 from synthorg.generated.models import AuditEvent, TaskState
+from synthorg.store.console_sessions import ConsoleSessionStore
 
 _WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 NOTICES = {
@@ -66,8 +67,9 @@ def redirect(path: str, done: str) -> Response:
         **SECURITY_HEADERS, "Location": f"{quote(path, safe='/')}?done={done}"})
 
 
-def build_console(calls: AdminCalls, token: AdminToken, session_minutes: int) -> Console:
-    console = Console(calls, token, session_minutes)
+def build_console(calls: AdminCalls, token: AdminToken, sessions: ConsoleSessionStore,
+                  session_minutes: int) -> Console:
+    console = Console(calls, token, sessions, session_minutes)
     pages = Pages(console)
     console.page("GET", PREFIX, pages.overview)
     console.page("GET", PREFIX + "/peers", pages.peers)
