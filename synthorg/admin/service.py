@@ -30,8 +30,9 @@ from synthorg.observability.events.admin import (
     SETTING_RESET,
 )
 from synthorg.settings.runtime import RuntimeSettings, SettingChange, SettingView
-from synthorg.store.catalog import SCHEMES, Catalog, PeerRecord, canonical_endpoint
+from synthorg.store.catalog import MTLS, SCHEMES, Catalog, PeerRecord, canonical_endpoint
 from synthorg.store.secretbox import SecretBoxError
+from synthorg.tls.pins import validate_pin
 
 _MAX_NAME_SHOWN = 80
 
@@ -271,8 +272,13 @@ class PeersAdmin:
         except ValueError as exc:
             raise _field_problem(exc) from None
         if scheme not in SCHEMES:
-            raise InvalidValue("scheme must be 'api_key' or 'bearer'",
-                               key="scheme", allowed="api_key or bearer")
+            raise InvalidValue("scheme must be 'api_key', 'bearer' or 'mtls'",
+                               key="scheme", allowed="api_key, bearer or mtls")
+        if scheme == MTLS:
+            try:
+                validate_pin(secret)
+            except ValueError as exc:
+                raise InvalidValue(str(exc), key="secret") from None
         matches = [token.matches_text(secret) for token in self._admin_tokens]
         if any(matches):
             raise InvalidValue(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -66,11 +67,13 @@ async def fetch_card_document(
     etag: str | None = None,
     max_bytes: int = MAX_CARD_BYTES,
     transport: httpx.AsyncBaseTransport | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> Fetched:
-    """GET `url`; with `etag`, a 304 answer comes back as `not_modified`. Never raises."""
+    """GET `url`; with `etag`, a 304 answer comes back as `not_modified`. Never raises.
+    `tls`: what an https URL is verified with and shown (server.tls); None: the defaults."""
     try:
         async with asyncio.timeout(timeout):
-            return await _fetch(url, timeout, etag, max_bytes, transport)
+            return await _fetch(url, timeout, etag, max_bytes, transport, tls)
     except (TimeoutError, httpx.TimeoutException):
         return _failed("timeout", f"no complete answer within {timeout:g}s")
     except httpx.ConnectError:
@@ -89,6 +92,7 @@ async def _fetch(
     etag: str | None,
     max_bytes: int,
     transport: httpx.AsyncBaseTransport | None,
+    tls: ssl.SSLContext | None = None,
 ) -> Fetched:
     headers = {"Accept": "application/json", "Accept-Encoding": "identity",
                "User-Agent": USER_AGENT}
@@ -97,7 +101,7 @@ async def _fetch(
     trace_headers(headers)
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False,
-        transport=transport,
+        transport=transport, verify=tls if tls is not None else True,
     ) as client, client.stream("GET", url, headers=headers) as response:
         status = response.status_code
         new_etag = usable_etag(response.headers.get("etag"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import ssl
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -101,6 +102,8 @@ class RetryPolicy:
 
 def credential_headers(record: PeerRecord, local_name: str) -> dict[str, str]:
     headers = {PEER_NAME_HEADER: local_name}
+    if record.scheme == "mtls":
+        return headers  # the client certificate is the credential; the pin is never sent
     if record.scheme == "api_key":
         headers[API_KEY_HEADER] = record.secret
     else:
@@ -160,6 +163,7 @@ class A2AClient:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         dialect: PeerDialect | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.record = record
         # None: A2A 0.3 at the catalog endpoint. In 1.0 the same calls are made with the 1.0
@@ -172,6 +176,8 @@ class A2AClient:
         self._retry = retry
         self._max_bytes = max_response_bytes
         self._transport = transport
+        # server.tls: the node's client certificate, and the peers' CA trusted too
+        self.verify: ssl.SSLContext | bool = tls if tls is not None else True
         self._sleep = sleep
 
     # What a streaming call (synthorg.delegation.sse_client) shares with this client.
@@ -358,7 +364,8 @@ class A2AClient:
         headers = trace_headers({**self._headers, "Content-Type": "application/json"})
         timeout = httpx.Timeout(self._timeout())
         async with (
-            httpx.AsyncClient(transport=self._transport, timeout=timeout) as http,
+            httpx.AsyncClient(transport=self._transport, timeout=timeout,
+                              verify=self.verify) as http,
             http.stream("POST", self.rpc_url, content=body, headers=headers) as response,
         ):
             chunks: list[bytes] = []

@@ -8,6 +8,7 @@ is final or needs input; a peer that goes away meanwhile is retried by the clien
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -71,8 +72,10 @@ class Delegator:
         local_name: str | None,
         timeout: Callable[[], float],
         transport: httpx.AsyncBaseTransport | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._catalog = catalog
+        self._tls = tls  # server.tls: the client certificate shown to peers
         self.store = store
         self._local_name = local_name
         self._timeout = timeout
@@ -90,7 +93,8 @@ class Delegator:
         if record is None:
             raise DelegationError(f"no catalog record for peer {peer!r}")
         return A2AClient(
-            record, self._local_name, self._timeout, transport=self._transport, dialect=dialect
+            record, self._local_name, self._timeout, transport=self._transport, dialect=dialect,
+            tls=self._tls,
         )
 
     async def peer_client(self, peer: str) -> A2AClient:
@@ -112,7 +116,8 @@ class Delegator:
         if cached is not None and cached[0] > now:
             return cached[1]
         fetched = await fetch_card_document(
-            card_url(endpoint), timeout=self._timeout(), transport=self._transport
+            card_url(endpoint), timeout=self._timeout(), transport=self._transport,
+            tls=self._tls,
         )
         card = None
         if fetched.document is not None:

@@ -125,7 +125,8 @@ async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str
     timeout = httpx.Timeout(seconds, read=max(seconds, STREAM_IDLE_SECONDS))
     try:
         async with (
-            httpx.AsyncClient(transport=client.transport, timeout=timeout) as http,
+            httpx.AsyncClient(transport=client.transport, timeout=timeout,
+                              verify=client.verify) as http,
             http.stream("POST", client.rpc_url, content=body,
                         headers=trace_headers(headers)) as response,
         ):

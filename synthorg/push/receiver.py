@@ -27,7 +27,7 @@ from synthorg.observability.log import emit
 from synthorg.push.signing import (
     signature_matches,
 )
-from synthorg.store.catalog import Catalog
+from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.delegations import DelegationStore
 from synthorg.store.push import PushReceipts
 
@@ -79,6 +79,10 @@ class PushReceiver:
         record = self._catalog.get(canonical) if canonical else None
         if record is None:
             return self._refused(401, "unknown_peer", peer_name)
+        if record.scheme == MTLS:
+            # The record holds a pin, which is public: it cannot key a signature. Fail closed
+            # (its tasks are followed by polling or streaming instead).
+            return self._refused(401, "no_link_secret", record.name)
         if timestamp is None or not presented or not delivery_id:
             return self._refused(401, "missing_signature", record.name)
         when = ascii_int(timestamp, MAX_TIMESTAMP_DIGITS)

@@ -7,9 +7,13 @@ from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
 from synthorg.names import canonical_peer_name
+from synthorg.tls.pins import validate_pin
 
-Scheme = Literal["api_key", "bearer"]
-SCHEMES: frozenset[str] = frozenset({"api_key", "bearer"})
+Scheme = Literal["api_key", "bearer", "mtls"]
+SCHEMES: frozenset[str] = frozenset({"api_key", "bearer", "mtls"})
+# mtls: the secret is the pin of the peer's certificate (synthorg.tls.pins), not a secret
+# that travels; the client certificate is the credential.
+MTLS = "mtls"
 MAX_SECRET_LENGTH = 4096
 
 
@@ -100,8 +104,10 @@ def validate_record(name: str, endpoint: str, scheme: str, secret: str) -> tuple
             "starting with a letter or digit"
         )
     if scheme not in SCHEMES:
-        raise ValueError("scheme must be 'api_key' or 'bearer'")
+        raise ValueError("scheme must be 'api_key', 'bearer' or 'mtls'")
     _validate_secret(secret)
+    if scheme == MTLS:
+        validate_pin(secret)
     return canonical, canonical_endpoint(endpoint), scheme
 
 
