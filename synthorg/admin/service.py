@@ -30,7 +30,14 @@ from synthorg.observability.events.admin import (
     SETTING_RESET,
 )
 from synthorg.settings.runtime import RuntimeSettings, SettingChange, SettingView
-from synthorg.store.catalog import MTLS, SCHEMES, Catalog, PeerRecord, canonical_endpoint
+from synthorg.store.catalog import (
+    MTLS,
+    SCHEMES,
+    Catalog,
+    PeerRecord,
+    canonical_endpoint,
+    require_https,
+)
 from synthorg.store.secretbox import SecretBoxError
 from synthorg.tls.pins import validate_pin
 
@@ -279,6 +286,10 @@ class PeersAdmin:
                 validate_pin(secret)
             except ValueError as exc:
                 raise InvalidValue(str(exc), key="secret") from None
+            try:
+                require_https(canonical_endpoint(endpoint))
+            except ValueError as exc:
+                raise InvalidValue(str(exc), key="endpoint") from None
         matches = [token.matches_text(secret) for token in self._admin_tokens]
         if any(matches):
             raise InvalidValue(

@@ -45,6 +45,7 @@ from synthorg.generated.models import Message, Task, TaskStatus
 from synthorg.http.numbers import ascii_int
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.store.catalog import PeerRecord
+from synthorg.tls.outbound import PinMismatch, request_extensions
 
 RequestId = str | int | None
 RPC_PATH = RPC_POST.path
@@ -98,6 +99,9 @@ class RetryPolicy:
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER)
         return random.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
+
+
+PIN_MISMATCH = "its certificate is not the one its catalog record pins"
 
 
 def credential_headers(record: PeerRecord, local_name: str) -> dict[str, str]:
@@ -178,6 +182,8 @@ class A2AClient:
         self._transport = transport
         # server.tls: the node's client certificate, and the peers' CA trusted too
         self.verify: ssl.SSLContext | bool = tls if tls is not None else True
+        # mtls: the peer's server certificate must have the record's pin
+        self.extensions = request_extensions(record.scheme, record.secret)
         self._sleep = sleep
 
     # What a streaming call (synthorg.delegation.sse_client) shares with this client.
@@ -345,6 +351,8 @@ class A2AClient:
             retry_after: float | None = None
             try:
                 status, payload, retry_after = await self._post(body)
+            except PinMismatch:
+                raise PeerUnavailable(f"{name}: {PIN_MISMATCH}") from None
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 problem = f"cannot connect ({type(exc).__name__})"
             except httpx.TimeoutException:
@@ -366,7 +374,8 @@ class A2AClient:
         async with (
             httpx.AsyncClient(transport=self._transport, timeout=timeout,
                               verify=self.verify) as http,
-            http.stream("POST", self.rpc_url, content=body, headers=headers) as response,
+            http.stream("POST", self.rpc_url, content=body, headers=headers,
+                        extensions=self.extensions) as response,
         ):
             chunks: list[bytes] = []
             size = 0

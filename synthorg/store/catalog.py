@@ -106,9 +106,17 @@ def validate_record(name: str, endpoint: str, scheme: str, secret: str) -> tuple
     if scheme not in SCHEMES:
         raise ValueError("scheme must be 'api_key', 'bearer' or 'mtls'")
     _validate_secret(secret)
+    endpoint = canonical_endpoint(endpoint)
     if scheme == MTLS:
         validate_pin(secret)
-    return canonical, canonical_endpoint(endpoint), scheme
+        require_https(endpoint)
+    return canonical, endpoint, scheme
+
+
+def require_https(endpoint: str) -> None:
+    """An mtls peer is reached over TLS only: its certificate is what is checked."""
+    if not endpoint.lower().startswith("https://"):
+        raise ValueError("endpoint must be an https URL for scheme mtls")
 
 
 MAX_RATE_LIMIT = 1_000_000.0

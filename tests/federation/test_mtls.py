@@ -86,6 +86,10 @@ def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MtlsFederation]:
                              "--scheme", "mtls", "--cert", str(certs / f"{peer.name}.pem"))
             assert added.returncode == 0, added.stderr
             assert "scheme mtls" in added.stdout
+        # node-b's endpoint, but pinning another key: node-a must not talk to it
+        wrong = a.cli("peers", "add", "node-b-wrong", "--endpoint", b.url,
+                      "--scheme", "mtls", "--cert", str(certs / "other.pem"))
+        assert wrong.returncode == 0, wrong.stderr
         tester_secret, s_secret = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         a.add_peer("tester", "https://127.0.0.1:9", tester_secret)
         b.add_peer("node-s", "https://127.0.0.1:9", s_secret)
@@ -124,6 +128,15 @@ def test_a_delegates_to_b_over_https_with_its_certificate(mtls: MtlsFederation) 
     assert artifact_texts(record["task"]) == ["hello over mtls"]
     seen = mtls.b.cli_json("tasks", "get", record["remote_task_id"])
     assert seen["peer"] == "node-a"  # b knew a by its certificate alone
+
+
+def test_a_peer_whose_server_certificate_is_not_the_pinned_one_gets_nothing(
+        mtls: MtlsFederation) -> None:
+    before = len(mtls.b.cli_json("tasks", "list", "--inbound")["inbound"])
+    result = mtls.a.cli("delegate", "node-b-wrong", "not for you", "--agent", "echo", "--wait")
+    assert result.returncode != 0
+    assert "its certificate is not the one its catalog record pins" in result.stderr
+    assert len(mtls.b.cli_json("tasks", "list", "--inbound")["inbound"]) == before
 
 
 def test_a_node_forwards_to_its_peer_over_mtls(mtls: MtlsFederation) -> None:

@@ -411,10 +411,14 @@ def test_add_mtls_pins_the_key_of_a_certificate_file(run: Runner, data_dir: Path
         "added peer node-b (endpoint https://127.0.0.1:8443, scheme mtls)")
     record = stored(data_dir, "node-b")
     assert record is not None and (record.scheme, record.secret) == ("mtls", node.pin)
+    https = "https://127.0.0.1:8443"
     # the pin may be given like a secret instead
-    assert run.add("node-c", node.pin, "--scheme", "mtls").returncode == 0
-    # a secret that is not a pin is refused for scheme mtls
-    assert "sha256//" in one_error_line(run.add("node-d", SECRET, "--scheme", "mtls"))
+    assert run.add("node-c", node.pin, "--scheme", "mtls", endpoint=https).returncode == 0
+    # a secret that is not a pin is refused for scheme mtls, and so is plain http
+    assert "sha256//" in one_error_line(
+        run.add("node-d", SECRET, "--scheme", "mtls", endpoint=https))
+    assert "https URL for scheme mtls" in one_error_line(
+        run.add("node-d", node.pin, "--scheme", "mtls"))
     # --cert is for mtls only, and must name a certificate
     assert "--scheme mtls" in one_error_line(
         run.add("node-e", SECRET, "--cert", pem))

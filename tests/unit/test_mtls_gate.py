@@ -102,6 +102,8 @@ def test_an_mtls_record_must_hold_a_pin() -> None:
     assert validate_record("node-b", "https://127.0.0.1:1", "mtls", NODE_B.pin)[2] == "mtls"
     with pytest.raises(ValueError, match="sha256//"):
         validate_record("node-b", "https://127.0.0.1:1", "mtls", "a-plain-secret")
+    with pytest.raises(ValueError, match="https URL for scheme mtls"):
+        validate_record("node-b", "http://127.0.0.1:1", "mtls", NODE_B.pin)
 
 
 # -- the gate ---------------------------------------------------------------------------------

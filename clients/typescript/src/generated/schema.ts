@@ -1960,7 +1960,7 @@ export interface components {
             value: number;
         };
         /**
-         * @description How the peer's credential travels: api_key (X-API-Key, or Authorization Bearer), bearer (Authorization Bearer only) or mtls (a client certificate over mutual TLS: the secret is then the pin of the peer's certificate, sha256// and the base64 SHA-256 of its SubjectPublicKeyInfo, as curl's --pinnedpubkey writes it; no header admits the peer).
+         * @description How the peer's credential travels: api_key (X-API-Key, or Authorization Bearer), bearer (Authorization Bearer only) or mtls (a client certificate over mutual TLS: the secret is then the pin of the peer's certificate, sha256// and the base64 SHA-256 of its SubjectPublicKeyInfo, as curl's --pinnedpubkey writes it; no header admits the peer, and its endpoint must be https: this node checks the peer's server certificate against the same pin).
          * @enum {string}
          */
         PeerScheme: "api_key" | "bearer" | "mtls";
