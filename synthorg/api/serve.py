@@ -88,8 +88,8 @@ def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
         # so every earlier runner is gone.
         asyncio.run(node.recover(others_gone=True))
         node.warn_at_start(host)
-        _say_at_start(data_dir, node.config.source, node.admin_token, host)
         tls = served_tls(node.config, data_dir)
+        _say_at_start(data_dir, node.config.source, node.admin_token, host, tls is not None)
         try:
             sockets = _listen_all(host, port, workers)
         except OSError as exc:
@@ -121,8 +121,8 @@ def _serve_shared(data_dir: Path, host: str, port: int, workers: int) -> int:
     except (OSError, SecretBoxError, OptionsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    _say_at_start(data_dir, setup.config.source, setup.admin_token, host)
     tls = served_tls(setup.config, data_dir)
+    _say_at_start(data_dir, setup.config.source, setup.admin_token, host, tls is not None)
     try:
         sockets = _listen_all(host, port, workers)
     except OSError as exc:
@@ -187,11 +187,11 @@ async def boot_shared(setup: NodeSetup, stores: Stores, host: str, port: int,
 
 
 def _say_at_start(data_dir: Path, config_source: Path | None, token: AdminToken,
-                  host: str) -> None:
+                  host: str, tls: bool) -> None:
     if config_source is None:
         print(f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)",
               file=sys.stderr)
-    _announce_admin_token(token, host)
+    _announce_admin_token(token, host, tls)
 
 
 def _started(node: Node, host: str, port: int, data_dir: Path, workers: int) -> None:
@@ -324,7 +324,7 @@ def settle_memory() -> None:
     gc.set_threshold(20_000, 20, 20)
 
 
-def _announce_admin_token(token: AdminToken, host: str) -> None:
+def _announce_admin_token(token: AdminToken, host: str, tls: bool = False) -> None:
     """Say where the operator's admin token is; never the token itself."""
     if token.path is None:
         where = "from SYNTHORG_ADMIN_TOKEN"
@@ -337,7 +337,7 @@ def _announce_admin_token(token: AdminToken, host: str) -> None:
         path=None if token.path is None else str(token.path),
         created=token.created,
     )
-    if not is_loopback(host):
+    if not is_loopback(host) and not tls:  # served over TLS, the token is not in the clear
         emit(
             admin_events.NON_LOOPBACK,
             level="warning",
