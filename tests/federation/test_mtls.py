@@ -30,14 +30,16 @@ TIMEOUT = 10.0
 
 class TlsNode(FedNode):
     def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str],
-                 certs: Path) -> None:
+                 certs: Path, cert: str | None = None) -> None:
+        """`cert`: the name of the certificate it serves (default: its own name's)."""
         super().__init__(root, name, allowed, agents)
+        cert = cert or name
         config = self.data_dir / "config.yaml"
         config.write_text(config.read_text() + (
             "server:\n"
             "  tls:\n"
-            f"    cert_file: {certs / name}.pem\n"
-            f"    key_file: {certs / name}.key\n"
+            f"    cert_file: {certs / cert}.pem\n"
+            f"    key_file: {certs / cert}.key\n"
             f"    ca_file: {certs / 'ca.pem'}\n"
         ))
 
@@ -205,3 +207,19 @@ def test_a_secret_beside_another_peers_certificate_is_refused(mtls: MtlsFederati
     for cert in (None, "other"):
         response = post(mtls, mtls.b, cert, {"X-API-Key": mtls.s_secret})
         assert response.status_code == 200, response.text
+
+
+def test_worker_processes_serve_tls_and_read_the_certificate(mtls: MtlsFederation,
+                                                             tmp_path: Path) -> None:
+    # each worker builds its own TLS context (uvicorn hands it the factory); every one of
+    # them admits node-a by its certificate and refuses it without one
+    node = TlsNode(tmp_path, "node-w", ["node-a"], {"echo": "echo"}, mtls.certs, "node-b")
+    node.env["SYNTHORG_WORKERS"] = "2"
+    with running(node):
+        added = node.cli("peers", "add", "node-a", "--endpoint", mtls.a.url,
+                         "--scheme", "mtls", "--cert", str(mtls.certs / "node-a.pem"))
+        assert added.returncode == 0, added.stderr
+        for _ in range(6):  # new connections, spread over the workers' sockets
+            response = post(mtls, node, "node-a", {})
+            assert response.status_code == 200, response.text
+            assert_refused(post(mtls, node, None, {"X-A2A-Peer-Name": "node-a"}))
