@@ -1,5 +1,6 @@
 # `make demo` runs two federated nodes on loopback and one delegation between them;
-# `make test` runs every check CI runs. Both set up .venv first (and `make test` the TypeScript
+# `make test` runs every check CI runs (pytest lists its 25 slowest steps, so a CI log shows
+# where the time went). Both set up .venv first (and `make test` the TypeScript
 # client's npm dependencies).
 PYTHON ?= python3
 VENV := .venv
@@ -37,7 +38,7 @@ test: venv sdk1-venv client-ts-deps
 	$(BIN)/python -m codegen --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=25
 
 # The live benchmark (floor, a2a-sdk, this node under wrk); e.g. BENCH_ARGS=--quick.
 # The contract tests with a fresh random seed and many examples per operation (CI runs a

@@ -12,9 +12,11 @@ import contextlib
 import contextvars
 import ipaddress
 import os
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -26,6 +28,7 @@ from synthorg.admin.status import NodeStatus
 from synthorg.admin.tasks import AdminTasks
 from synthorg.admin.token import AdminToken
 from synthorg.cards.discovery import CardDiscovery
+from synthorg.cards.fetch import fetch_card_document
 from synthorg.cards.keys import CardKeySet
 from synthorg.cards.publisher import CardPublisher
 from synthorg.config.company import ConfigError, NodeConfig, load_config
@@ -74,6 +77,8 @@ from synthorg.tasks.executors import (
 from synthorg.tasks.plugins import PluginError, add_import_roots, load_executor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 from synthorg.tasks.streams import TaskStreams
+from synthorg.tls.context import client_context, tls_files
+from synthorg.tls.context import problems as problems_of_tls
 from synthorg.web.app import NodeApp
 from synthorg.web.endpoints import operation_endpoints
 from synthorg.web.router import Endpoint
@@ -111,8 +116,17 @@ def _executor(
 
 
 def _config_dir(setup: NodeSetup) -> Path:
-    source = setup.config.source
-    return source.parent if source is not None else setup.data_dir
+    return _dir_of(setup.config, setup.data_dir)
+
+
+def _dir_of(config: NodeConfig, data_dir: Path) -> Path:
+    """Where relative paths in the config are read from: the config file's directory."""
+    return config.source.parent if config.source is not None else data_dir
+
+
+def outbound_tls(setup: NodeSetup) -> ssl.SSLContext | None:
+    """What calls to peers verify with and present (`server.tls`); None: the defaults."""
+    return client_context(tls_files(setup.config.server.tls, _config_dir(setup)))
 
 
 class Health:
@@ -147,6 +161,10 @@ def prepare(data_dir: Path, host: str = "127.0.0.1") -> NodeSetup:
             f"{config.source or data_dir / 'config.yaml'}: a2a.dev_allow_without_catalog: "
             f"only allowed on a loopback address, not {host}"
         )
+    files = tls_files(config.server.tls, _dir_of(config, data_dir))
+    for key, problem in problems_of_tls(files) if files is not None else []:
+        raise ConfigError(f"{config.source or data_dir / 'config.yaml'}: server.tls.{key}: "
+                          f"{problem}")
     card_keys = CardKeySet.load(data_dir) if config.a2a.enabled else None
     return NodeSetup(data_dir, config, admin_token, card_keys)
 
@@ -210,8 +228,10 @@ class Node:
         audit = AuditLog(stores.audit)
         node_name = config.a2a.node_name
         # Read through callables, so a runtime settings write applies to the next use.
+        tls = outbound_tls(setup)
         delegator = Delegator(
-            catalog, stores.delegations, node_name, lambda: settings.client_timeout_seconds
+            catalog, stores.delegations, node_name, lambda: settings.client_timeout_seconds,
+            tls=tls,
         )
         if any(a.executor is not None and a.executor.kind == "python" for a in config.agents):
             add_import_roots(config.python_path, _config_dir(setup))
@@ -244,6 +264,7 @@ class Node:
             catalog.addresses(),
             lambda: settings.client_timeout_seconds,
             lambda: settings.card_cache_max_entries,
+            fetch=partial(fetch_card_document, tls=tls),
         )
         settings.on_change(
             lambda key, value: (
@@ -324,7 +345,8 @@ class Node:
         if not config.enabled:
             return None
         calls = AdminCalls({op: ep for op, ep in operations.items() if not isinstance(ep, str)})
-        return build_console(calls, self.admin_token, config.session_minutes)
+        return build_console(calls, self.admin_token, self.stores.console_sessions,
+                             config.session_minutes)
 
     def _rate_limiter(self) -> PeerRateLimiter:
         settings, gate_catalog = self.settings, self.gate.catalog

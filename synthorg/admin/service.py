@@ -31,13 +31,16 @@ from synthorg.observability.events.admin import (
 )
 from synthorg.settings.runtime import RuntimeSettings, SettingChange, SettingView
 from synthorg.store.catalog import (
+    MTLS,
     SCHEMES,
     Catalog,
     PeerRecord,
     canonical_endpoint,
     check_new_secret,
+    require_https,
 )
 from synthorg.store.secretbox import SecretBoxError
+from synthorg.tls.pins import validate_pin
 
 _MAX_NAME_SHOWN = 80
 
@@ -278,12 +281,22 @@ class PeersAdmin:
         except ValueError as exc:
             raise _field_problem(exc) from None
         if scheme not in SCHEMES:
-            raise InvalidValue("scheme must be 'api_key' or 'bearer'",
-                               key="scheme", allowed="api_key or bearer")
-        try:
-            check_new_secret(secret)  # new input only: stored short secrets keep working
-        except ValueError as exc:
-            raise _field_problem(exc) from None
+            raise InvalidValue("scheme must be 'api_key', 'bearer' or 'mtls'",
+                               key="scheme", allowed="api_key, bearer or mtls")
+        if scheme == MTLS:
+            try:
+                validate_pin(secret)
+            except ValueError as exc:
+                raise InvalidValue(str(exc), key="secret") from None
+            try:
+                require_https(canonical_endpoint(endpoint))
+            except ValueError as exc:
+                raise InvalidValue(str(exc), key="endpoint") from None
+        else:
+            try:
+                check_new_secret(secret)  # new input only: stored short secrets keep working
+            except ValueError as exc:
+                raise _field_problem(exc) from None
         matches = [token.matches_text(secret) for token in self._admin_tokens]
         if any(matches):
             raise InvalidValue(

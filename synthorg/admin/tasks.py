@@ -105,11 +105,17 @@ class AdminTasks:
     async def _to_the_end(self, owner: str, task_id: str
                           ) -> AsyncIterator[Sequenced[StreamEvent]]:
         """A peer's stream ends when the task waits for input; the operator's goes on, past
-        each wait, to the task's final state."""
+        each wait, to the task's final state. Past a wait it follows the log from the last
+        event seen (a resubscribe there would answer at once with the same task again, and
+        this loop would spin without ever waiting)."""
         after: int | None = None
         while True:
             state = None
-            async for item in self._service.resubscribe(owner, task_id, after):
+            events = (self._service.resubscribe(owner, task_id, None) if after is None
+                      else self._service.follow(owner, task_id, after))
+            async for item in events:
+                if item.quiet:
+                    continue
                 after = item.seq
                 status = getattr(item.event, "status", None)
                 state = status.state if status is not None else state

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from synthorg.admin.token import AdminToken
-from synthorg.config.company import CONFIG_FILE, ConfigError
+from synthorg.config.company import CONFIG_FILE, ConfigError, NodeConfig
 from synthorg.errors import SchemaTooNew, StoreError, StoreUnavailable
 from synthorg.http.numbers import ascii_int
 from synthorg.node import Node, NodeSetup, is_loopback, prepare
@@ -43,6 +43,7 @@ from synthorg.paths import data_dir_from_env
 from synthorg.store.backend import Stores
 from synthorg.store.secretbox import SecretBoxError
 from synthorg.store.select import OptionsError, open_stores, runner_from_env, uses_postgres
+from synthorg.tls.context import TlsFiles, tls_files
 from synthorg.web.app import NodeApp
 from synthorg.web.starting import Booted, StartingApp
 
@@ -87,7 +88,8 @@ def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
         # so every earlier runner is gone.
         asyncio.run(node.recover(others_gone=True))
         node.warn_at_start(host)
-        _say_at_start(data_dir, node.config.source, node.admin_token, host)
+        tls = served_tls(node.config, data_dir)
+        _say_at_start(data_dir, node.config.source, node.admin_token, host, tls is not None)
         try:
             sockets = _listen_all(host, port, workers)
         except OSError as exc:
@@ -96,14 +98,14 @@ def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
         # The socket is listening before this line is written, so a supervisor (or a test)
         # may connect as soon as it reads the event; port 0 picks a free port, reported here.
         port = sockets[0].getsockname()[1]
-        _say_serving(host, port)
+        _say_serving(host, port, tls is not None)
         _started(node, host, port, data_dir, workers)
         stopped = _stopped(host, port, workers)
         if workers == 1:
-            return _run_one(node.app(), node.config.server, sockets[0], stopped)
+            return _run_one(node.app(), node.config.server, tls, sockets[0], stopped)
     finally:
         node.close()
-    code = _run_workers(data_dir, host, workers, node.config.server, sockets)
+    code = _run_workers(data_dir, host, workers, node.config.server, tls, sockets)
     stopped()
     return code
 
@@ -119,7 +121,8 @@ def _serve_shared(data_dir: Path, host: str, port: int, workers: int) -> int:
     except (OSError, SecretBoxError, OptionsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    _say_at_start(data_dir, setup.config.source, setup.admin_token, host)
+    tls = served_tls(setup.config, data_dir)
+    _say_at_start(data_dir, setup.config.source, setup.admin_token, host, tls is not None)
     try:
         sockets = _listen_all(host, port, workers)
     except OSError as exc:
@@ -128,11 +131,11 @@ def _serve_shared(data_dir: Path, host: str, port: int, workers: int) -> int:
         return 2
     port = sockets[0].getsockname()[1]
     emit(events.NODE_LISTENING, host=host, port=port, workers=workers, store="postgresql")
-    _say_serving(host, port)
+    _say_serving(host, port, tls is not None)
     stopped = _stopped(host, port, workers)
     if workers > 1:
         stores.close()  # each worker reaches the database itself
-        code = _run_workers(data_dir, host, workers, setup.config.server, sockets)
+        code = _run_workers(data_dir, host, workers, setup.config.server, tls, sockets)
         stopped()
         return code
     exit_code = [0]
@@ -151,7 +154,7 @@ def _serve_shared(data_dir: Path, host: str, port: int, workers: int) -> int:
             stopped()
 
     try:
-        server = _server(app, setup.config.server, clean_stop)
+        server = _server(app, setup.config.server, tls, clean_stop)
         settle_memory()
         server.run(sockets=[sockets[0]])
     finally:
@@ -184,11 +187,11 @@ async def boot_shared(setup: NodeSetup, stores: Stores, host: str, port: int,
 
 
 def _say_at_start(data_dir: Path, config_source: Path | None, token: AdminToken,
-                  host: str) -> None:
+                  host: str, tls: bool) -> None:
     if config_source is None:
         print(f"no {data_dir / CONFIG_FILE}: starting with defaults (a2a disabled)",
               file=sys.stderr)
-    _announce_admin_token(token, host)
+    _announce_admin_token(token, host, tls)
 
 
 def _started(node: Node, host: str, port: int, data_dir: Path, workers: int) -> None:
@@ -204,11 +207,12 @@ def _started(node: Node, host: str, port: int, data_dir: Path, workers: int) -> 
     )
 
 
-def _say_serving(host: str, port: int) -> None:
+def _say_serving(host: str, port: int, https: bool = False) -> None:
     """One line for the person who started the node: where to point a client or a browser."""
     wildcard = host in ("0.0.0.0", "::")
     shown = "127.0.0.1" if host == "0.0.0.0" else "::1" if host == "::" else host
-    base = f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+    scheme = "https" if https else "http"
+    base = f"{scheme}://[{shown}]:{port}" if ":" in shown else f"{scheme}://{shown}:{port}"
     where = " (every address of this machine)" if wildcard else ""
     print(f"serving on {base}{where}: A2A at {base}/api/v1/a2a/, API docs at {base}/docs",
           file=sys.stderr, flush=True)
@@ -235,18 +239,27 @@ def _listen_all(host: str, port: int, workers: int) -> list[socket.socket]:
     return [sock] if workers == 1 else listen_many(sock, workers, BACKLOG)
 
 
-def _options(server_config: Any) -> dict[str, Any]:
+def served_tls(config: NodeConfig, data_dir: Path) -> TlsFiles | None:
+    """The files of `server.tls`, relative ones read from the config file's directory."""
+    return tls_files(config.server.tls,
+                     config.source.parent if config.source is not None else data_dir)
+
+
+def _options(server_config: Any, tls: TlsFiles | None) -> dict[str, Any]:
     from synthorg.http import uvicorn_options
+    from synthorg.tls.context import uvicorn_tls_options
 
     return {
         "log_level": "warning",
         "access_log": False,
         "lifespan": "on",
         **uvicorn_options(server_config),  # connection limits (synthorg.http)
+        **uvicorn_tls_options(tls),  # HTTPS, client certificates
     }
 
 
-def _server(app: Any, server_config: Any, stopped: Callable[[], None]) -> Any:
+def _server(app: Any, server_config: Any, tls: TlsFiles | None,
+            stopped: Callable[[], None]) -> Any:
     # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
     import uvicorn
 
@@ -259,19 +272,19 @@ def _server(app: Any, server_config: Any, stopped: Callable[[], None]) -> Any:
                 yield
                 stopped()
 
-    return Server(uvicorn.Config(app, **_options(server_config)))
+    return Server(uvicorn.Config(app, **_options(server_config, tls)))
 
 
-def _run_one(app: NodeApp, server_config: Any, sock: socket.socket,
+def _run_one(app: NodeApp, server_config: Any, tls: TlsFiles | None, sock: socket.socket,
              stopped: Callable[[], None]) -> int:
-    server = _server(app, server_config, stopped)
+    server = _server(app, server_config, tls, stopped)
     settle_memory()
     server.run(sockets=[sock])
     return 0
 
 
 def _run_workers(data_dir: Path, host: str, workers: int, server_config: Any,
-                 sockets: list[socket.socket]) -> int:
+                 tls: TlsFiles | None, sockets: list[socket.socket]) -> int:
     import uvicorn
 
     from synthorg.api.supervisor import SocketPerWorker
@@ -287,7 +300,7 @@ def _run_workers(data_dir: Path, host: str, workers: int, server_config: Any,
     os.environ["SYNTHORG_BACKEND_PORT"] = str(sockets[0].getsockname()[1])
     os.environ[WORKERS_ENV] = str(workers)
     config = uvicorn.Config(WORKER_APP, factory=True, workers=workers,
-                            **_options(server_config))
+                            **_options(server_config, tls))
     # Every worker's metrics go to files in one directory, summed at each scrape.
     owned = not os.environ.get(MULTIPROC_ENV)
     metrics_dir = prepare_multiprocess()
@@ -311,7 +324,7 @@ def settle_memory() -> None:
     gc.set_threshold(20_000, 20, 20)
 
 
-def _announce_admin_token(token: AdminToken, host: str) -> None:
+def _announce_admin_token(token: AdminToken, host: str, tls: bool = False) -> None:
     """Say where the operator's admin token is; never the token itself."""
     if token.path is None:
         where = "from SYNTHORG_ADMIN_TOKEN"
@@ -324,7 +337,7 @@ def _announce_admin_token(token: AdminToken, host: str) -> None:
         path=None if token.path is None else str(token.path),
         created=token.created,
     )
-    if not is_loopback(host):
+    if not is_loopback(host) and not tls:  # served over TLS, the token is not in the clear
         emit(
             admin_events.NON_LOOPBACK,
             level="warning",

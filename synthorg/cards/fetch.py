@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from synthorg.http.caching import DEFAULT_MAX_AGE, freshness_seconds, usable_eta
 from synthorg.http.headers import content_length
 from synthorg.http.numbers import json_int
 from synthorg.observability.outbound import trace_headers
+from synthorg.tls.outbound import PinMismatch
 
 CARD_PATH = CARDS_COMPANY_CARD.path
 MAX_CARD_BYTES = 256 * 1024
@@ -66,11 +68,17 @@ async def fetch_card_document(
     etag: str | None = None,
     max_bytes: int = MAX_CARD_BYTES,
     transport: httpx.AsyncBaseTransport | None = None,
+    tls: ssl.SSLContext | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> Fetched:
-    """GET `url`; with `etag`, a 304 answer comes back as `not_modified`. Never raises."""
+    """GET `url`; with `etag`, a 304 answer comes back as `not_modified`. Never raises.
+    `tls`: what an https URL is verified with and shown (server.tls); None: the defaults.
+    `extensions`: the request's (an mtls peer's pin check, synthorg.tls.outbound)."""
     try:
         async with asyncio.timeout(timeout):
-            return await _fetch(url, timeout, etag, max_bytes, transport)
+            return await _fetch(url, timeout, etag, max_bytes, transport, tls, extensions)
+    except PinMismatch:
+        return _failed("connect_error", "its certificate is not the pinned one")
     except (TimeoutError, httpx.TimeoutException):
         return _failed("timeout", f"no complete answer within {timeout:g}s")
     except httpx.ConnectError:
@@ -89,6 +97,8 @@ async def _fetch(
     etag: str | None,
     max_bytes: int,
     transport: httpx.AsyncBaseTransport | None,
+    tls: ssl.SSLContext | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> Fetched:
     headers = {"Accept": "application/json", "Accept-Encoding": "identity",
                "User-Agent": USER_AGENT}
@@ -97,8 +107,8 @@ async def _fetch(
     trace_headers(headers)
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False,
-        transport=transport,
-    ) as client, client.stream("GET", url, headers=headers) as response:
+        transport=transport, verify=tls if tls is not None else True,
+    ) as client, client.stream("GET", url, headers=headers, extensions=extensions) as response:
         status = response.status_code
         new_etag = usable_etag(response.headers.get("etag"))
         max_age = freshness_seconds(response.headers.get("cache-control"))

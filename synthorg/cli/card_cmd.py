@@ -128,7 +128,8 @@ def _local_base_url(config: NodeConfig) -> str:
         return config.a2a.public_url.rstrip("/")
     host = os.environ.get("SYNTHORG_BACKEND_HOST") or DEFAULT_HOST
     port = os.environ.get("SYNTHORG_BACKEND_PORT") or str(DEFAULT_PORT)
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+    scheme = "https" if config.server.tls is not None else "http"  # as the node serves it
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
 
 
 def _report(document: Any, as_json: bool) -> int:

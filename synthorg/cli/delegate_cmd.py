@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import ssl
 import sys
 import time
 import uuid
@@ -49,6 +50,7 @@ from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import Delegation
 from synthorg.store.tasks import TaskStore
 from synthorg.tasks.hops import VISITED_KEY
+from synthorg.tls.context import client_context, tls_files
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -158,6 +160,16 @@ def load_node_config(directory: Path) -> NodeConfig:
         fail(str(exc))
 
 
+def _client_tls(config: NodeConfig, directory: Path) -> ssl.SSLContext | None:
+    """The node's client certificate (server.tls), shown to peers as the node shows it."""
+    files = tls_files(config.server.tls,
+                      config.source.parent if config.source is not None else directory)
+    try:
+        return client_context(files)
+    except (OSError, ssl.SSLError) as exc:
+        fail(f"server.tls: cannot load the node's certificate ({type(exc).__name__})")
+
+
 @contextmanager
 def open_outbound(directory: Path) -> Iterator[Outbound]:
     """The data dir's config, catalog, delegation records and client settings.
@@ -173,6 +185,7 @@ def open_outbound(directory: Path) -> Iterator[Outbound]:
             stores.delegations,
             config.a2a.node_name,
             lambda: settings.client_timeout_seconds,  # read per call: runtime writes apply
+            tls=_client_tls(config, directory),
         )
         yield Outbound(directory, config, stores, catalog, delegator)
 

@@ -18,6 +18,7 @@ import asyncio
 import getpass
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from synthorg.admin.audit import AuditLog
@@ -43,6 +44,7 @@ from synthorg.names import canonical_peer_name
 from synthorg.push.sealing import SealedConfigs, Sealer
 from synthorg.store.catalog import (
     MAX_SECRET_LENGTH,
+    MTLS,
     SCHEMES,
     PeerAddress,
     PeerRecord,
@@ -50,6 +52,7 @@ from synthorg.store.catalog import (
     check_new_secret,
     validate_rate_limit,
 )
+from synthorg.tls.pins import pin_of_pem
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -80,8 +83,12 @@ def register(subparsers: Subparsers) -> None:
     add.add_argument("--endpoint", required=True, metavar="URL",
                      help="the peer node's base URL, e.g. http://127.0.0.1:8000")
     add.add_argument("--scheme", choices=sorted(SCHEMES), default="api_key",
-                     help="how the credential travels: api_key (X-API-Key) or bearer "
-                     "(Authorization: Bearer); default api_key")
+                     help="how the credential travels: api_key (X-API-Key), bearer "
+                     "(Authorization: Bearer) or mtls (the peer's client certificate, "
+                     "pinned: the secret is its pin, sha256//BASE64); default api_key")
+    add.add_argument("--cert", type=Path, metavar="PEM",
+                     help="with --scheme mtls: pin the key of the peer's certificate in this "
+                     "PEM file (instead of reading the pin like a secret)")
     add.add_argument("--secret-env", metavar="VAR",
                      help="read the secret from environment variable VAR instead of stdin")
     add.add_argument("--rate-limit", type=_rate_limit, metavar="R/s", help=RATE_LIMIT_HELP)
@@ -225,11 +232,14 @@ def run_add(args: argparse.Namespace) -> int:
     except ValueError as exc:
         fail(str(exc))
     client = remote_client(args)
-    secret = _read_secret(args.secret_env, name)
-    try:
-        check_new_secret(secret)  # here too, so a remote node is not asked in vain
-    except ValueError as exc:
-        fail(str(exc))
+    if args.cert is not None:
+        secret = _certificate_pin(args)
+    else:
+        secret = _read_secret(args.secret_env, name)
+        try:
+            check_new_secret(secret)  # here too, so a remote node is not asked in vain
+        except ValueError as exc:
+            fail(str(exc))
     if client is not None:
         public, created = _add_remote(client, name, args.endpoint, args.scheme, secret)
         if args.rate_limit is not None:
@@ -257,6 +267,20 @@ def run_add(args: argparse.Namespace) -> int:
     print(f"{'added' if created else 'updated'} peer {public['name']} "
           f"(endpoint {public['endpoint']}, scheme {public['scheme']})")
     return EXIT_OK
+
+
+def _certificate_pin(args: argparse.Namespace) -> str:
+    """The pin of the certificate --cert names (a certificate is public: no secret read)."""
+    if args.scheme != MTLS:
+        fail("--cert pins a certificate: use it with --scheme mtls")
+    if args.secret_env is not None:
+        fail("--cert and --secret-env both give the pin: use one")
+    try:
+        return pin_of_pem(args.cert.read_bytes())
+    except OSError as exc:
+        fail(f"cannot read {args.cert}: {exc.strerror or type(exc).__name__}")
+    except ValueError as exc:
+        fail(f"{args.cert}: {exc}")
 
 
 def _add_remote(client: AdminClient, name: str, endpoint: str, scheme: str, secret: str

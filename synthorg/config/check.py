@@ -3,7 +3,8 @@
 The node itself stops at the first problem (one clear line); an operator editing the file
 wants the whole list. Both use the same checks (`find_problems`). A file read from disk also
 has every `kind: python` agent's entrypoint loaded as the node would load it at start, from
-the same places (`python_path`, the file's directory, the working directory).
+the same places (`python_path`, the file's directory, the working directory), and the files
+`server.tls` names loaded as the node would serve them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 
 from synthorg.config.company import Loc, find_problems, format_loc
 from synthorg.tasks.plugins import PluginError, add_import_roots, load_executor
+from synthorg.tls.context import problems as tls_problems
+from synthorg.tls.context import tls_files
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,13 @@ def check_text(text: str, config_dir: Path | None = None) -> list[Finding]:
         mark = getattr(exc, "problem_mark", None)
         problem = f"not valid YAML ({getattr(exc, 'problem', None) or 'syntax error'})"
         return [Finding(mark.line + 1 if mark else None, "(file)", problem)]
-    problems, _ = find_problems(data)
+    problems, parsed = find_problems(data)
     if config_dir is not None:
         problems += _entrypoint_problems(data, config_dir)
+        tls = parsed.server.tls if parsed is not None and parsed.server is not None else None
+        files = tls_files(tls, config_dir)
+        if files is not None:
+            problems += [(("server", "tls", key), problem) for key, problem in tls_problems(files)]
     findings = [
         Finding(_line_of(root, loc, at_key=problem == "unknown key"), format_loc(loc), problem)
         for loc, problem in problems

@@ -26,8 +26,10 @@ from starlette.types import Receive, Scope, Send
 from synthorg.admin.token import AdminToken
 from synthorg.console.admin_calls import AdminCalls
 from synthorg.console.sessions import COOKIE, Session, Sessions
+from synthorg.errors import StoreError
 from synthorg.generated import constants as spec
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
+from synthorg.store.console_sessions import ConsoleSessionStore
 from synthorg.web.app import CONSOLE_PREFIX, is_console_path
 
 PREFIX = CONSOLE_PREFIX
@@ -73,10 +75,11 @@ Page = Callable[[Request, Mapping[str, str]], Awaitable[Response]]
 
 
 class Console:
-    def __init__(self, calls: AdminCalls, token: AdminToken, session_minutes: int) -> None:
+    def __init__(self, calls: AdminCalls, token: AdminToken, sessions: ConsoleSessionStore,
+                 session_minutes: int) -> None:
         self.calls = calls
         self._token = token
-        self.sessions = Sessions(session_minutes * 60.0)
+        self.sessions = Sessions(sessions, session_minutes * 60.0)
         self._templates = Environment(
             loader=FileSystemLoader(HERE / "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -115,32 +118,37 @@ class Console:
         if path.startswith(PREFIX + "/static/") and method in ("GET", "HEAD"):
             await self._serve_static(path.removeprefix(PREFIX + "/static/"))(scope, receive, send)
             return
-        session = self.sessions.get(_cookie(scope))
+        try:
+            response = await self._answer(scope, receive, path, method)
+        except StoreError:
+            # Sessions live in the store: without it nobody is signed in, and nothing is done.
+            response = self.refuse(Request(scope, None), 503, "The node's store cannot be "
+                                   "reached just now; try again in a moment.")
+        await response(scope, receive, send)
+
+    async def _answer(self, scope: Scope, receive: Receive, path: str, method: str) -> Response:
+        session = await self.sessions.get(_cookie(scope))
         request = Request(scope, session)
         if method == "POST":
             refusal = await self._read_form(request, receive)
             if refusal is not None:
-                await refusal(scope, receive, send)
-                return
+                return refusal
         if path.rstrip("/") == PREFIX + "/signin" and method == "POST":
-            response = self._sign_in(request)
-        elif session is None:
-            response = self.render("signin.html", request, status=401,
-                                   next=path if method == "GET" else PREFIX)
-        elif method == "POST" and not session.csrf_matches(request.form.get("csrf")):
-            response = self.refuse(request, 403, "The form is stale or was not sent by this "
-                                   "console (CSRF check failed); reload the page and try again.")
-        elif path.rstrip("/") == PREFIX + "/signout" and method == "POST":
-            self.sessions.close(session.id)
-            response = _redirect(PREFIX, clear_cookie=True, scope=scope)
-        else:
-            found = self._route(method, path.rstrip("/") or "/")
-            if found is None:
-                response = self.refuse(request, 404, "No such console page.")
-            else:
-                handler, params = found
-                response = await handler(request, params)
-        await response(scope, receive, send)
+            return await self._sign_in(request)
+        if session is None:
+            return self.render("signin.html", request, status=401,
+                               next=_asked(scope) if method == "GET" else PREFIX)
+        if method == "POST" and not session.csrf_matches(request.form.get("csrf")):
+            return self.refuse(request, 403, "The form is stale or was not sent by this "
+                               "console (CSRF check failed); reload the page and try again.")
+        if path.rstrip("/") == PREFIX + "/signout" and method == "POST":
+            await self.sessions.close(session.id)
+            return _redirect(PREFIX, clear_cookie=True, scope=scope)
+        found = self._route(method, path.rstrip("/") or "/")
+        if found is None:
+            return self.refuse(request, 404, "No such console page.")
+        handler, params = found
+        return await handler(request, params)
 
     async def _read_form(self, request: Request, receive: Receive) -> Response | None:
         """The urlencoded form of a POST, or the refusal of one sent from elsewhere."""
@@ -167,15 +175,15 @@ class Console:
         request.form = {key: values[0] for key, values in fields.items()}
         return None
 
-    def _sign_in(self, request: Request) -> Response:
+    async def _sign_in(self, request: Request) -> Response:
         presented = request.form.get("token", "")
         target = _local_target(request.form.get("next", PREFIX))
         if not presented or not self._token.matches(presented.encode("utf-8", "replace")):
             return self.render("signin.html", request, status=401, next=target,
                                error="That is not the admin token.")
         if request.session is not None:
-            self.sessions.close(request.session.id)
-        session = self.sessions.open()
+            await self.sessions.close(request.session.id)
+        session = await self.sessions.open()
         return _redirect(target, cookie=session.id, scope=request.scope)
 
     def _serve_static(self, name: str) -> Response:
@@ -225,9 +233,16 @@ def _cookie(scope: Scope) -> str | None:
     return morsel.value if morsel is not None else None
 
 
+def _asked(scope: Scope) -> str:
+    """The page asked for, with its query (a task page's peer, a list's filters)."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    return str(scope["path"]) + (f"?{query}" if query else "")
+
+
 def _local_target(target: str) -> str:
     """Where to go after signing in: a console path only (never another site)."""
-    if is_console_path(target) and "//" not in target and "\\" not in target:
+    path = target.split("?", 1)[0]
+    if is_console_path(path) and "//" not in target and "\\" not in target:
         return target
     return PREFIX
 
@@ -235,7 +250,7 @@ def _local_target(target: str) -> str:
 def _redirect(target: str, *, scope: Scope, cookie: str | None = None,
               clear_cookie: bool = False) -> Response:
     response = Response(status_code=303, headers={**SECURITY_HEADERS,
-                                                  "Location": quote(target, safe="/?=&")})
+                                                  "Location": quote(target, safe="/?=&%+")})
     secure = scope.get("scheme") == "https"
     if cookie is not None:
         response.set_cookie(COOKIE, cookie, path=PREFIX, httponly=True, samesite="strict",

@@ -21,6 +21,7 @@ from synthorg.console.app import PREFIX, SECURITY_HEADERS, Console, Request
 from synthorg.console.charts import line_chart
 from synthorg.generated import constants as spec
 from synthorg.generated.models import AuditEvent, TaskState
+from synthorg.store.console_sessions import ConsoleSessionStore
 
 _WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 NOTICES = {
@@ -33,6 +34,7 @@ NOTICES = {
     "task-canceled": "Task canceled.",
 }
 TASK_FILTERS = ("direction", "peer", "agent", "state", "since", "pageToken")
+OUTBOUND_PAGE = 100  # delegations read per page when looking one up (the list's largest)
 TASK_STATES: tuple[str, ...] = get_args(TaskState)
 AUDIT_FILTERS = ("event", "via", "peer", "key", "since")
 AUDIT_EVENTS: tuple[str, ...] = get_args(AuditEvent)
@@ -65,8 +67,9 @@ def redirect(path: str, done: str) -> Response:
         **SECURITY_HEADERS, "Location": f"{quote(path, safe='/')}?done={done}"})
 
 
-def build_console(calls: AdminCalls, token: AdminToken, session_minutes: int) -> Console:
-    console = Console(calls, token, session_minutes)
+def build_console(calls: AdminCalls, token: AdminToken, sessions: ConsoleSessionStore,
+                  session_minutes: int) -> Console:
+    console = Console(calls, token, sessions, session_minutes)
     pages = Pages(console)
     console.page("GET", PREFIX, pages.overview)
     console.page("GET", PREFIX + "/peers", pages.peers)
@@ -186,7 +189,11 @@ class Pages:
     async def task(self, request: Request, params: Mapping[str, str],
                    error: Answer | None = None) -> Response:
         query = self._task_query(request)
+        if request.query().get("direction") == "outbound":
+            return await self.outbound_task(request, params, query)
         answer = await self._call(request, spec.ADMIN_GET_TASK, params=params, query=query)
+        if answer.status == 404:  # not a peer's task: perhaps one this node gave a peer
+            return await self.outbound_task(request, params, query)
         if not answer.ok:
             return self._failed(request, answer)
         detail = answer.document
@@ -195,6 +202,24 @@ class Pages:
         return self._render("task.html", request, status=error.status if error else 200,
                             detail=detail, task=detail["task"], events=events,
                             error=error.message if error else None)
+
+    async def outbound_task(self, request: Request, params: Mapping[str, str],
+                            query: Mapping[str, str]) -> Response:
+        """A task this node gave a peer: its delegation record, found in the outbound list
+        (the admin API reads one only there), newest first, page by page."""
+        asked = {"direction": "outbound", "pageSize": str(OUTBOUND_PAGE), **query}
+        while True:
+            answer = await self._call(request, spec.ADMIN_LIST_TASKS, query=asked)
+            if not answer.ok:
+                return self._failed(request, answer)
+            listed = answer.document
+            found = next((d for d in listed["delegations"] if d["id"] == params["id"]), None)
+            if found is not None:
+                return self._render("outbound.html", request, delegation=found)
+            if not listed.get("nextPageToken"):
+                return self.console.refuse(request, 404, "No such task of this node's, "
+                                           "inbound or outbound.")
+            asked = {**asked, "pageToken": listed["nextPageToken"]}
 
     async def cancel_task(self, request: Request, params: Mapping[str, str]) -> Response:
         query = self._task_query(request)

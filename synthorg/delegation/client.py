@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import ssl
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from synthorg.generated.models import Message, Task, TaskStatus
 from synthorg.http.numbers import ascii_int
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.store.catalog import PeerRecord
+from synthorg.tls.outbound import PinMismatch, request_extensions
 
 RequestId = str | int | None
 RPC_PATH = RPC_POST.path
@@ -99,8 +101,13 @@ class RetryPolicy:
         return random.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
 
 
+PIN_MISMATCH = "its certificate is not the one its catalog record pins"
+
+
 def credential_headers(record: PeerRecord, local_name: str) -> dict[str, str]:
     headers = {PEER_NAME_HEADER: local_name}
+    if record.scheme == "mtls":
+        return headers  # the client certificate is the credential; the pin is never sent
     if record.scheme == "api_key":
         headers[API_KEY_HEADER] = record.secret
     else:
@@ -160,6 +167,7 @@ class A2AClient:
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         dialect: PeerDialect | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.record = record
         # None: A2A 0.3 at the catalog endpoint. In 1.0 the same calls are made with the 1.0
@@ -172,6 +180,10 @@ class A2AClient:
         self._retry = retry
         self._max_bytes = max_response_bytes
         self._transport = transport
+        # server.tls: the node's client certificate, and the peers' CA trusted too
+        self.verify: ssl.SSLContext | bool = tls if tls is not None else True
+        # mtls: the peer's server certificate must have the record's pin
+        self.extensions = request_extensions(record.scheme, record.secret)
         self._sleep = sleep
 
     # What a streaming call (synthorg.delegation.sse_client) shares with this client.
@@ -339,6 +351,8 @@ class A2AClient:
             retry_after: float | None = None
             try:
                 status, payload, retry_after = await self._post(body)
+            except PinMismatch:
+                raise PeerUnavailable(f"{name}: {PIN_MISMATCH}") from None
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 problem = f"cannot connect ({type(exc).__name__})"
             except httpx.TimeoutException:
@@ -358,8 +372,10 @@ class A2AClient:
         headers = trace_headers({**self._headers, "Content-Type": "application/json"})
         timeout = httpx.Timeout(self._timeout())
         async with (
-            httpx.AsyncClient(transport=self._transport, timeout=timeout) as http,
-            http.stream("POST", self.rpc_url, content=body, headers=headers) as response,
+            httpx.AsyncClient(transport=self._transport, timeout=timeout,
+                              verify=self.verify) as http,
+            http.stream("POST", self.rpc_url, content=body, headers=headers,
+                        extensions=self.extensions) as response,
         ):
             chunks: list[bytes] = []
             size = 0

@@ -8,6 +8,7 @@ is final or needs input; a peer that goes away meanwhile is retried by the clien
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -72,8 +73,10 @@ class Delegator:
         local_name: str | None,
         timeout: Callable[[], float],
         transport: httpx.AsyncBaseTransport | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._catalog = catalog
+        self._tls = tls  # server.tls: the client certificate shown to peers
         self.store = store
         self._local_name = local_name
         self._timeout = timeout
@@ -91,29 +94,33 @@ class Delegator:
         if record is None:
             raise DelegationError(f"no catalog record for peer {peer!r}")
         return A2AClient(
-            record, self._local_name, self._timeout, transport=self._transport, dialect=dialect
+            record, self._local_name, self._timeout, transport=self._transport, dialect=dialect,
+            tls=self._tls,
         )
 
     async def peer_client(self, peer: str) -> A2AClient:
         """A client that calls `peer` in the dialect its card offers (1.0, else 0.3)."""
         client = self.client(peer)
-        return self.client(peer, await self._dialect(client.record.name, client.record.endpoint))
+        return self.client(peer, await self._dialect(client.record.name, client.record.endpoint,
+                                                     client.extensions))
 
     async def streams(self, peer: str) -> bool:
         """Whether `peer`'s tasks can be followed by stream: its card says
         `capabilities.streaming` (tasks/resubscribe in 0.3, SubscribeToTask in 1.0)."""
         client = self.client(peer)
-        await self._dialect(client.record.name, client.record.endpoint)
+        await self._dialect(client.record.name, client.record.endpoint, client.extensions)
         cached = self._dialects.get((client.record.name, client.record.endpoint))
         return cached is not None and cached[2]
 
-    async def _dialect(self, peer: str, endpoint: str) -> PeerDialect:
+    async def _dialect(self, peer: str, endpoint: str,
+                       extensions: dict[str, Any] | None = None) -> PeerDialect:
         now = time.monotonic()
         cached = self._dialects.get((peer, endpoint))
         if cached is not None and cached[0] > now:
             return cached[1]
         fetched = await fetch_card_document(
-            card_url(endpoint), timeout=self._timeout(), transport=self._transport
+            card_url(endpoint), timeout=self._timeout(), transport=self._transport,
+            tls=self._tls, extensions=extensions,  # an mtls peer's card from the pinned key only
         )
         card = None
         if fetched.document is not None:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import httpx
 
 from synthorg.delegation.client import (
+    PIN_MISMATCH,
     A2AClient,
     PeerError,
     PeerProtocolError,
@@ -32,6 +33,7 @@ from synthorg.generated.constants import (
     V1_SUBSCRIBE_TO_TASK,
 )
 from synthorg.observability.outbound import outbound_call, trace_headers
+from synthorg.tls.outbound import PinMismatch
 
 EVENT_STREAM = "text/event-stream"
 STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is dead
@@ -125,9 +127,11 @@ async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str
     timeout = httpx.Timeout(seconds, read=max(seconds, STREAM_IDLE_SECONDS))
     try:
         async with (
-            httpx.AsyncClient(transport=client.transport, timeout=timeout) as http,
+            httpx.AsyncClient(transport=client.transport, timeout=timeout,
+                              verify=client.verify) as http,
             http.stream("POST", client.rpc_url, content=body,
-                        headers=trace_headers(headers)) as response,
+                        headers=trace_headers(headers),
+                        extensions=client.extensions) as response,
         ):
             if not response.headers.get("content-type", "").startswith(EVENT_STREAM):
                 raw = b""
@@ -152,6 +156,8 @@ async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str
                 if client.speaks_v1:
                     result = _as_v03(name, result)
                 yield _sequence(event.id), result
+    except PinMismatch:
+        raise PeerUnavailable(f"{name}: {PIN_MISMATCH}") from None
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise PeerUnavailable(f"{name}: cannot connect ({type(exc).__name__})") from None
     except httpx.HTTPError as exc:  # the connection dropped, or the stream went silent

@@ -27,15 +27,17 @@ class AdmissionWatch:
         interval: float = POLL_SECONDS,
     ) -> None:
         self._gate, self._request_started, self._interval = gate, request_started, interval
-        self._open: dict[asyncio.Future[Refused], Mapping[str, str]] = {}
+        # each open stream's request headers, and the client certificate its connection showed
+        self._open: dict[asyncio.Future[Refused], tuple[Mapping[str, str], bytes | None]] = {}
         self._ticker: asyncio.Task[None] | None = None
 
-    def watch(self, headers: Mapping[str, str]) -> asyncio.Future[Refused]:
+    def watch(self, headers: Mapping[str, str],
+              client_cert: bytes | None = None) -> asyncio.Future[Refused]:
         """A future that completes with the gates' refusal once they refuse these headers;
         pass it to `release` when the stream ends."""
         loop = asyncio.get_running_loop()
         revoked: asyncio.Future[Refused] = loop.create_future()
-        self._open[revoked] = headers
+        self._open[revoked] = (headers, client_cert)
         if self._ticker is None or self._ticker.done() or self._ticker.get_loop() is not loop:
             # a context of its own: the ticker outlives the request that started it
             self._ticker = loop.create_task(self._tick(), context=contextvars.Context())
@@ -50,8 +52,8 @@ class AdmissionWatch:
             await asyncio.sleep(self._interval)
             with contextlib.suppress(Exception):  # the store unreachable: check next time
                 await self._request_started()
-                for revoked, headers in list(self._open.items()):
-                    verdict = self._gate.check(headers)
+                for revoked, (headers, client_cert) in list(self._open.items()):
+                    verdict = self._gate.check(headers, client_cert)
                     if isinstance(verdict, Refused) and not revoked.done():
                         revoked.set_result(verdict)
                         self._open.pop(revoked, None)

@@ -61,6 +61,7 @@ from synthorg.observability.events.a2a import (
     INTERNAL_ERROR,
 )
 from synthorg.observability.log import emit
+from synthorg.tls.context import client_certificate
 
 RPC_PATH = RPC_POST.path  # "/api/v1/a2a/"
 RPC_PATHS = frozenset({RPC_PATH, RPC_PATH.rstrip("/")})
@@ -145,7 +146,8 @@ class Gateway:
                  reason="store_unavailable")
             await _refuse(send, 500, INTERNAL_ERROR_SPEC, v1=v1)  # no detail, as for any fault
             return
-        result = config.gate.check(headers)  # steps 3-5
+        client_cert = client_certificate(scope)  # from the TLS connection, never a header
+        result = config.gate.check(headers, client_cert)  # steps 3-5
         if not isinstance(result, Admitted):
             note_refusal(result.reason, result.peer)
             emit(
@@ -194,7 +196,7 @@ class Gateway:
         )
         if isinstance(reply, EventStream):  # message/stream, tasks/resubscribe
             watch = config.admission
-            revoked = watch.watch(headers) if watch is not None else None
+            revoked = watch.watch(headers, client_cert) if watch is not None else None
             try:
                 await reply.respond(send, receive, revoked)
             finally:

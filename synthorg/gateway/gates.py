@@ -1,10 +1,15 @@
 """The three inbound gates (steps 3-5), decided on headers alone.
 
 Gate 1: ``X-A2A-Peer-Name`` names a valid peer, or, without it, the
-        credential alone names one (`credential_index.py`).            401, -32003
+        credential alone names one (`credential_index.py`): a secret,
+        or a client certificate whose key a record of scheme mtls pins. 401, -32003
 Gate 2: that peer is in ``a2a.allowed_peers``.                         403, -32004
 Gate 3: the presented credential matches the peer's catalog record,
-        and is not the operator's admin token.                         401, -32003
+        and is not the operator's admin token. For scheme mtls the
+        credential is the client certificate the TLS handshake verified
+        (from the connection, never a header); no header admits such a
+        peer. A certificate another record pins names another peer: a
+        request carrying it is refused whatever else it carries.       401, -32003
 
 Everything fails closed. The one exception is ``catalog=None`` (a node started with no
 catalog at all, development only): gate 3 checks no credential and the allowlist is the
@@ -28,7 +33,9 @@ from synthorg.generated.constants import (
     RpcErrorSpec,
 )
 from synthorg.names import canonical_peer_name
+from synthorg.store.catalog import MTLS
 from synthorg.store.secretbox import SecretBoxError
+from synthorg.tls import pins
 
 # Header names as the endpoint's header map holds them: lower case.
 PEER_NAME = PEER_NAME_HEADER.lower()
@@ -123,17 +130,24 @@ class PeerGate:
         self.admin_token = admin_token
         self.index = index
 
-    def check(self, headers: Mapping[str, str]) -> GateResult:
+    def check(self, headers: Mapping[str, str],
+              client_cert: bytes | None = None) -> GateResult:
+        """`client_cert`: the DER certificate the connection's TLS handshake verified."""
         try:
-            return self._check(headers)
+            return self._check(headers, client_cert)
         except Exception:
             # Unreachable by design; if it happens, refuse rather than 500 or admit.
             return Refused(401, UNAUTHENTICATED, "gate_error", UNAUTHENTICATED.message)
 
-    def _check(self, headers: Mapping[str, str]) -> GateResult:
+    def _check(self, headers: Mapping[str, str], client_cert: bytes | None) -> GateResult:
         raw_name = headers.get(PEER_NAME)
+        cert_peer = self._named_by_certificate(client_cert)
         if raw_name is None:
             raw_name = self._named_by_credential(headers)
+            if raw_name is not None and cert_peer is not None and raw_name != cert_peer:
+                return Refused(401, UNAUTHENTICATED, "certificate_of_another_peer",
+                               UNAUTHENTICATED.message)
+            raw_name = raw_name or cert_peer
             if raw_name is None:
                 return Refused(401, UNAUTHENTICATED, "missing_peer_name",
                                UNAUTHENTICATED.message)
@@ -144,8 +158,10 @@ class PeerGate:
             return Refused(403, PEER_NOT_ALLOWED, "peer_not_allowed", PEER_NOT_ALLOWED.message,
                            peer)
         reason = None if self.catalog is None else _credential_failure(
-            self.catalog, peer, headers
+            self.catalog, peer, headers, client_cert
         )
+        if reason is None and cert_peer is not None and cert_peer != peer:
+            reason = "certificate_of_another_peer"
         if self._presents_admin_token(headers):  # named first: the operator's token leaked
             reason = "admin_token_presented"
         if reason is not None:
@@ -171,6 +187,15 @@ class PeerGate:
         except Exception:
             return None  # e.g. a record that cannot be decrypted: fail closed
 
+    def _named_by_certificate(self, client_cert: bytes | None) -> str | None:
+        """The mtls peer whose pin the certificate's key matches; gate 3 compares again."""
+        if client_cert is None or self.index is None:
+            return None
+        try:
+            return self.index.find_certificate(client_cert)
+        except Exception:
+            return None  # fail closed: the certificate names no one
+
     def _presents_admin_token(self, headers: Mapping[str, str]) -> bool:
         """The admin token never passes a peer gate, whatever the catalog holds. Every value
         gate 3 could take as the credential is checked, read by gate 3's own parsers."""
@@ -188,7 +213,8 @@ class PeerGate:
 
 
 def _credential_failure(
-    catalog: CredentialCatalog, peer: str, headers: Mapping[str, str]
+    catalog: CredentialCatalog, peer: str, headers: Mapping[str, str],
+    client_cert: bytes | None = None,
 ) -> str | None:
     """Gate 3. Returns the refusal reason, or None when the credential matches."""
     try:
@@ -202,6 +228,10 @@ def _credential_failure(
         return "catalog_error"
     if not isinstance(secret, str) or not secret.strip():
         return "blank_stored_secret"
+    if scheme == MTLS:  # the certificate is the credential: a header never admits the peer
+        if client_cert is None:
+            return "missing_certificate"
+        return None if pins.matches(client_cert, secret) else "certificate_mismatch"
     if scheme not in ("api_key", "bearer"):
         return "unknown_scheme"
     presented = _presented(scheme, headers)

@@ -1051,6 +1051,15 @@ class ServerConfig(SpecModel):
     body_timeout_seconds: Annotated[float, Field(ge=0.1, le=3600)] = 30.0
     keepalive_timeout_seconds: Annotated[float, Field(ge=0.1, le=600)] = 5.0
     max_connections: Annotated[int, Field(ge=1, le=1000000)] = 1024
+    tls: Annotated[ServerTlsConfig | None, NoNull] = None
+
+
+class ServerTlsConfig(SpecModel):
+    """Serve HTTPS, and request a client certificate for mutual TLS. Paths are PEM files; a relative one is relative to the directory of this file. The same certificate and key are this node's client certificate on its outbound calls to peers (delegation, card fetches), so one certificate, pinned by its SPKI SHA-256, is the node in both directions. Read at start: a change needs a restart."""
+
+    cert_file: Annotated[str, Field(min_length=1, max_length=4096)]
+    key_file: Annotated[str, Field(min_length=1, max_length=4096)]
+    ca_file: Annotated[Annotated[str, Field(min_length=1, max_length=4096)] | None, NoNull] = None
 
 
 CardText = Annotated[str, Field(max_length=8192)]
@@ -1289,7 +1298,7 @@ class SettingWrite(SpecModel):
     value: float
 
 
-PeerScheme = Literal['api_key', 'bearer']
+PeerScheme = Literal['api_key', 'bearer', 'mtls']
 
 
 PeerEndpoint = Annotated[str, Field(min_length=8, max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@\\u0000-\\u001f\\u007f]+(/[^\\s?#\\u0000-\\u001f\\u007f]*)?$')]
@@ -1612,6 +1621,7 @@ ExecutorConfig.model_rebuild()
 AgentConfig.model_rebuild()
 A2AConfig.model_rebuild()
 ServerConfig.model_rebuild()
+ServerTlsConfig.model_rebuild()
 AgentSkill.model_rebuild()
 AgentExtension.model_rebuild()
 AgentCapabilities.model_rebuild()
@@ -1808,6 +1818,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'SendMessage',
     'SendStreamingMessage',
     'ServerConfig',
+    'ServerTlsConfig',
     'SettingList',
     'SettingName',
     'SettingView',
@@ -1984,6 +1995,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'boolean',
     'budget',
     'bytes',
+    'ca_file',
     'cancelable',
     'canceled',
     'capabilities',
@@ -1992,6 +2004,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'cardCacheMaxEntries',
     'cardKey',
     'card_cache_max_entries',
+    'cert_file',
     'cli',
     'client_timeout_seconds',
     'code',
@@ -2064,6 +2077,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'jsonrpc',
     'keepalive_timeout_seconds',
     'key',
+    'key_file',
     'keys',
     'kid',
     'kind',
@@ -2097,6 +2111,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'minimum',
     'model',
     'msg',
+    'mtls',
     'mutualTLS',
     'name',
     'nextPageToken',
@@ -2219,6 +2234,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'tenant',
     'text',
     'timestamp',
+    'tls',
     'token',
     'too_large',
     'totalSize',

@@ -13,6 +13,9 @@ What it adds to `HttpToolsProtocol`, per connection:
   silently, as uvicorn's keep-alive timer does), and the body within `body_timeout` of the
   headers' end (408, or only a close if the answer has already started). Each bound is one
   `loop.call_later` handle, armed and cancelled at those points: nothing runs per byte.
+- TLS. On an HTTPS connection every request's scope carries the ASGI TLS extension
+  (`scope["extensions"]["tls"]`, see `tls.py`) with the client certificate the handshake
+  verified, read once from the connection's TLS object.
 - Count. A connection beyond `max_connections` open in this process is answered 503 as soon as
   it is accepted and closed at once, before anything on it is read; the connections already
   open are not touched.
@@ -37,6 +40,7 @@ from synthorg.generated.constants import INVALID_REQUEST
 from synthorg.http.limits import DEFAULT_LIMITS, ServerLimits
 from synthorg.observability.events.a2a import INBOUND_REJECTED
 from synthorg.observability.log import emit
+from synthorg.tls.context import scope_extension
 
 LINGER_SECONDS = 1.0
 RETRY_AFTER_SECONDS = 1
@@ -73,6 +77,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._header_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._linger_timer: asyncio.TimerHandle | None = None
+        self._tls: dict[object, object] | None = None  # the ASGI TLS extension, on HTTPS
 
     # -- connection -------------------------------------------------------------------------
 
@@ -100,6 +105,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             transport.close()
             return
         super().connection_made(transport)
+        self._tls = scope_extension(transport)
         self._header_timer = self.loop.call_later(
             self.limits.header_timeout, self._header_timed_out
         )
@@ -144,6 +150,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        if self._tls is not None:
+            tls = dict(self._tls)
+            self.scope["extensions"] = {"tls": tls}
         self._head_started = True
         self._head_parsed = 0
         self._header_count = 0

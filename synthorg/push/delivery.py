@@ -37,7 +37,7 @@ from synthorg.push.signing import (
     signature,
 )
 from synthorg.push.ssrf import Target, TargetGuard, TargetRefused, Unresolved
-from synthorg.store.catalog import Catalog
+from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.push import Delivery, PushConfigStore, PushOutbox
 from synthorg.store.tasks import TaskStore
 
@@ -243,7 +243,8 @@ class Deliverer:
         # signed only to the owning peer's own receiver (the guard says which that is): any
         # other url gets the plain form, with no link secret in play
         record = self._catalog.get(target.peer) if target.peer and self._node_name else None
-        if record is not None and self._node_name:
+        if record is not None and record.scheme != MTLS and self._node_name:
+            # (an mtls record holds a public pin, never a signing key)
             timestamp = str(int(self._clock()))
             headers[TIMESTAMP_HEADER] = timestamp
             headers[SIGNATURE_HEADER] = signature(

@@ -37,7 +37,7 @@ from synthorg.push.signing import (
     push_credential,
     signature_matches,
 )
-from synthorg.store.catalog import Catalog
+from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.delegations import DelegationStore
 from synthorg.store.push import PushReceipts
 
@@ -92,6 +92,10 @@ class PushReceiver:
         record = self._catalog.get(canonical) if canonical else None
         if record is None:
             return self._refused(401, "unknown_peer", peer_name)
+        if record.scheme == MTLS:
+            # The record holds a pin, which is public: it cannot key a signature. Fail closed
+            # (its tasks are followed by polling or streaming instead).
+            return self._refused(401, "no_link_secret", record.name)
         if presented is None and (authorization is not None or token is not None):
             return await self._receive_authorized(record.name, record.secret, peer_name, body,
                                                   delivery_id, authorization, token)

@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 
 from synthorg.store.audit import AuditStore
 from synthorg.store.catalog import Catalog
+from synthorg.store.console_sessions import ConsoleSessionStore
 from synthorg.store.delegations import DelegationStore
 from synthorg.store.push import PushConfigStore, PushOutbox, PushReceipts
 from synthorg.store.ratebuckets import RateBuckets
@@ -76,6 +77,11 @@ class Stores(Protocol):
 
     @property
     def audit(self) -> AuditStore: ...
+
+    @property
+    def console_sessions(self) -> ConsoleSessionStore:
+        """The operator console's sessions, seen by every process serving this store."""
+        ...
 
     async def request_started(self) -> None:
         """A request starts: read the change counters once, refresh what they invalidate."""

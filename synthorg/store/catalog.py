@@ -7,9 +7,13 @@ from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
 from synthorg.names import canonical_peer_name
+from synthorg.tls.pins import validate_pin
 
-Scheme = Literal["api_key", "bearer"]
-SCHEMES: frozenset[str] = frozenset({"api_key", "bearer"})
+Scheme = Literal["api_key", "bearer", "mtls"]
+SCHEMES: frozenset[str] = frozenset({"api_key", "bearer", "mtls"})
+# mtls: the secret is the pin of the peer's certificate (synthorg.tls.pins), not a secret
+# that travels; the client certificate is the credential.
+MTLS = "mtls"
 MAX_SECRET_LENGTH = 4096
 # Only a secret an operator enters now must be this long (`check_new_secret`): records
 # written before the rule keep working, so reading a record or the store's own put never asks.
@@ -103,9 +107,19 @@ def validate_record(name: str, endpoint: str, scheme: str, secret: str) -> tuple
             "starting with a letter or digit"
         )
     if scheme not in SCHEMES:
-        raise ValueError("scheme must be 'api_key' or 'bearer'")
+        raise ValueError("scheme must be 'api_key', 'bearer' or 'mtls'")
     _validate_secret(secret)
-    return canonical, canonical_endpoint(endpoint), scheme
+    endpoint = canonical_endpoint(endpoint)
+    if scheme == MTLS:
+        validate_pin(secret)
+        require_https(endpoint)
+    return canonical, endpoint, scheme
+
+
+def require_https(endpoint: str) -> None:
+    """An mtls peer is reached over TLS only: its certificate is what is checked."""
+    if not endpoint.lower().startswith("https://"):
+        raise ValueError("endpoint must be an https URL for scheme mtls")
 
 
 MAX_RATE_LIMIT = 1_000_000.0

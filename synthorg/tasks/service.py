@@ -215,6 +215,12 @@ class TaskService:
         async for event in self._streams.follow(peer, task_id, after):
             yield event
 
+    def follow(self, peer: str, task_id: str, after: int) -> AsyncIterator[Sequenced[StreamEvent]]:
+        """The task's logged events after `after`, waiting for each, to the next that ends a
+        stream. Unlike resubscribe it never answers at once with the task as it is: for a
+        follower that has the task already and waits past its wait for input."""
+        return self._streams.follow(peer, task_id, after)
+
     # -- creating -------------------------------------------------------------------------
 
     async def _create(

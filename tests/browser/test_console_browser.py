@@ -6,11 +6,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from synthorg.admin.token import TOKEN_ENV
+from synthorg.console.sessions import COOKIE
 from tests.browser.conftest import shoot
-from tests.browser.hostile import IMG, SCRIPT, STYLE, SVG, CardServer
+from tests.browser.hostile import ALL, IMG, SCRIPT, STYLE, SVG, CardServer
+from tests.integration.helpers import (
+    cancel_task,
+    create_task,
+    expect_result,
+    get_task,
+    message,
+    send,
+)
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 
@@ -64,7 +74,6 @@ def test_sign_in_shows_the_overview_and_sign_out_ends_the_session(
     page.goto(node.url + "/console")
     assert page.get_by_label("Admin token").is_visible()
     assert page.context.cookies() == []
-
 
 
 def assert_nothing_ran(page: Any) -> None:
@@ -134,6 +143,78 @@ def test_removing_a_peer_asks_first(page: Any, node: LiveNode) -> None:
     assert page.get_by_role("status").inner_text() == "Peer removed."
     assert "hostile" not in page.get_by_role("table").inner_text()
 
+
+@pytest.fixture(scope="module")
+def caller(node: LiveNode) -> Iterator[httpx.Client]:
+    with node.client(CALLER, CALLER_KEY) as client:
+        yield client
+
+
+def parked(caller: httpx.Client, text: str) -> str:
+    """A peer's task on the park agent: it waits for input until it is canceled."""
+    task = create_task(caller, text, agent_id="parker")
+    assert task["status"]["state"] == "input-required"
+    return str(task["id"])
+
+
+def peer_sees(caller: httpx.Client, task_id: str) -> str:
+    return str(expect_result(get_task(caller, task_id))["status"]["state"])
+
+
+def test_a_peers_task_shows_as_text_and_changes_state_live(
+        page: Any, node: LiveNode, caller: httpx.Client) -> None:
+    task_id = parked(caller, ALL)
+    page.goto(node.url + "/console/tasks?peer=" + CALLER)
+    row = page.locator(f'[data-task="{task_id}"]')
+    assert "input-required" in row.inner_text()
+    shoot(page, "tasks")
+    row.get_by_role("link").click()
+    page.locator('[data-field="task-id"]', has_text=task_id).wait_for()
+    assert page.locator('[data-field="state"]').inner_text() == "input-required"
+    assert ALL in page.locator('[data-field="history"]').inner_text()
+    assert_nothing_ran(page)
+    shoot(page, "task")
+    page.evaluate("window.stillHere = true")  # gone if the page were loaded again
+    expect_result(send(caller, message("a further answer", task_id=task_id)))
+    page.locator('[data-field="history"]', has_text="a further answer").wait_for()
+    expect_result(cancel_task(caller, task_id))
+    page.locator('[data-field="state"]', has_text="canceled").wait_for()
+    assert page.evaluate("window.stillHere === true")
+    assert page.get_by_role("button", name="Cancel task").count() == 0
+    assert_nothing_ran(page)
+
+
+def test_a_task_is_canceled_from_its_page(page: Any, node: LiveNode,
+                                          caller: httpx.Client) -> None:
+    task_id = parked(caller, "wait for me")
+    page.goto(f"{node.url}/console/tasks/{task_id}?peer={CALLER}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Cancel task").click()
+    page.get_by_role("status").filter(has_text="Task canceled.").wait_for()
+    assert page.locator('[data-field="state"]').inner_text() == "canceled"
+    assert page.get_by_role("button", name="Cancel task").count() == 0
+    assert peer_sees(caller, task_id) == "canceled"
+
+
+def test_a_cross_site_form_post_is_refused(page: Any, node: LiveNode, caller: httpx.Client,
+                                           card_server: CardServer) -> None:
+    """Another origin on the same host (same site: the session's SameSite=Strict cookie goes
+    with the post) serves a form that posts itself to the console's cancel at once."""
+    task_id = parked(caller, "keep me")
+    target = f"{node.url}/console/tasks/{task_id}/cancel"
+    card_server.page = (f'<form method="post" action="{target}">'
+                        f'<input type="hidden" name="peer" value="{CALLER}"></form>'
+                        "<script>document.forms[0].submit()</script>")
+    with page.expect_response(lambda answer: answer.url == target) as posted:
+        page.goto(card_server.url + "/attack")
+    answer = posted.value
+    assert answer.request.method == "POST" and answer.status == 403
+    assert COOKIE in (answer.request.header_value("cookie") or "")
+    page.get_by_role("alert").filter(has_text="Cross-site form posts are refused.").wait_for()
+    assert peer_sees(caller, task_id) == "input-required"
+    assert node.find_event("a2a.task.state_changed", task_id=task_id, state="canceled") is None
+    page.goto(f"{node.url}/console/tasks/{task_id}?peer={CALLER}")  # still signed in
+    assert page.locator('[data-field="state"]').inner_text() == "input-required"
 
 
 def test_the_audit_trail_shows_each_change(page: Any, node: LiveNode) -> None:

@@ -3,6 +3,7 @@ a task whole, a cancel by the peer's own rules, and a task followed live over SS
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -10,7 +11,14 @@ import pytest
 
 from synthorg.admin.token import TOKEN_ENV
 from synthorg.generated.models import AdminTaskDetail, AdminTaskList, AuditList
-from tests.integration.helpers import cancel_task, create_task, expect_result, park_task
+from tests.integration.helpers import (
+    cancel_task,
+    create_task,
+    expect_result,
+    message,
+    park_task,
+    send,
+)
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 
@@ -106,8 +114,8 @@ def test_a_task_whole_and_its_cancel_by_the_peers_rules(node: LiveNode,
     assert httpx.get(node.url + f"{TASKS}/{parked}").status_code == 401
 
 
-def test_a_task_followed_live_ends_with_its_final_event(node: LiveNode,
-                                                        admin: httpx.Client) -> None:
+def test_a_task_followed_live_goes_past_each_wait_to_its_final_event(
+        node: LiveNode, admin: httpx.Client) -> None:
     with peer(node, CALLER, CALLER_KEY) as caller:
         parked = park_task(caller)["id"]
         with admin.stream("GET", f"{TASKS}/{parked}/events") as events:
@@ -115,10 +123,20 @@ def test_a_task_followed_live_ends_with_its_final_event(node: LiveNode,
             lines = events.iter_lines()
             first = next(line for line in lines if line.startswith("data:"))
             assert '"input-required"' in first
+            answered = expect_result(send(caller, message("more", task_id=parked)))
+            assert answered["status"]["state"] == "input-required"  # waits again
             expect_result(cancel_task(caller, parked))
             rest = [line for line in lines if line]
-        assert any('"canceled"' in line for line in rest)
+        sent = [json.loads(line.removeprefix("data: ")) for line in rest
+                if line.startswith("data: ")]
+        states = [event["status"]["state"] for event in sent
+                  if event.get("kind") == "status-update"]
+        assert states == ["input-required", "canceled"], rest
         assert rest[-2:] == ["event: end", "data: {}"]
+        # Past the wait for input the stream waits for the next event: it never sends the
+        # waiting task again (each id once, rising), which would spin the node's loop.
+        ids = [int(line.removeprefix("id: ")) for line in rest if line.startswith("id: ")]
+        assert ids == sorted(set(ids)), ids
     assert admin.get(f"{TASKS}/nope/events").status_code == 404
 
 

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from synthorg.admin.token import TOKEN_ENV
+from tests.integration.helpers import create_task
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
 
@@ -105,6 +106,16 @@ def test_sign_in_goes_back_to_the_console_page_asked_for_and_nowhere_else(
     with browser(node) as client:
         away = client.post("/console/signin", data={"token": TOKEN, "next": "//evil.example/"})
         assert away.headers["location"] == "/console"
+    with browser(node) as client:  # the page's query comes along (a filter, a task's peer)
+        asked = "/console/tasks?state=working&since=2026-01-31T12%3A00%3A00Z"
+        form = client.get(asked)
+        assert form.status_code == 401
+        assert f'name="next" value="{asked.replace("&", "&amp;")}"' in form.text
+        back = client.post("/console/signin", data={"token": TOKEN, "next": asked})
+        assert back.headers["location"] == asked
+        for elsewhere in ("/elsewhere?/console/", "/console?x=1//evil.example"):
+            away = client.post("/console/signin", data={"token": TOKEN, "next": elsewhere})
+            assert away.headers["location"] == "/console"
 
 
 def test_a_post_without_the_session_csrf_token_is_refused(node: LiveNode) -> None:
@@ -174,3 +185,68 @@ def test_the_console_can_be_turned_off(tmp_path: Path) -> None:
         assert client.get("/console").status_code == 404
         assert client.get("/").headers["location"] == "docs"
         assert sign_in(client).status_code == 404
+
+
+LINK = "link-secret-LEAKCHECK-3f8a"
+ONWARD_B = """\
+a2a:
+  enabled: true
+  node_name: node-b
+  allowed_peers: [node-a]
+agents:
+  - {id: parker, name: Parker, executor: {kind: park}}
+"""
+ONWARD_A = f"""\
+a2a:
+  enabled: true
+  node_name: node-a
+  allowed_peers: [{CALLER}]
+agents:
+  - {{id: fwd, name: Forwarder, executor: {{kind: peer, peer: node-b, agent: parker}}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def onward(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveNode, str]]:
+    """Node A, whose agent forwards to node B's park agent, and the task a peer gave A (it
+    waits for input, as B's does): A holds one outbound task, to node-b."""
+    data = tmp_path_factory.mktemp("console-onward")
+    add_peer(data / "b", "node-a", LINK, endpoint="http://127.0.0.1:9")
+    with LiveNode(data / "b", ONWARD_B) as b:
+        add_peer(data / "a", "node-b", LINK, endpoint=b.url)
+        add_peer(data / "a", CALLER, CALLER_KEY, endpoint="http://127.0.0.1:9")
+        with LiveNode(data / "a", ONWARD_A, env={TOKEN_ENV: TOKEN}) as a, \
+                a.client(CALLER, CALLER_KEY) as caller:
+            task = create_task(caller, "pass it on", agent_id="fwd")
+            assert task["status"]["state"] == "input-required"
+            yield a, task["id"]
+
+
+def test_an_outbound_task_has_its_page_with_its_peer_state_and_chain(
+        onward: tuple[LiveNode, str]) -> None:
+    node, origin = onward
+    with browser(node) as client:
+        sign_in(client)
+        listed = client.get("/console/tasks", params={"direction": "outbound"})
+        (row,) = re.findall(r'<tr data-task="([^"]+)"><td><a href="([^"]+)"', listed.text)
+        local_id, link = row
+        assert link == f"/console/tasks/{local_id}?direction=outbound&amp;peer=node-b"
+        page = client.get(link.replace("&amp;", "&"))
+        assert page.status_code == 200, page.text
+        assert_secured(page)
+        assert f'<span data-field="task-id">{local_id}</span>' in page.text
+        assert '<dd data-field="state">input-required</dd>' in page.text
+        assert '<a href="/console/peers/node-b">node-b</a>' in page.text
+        chain = re.search(r'<dd data-field="chain">(.*?)</dd>', page.text, re.S)
+        assert chain and f'<a href="/console/tasks/{origin}">task {origin}</a>' in chain[1]
+        assert "node-b" in chain[1] and "input-required" in chain[1]
+        # the bare address finds it too, once no peer has a task of that id
+        assert client.get(f"/console/tasks/{local_id}").text == page.text
+        # the task it forwards links on to it
+        inbound = client.get(f"/console/tasks/{origin}")
+        assert link in inbound.text
+        unknown = client.get("/console/tasks/no-such-task")
+        assert unknown.status_code == 404 and "inbound or outbound" in unknown.text
+        wrong_peer = client.get(f"/console/tasks/{local_id}",
+                                params={"direction": "outbound", "peer": CALLER})
+        assert wrong_peer.status_code == 404

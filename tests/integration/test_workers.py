@@ -11,6 +11,7 @@ connections really are spread over both workers (from /proc), then races them.
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 from collections.abc import Callable, Iterator
@@ -23,6 +24,8 @@ import httpx
 import pytest
 from cryptography.fernet import Fernet
 
+from synthorg.admin.token import TOKEN_FILENAME
+from synthorg.console.sessions import COOKIE
 from tests.conftest import BACKENDS
 from tests.integration.conftest import AGENTS_YAML, KEY_A, PEER_A, api_key_headers, peer_client
 from tests.integration.helpers import (
@@ -85,6 +88,30 @@ def connections_per_worker(node: LiveNode) -> dict[int, int]:
                 held += 1
         counts[pid] = held
     return counts
+
+
+def worker_serving(node: LiveNode, response: httpx.Response) -> int:
+    """The worker holding the connection `response` came over (matched by the client's port
+    in /proc/net/tcp, then the socket's inode among each worker's descriptors)."""
+    client_port = response.extensions["network_stream"].get_extra_info("client_addr")[1]
+    inode = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not os.path.exists(table):
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote = (int(f.rsplit(":", 1)[1], 16) for f in fields[1:3])
+            if (local, remote) == (node.port, client_port) and fields[3] == "01":
+                inode = fields[9]
+    assert inode is not None, client_port
+    for pid in worker_pids(node):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                    return pid
+            except OSError:
+                continue
+    raise AssertionError(f"no worker holds the connection from port {client_port}")
 
 
 class Store:
@@ -233,6 +260,37 @@ def test_a_peer_removed_by_the_cli_is_refused_by_every_worker(
             assert all(a.json()["error"]["code"] == UNAUTHENTICATED for a in answers)
         finally:
             store.add_peer(node.data_dir, PEER_A, KEY_A)
+
+
+def test_a_console_session_holds_on_every_worker_and_its_sign_out_ends_it_on_all(
+    node: LiveNode,
+) -> None:
+    token = (node.data_dir / TOKEN_FILENAME).read_text().strip()
+    with peer_client(node) as first:
+        signed = first.post("/console/signin", data={"token": token, "next": "/console"})
+        assert signed.status_code == 303
+        cookie = signed.cookies[COOKIE]
+    with ExitStack() as stack:
+        # Fresh connections, opened at once: spread over both workers, one of them not the
+        # worker that made the session.
+        browsers = [stack.enter_context(peer_client(node)) for _ in range(CONNECTIONS)]
+        for browser in browsers:
+            browser.cookies.set(COOKIE, cookie, path="/console")
+        pages = race(browsers, lambda _, browser: browser.get("/console"))
+        assert all(page.status_code == 200 for page in pages), [p.status_code for p in pages]
+        served_by = [worker_serving(node, page) for page in pages]
+        assert set(served_by) == set(worker_pids(node)), served_by
+        # A form from a page one worker drew, posted through a connection to the other.
+        csrf = re.search(r'name="csrf" value="([^"]+)"', pages[0].text)
+        assert csrf is not None
+        other = next(i for i, pid in enumerate(served_by) if pid != served_by[0])
+        out = browsers[other].post("/console/signout", data={"csrf": csrf.group(1)})
+        assert out.status_code == 303
+        for browser in browsers:
+            browser.cookies.set(COOKIE, cookie, path="/console")  # as if kept by another tab
+        after = race(browsers, lambda _, browser: browser.get("/console"))
+        assert all(page.status_code == 401 for page in after), [p.status_code for p in after]
+        assert {worker_serving(node, page) for page in after} == set(served_by)
 
 
 def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path, store: Store) -> None:

@@ -506,6 +506,9 @@ def test_card_cache_bound_applies_at_once(admin: Admin) -> None:
 # -- peers -----------------------------------------------------------------------------------------
 
 
+MTLS_PIN = "sha256//" + "A" * 43 + "="
+
+
 def new_peer(name: str = "peer-b", secret: str = SECRET, **extra: str) -> dict[str, str]:
     return {"name": name, "endpoint": "http://127.0.0.1:8001/", "scheme": "api_key",
             "secret": secret, **extra}
@@ -617,6 +620,9 @@ def test_a_peer_secret_equal_to_the_admin_token_is_refused(admin: Admin) -> None
         # ... or past it, by what a schema cannot say.
         ({"endpoint": "http://h:99999"}, "endpoint", "invalid_value"),
         ({"endpoint": "http://[::1"}, "endpoint", "invalid_value"),
+        # mtls: the secret is a certificate pin, the endpoint https
+        ({"scheme": "mtls"}, "secret", "invalid_value"),
+        ({"scheme": "mtls", "secret": MTLS_PIN}, "endpoint", "invalid_value"),
     ],
 )
 def test_a_bad_peer_is_400_naming_the_field_and_never_echoing_the_secret(
@@ -658,6 +664,15 @@ def test_a_short_secret_stored_before_the_rule_keeps_working(admin: Admin) -> No
     # What it says besides its secret changes as before.
     response = admin.request("PUT", f"{PEERS}/old-peer/rate-limit", json={"rateLimit": 5})
     assert response.status_code == 200, response.text
+
+
+def test_an_mtls_peer_is_created_with_its_pin(admin: Admin) -> None:
+    body = new_peer(scheme="mtls", secret=MTLS_PIN, endpoint="https://127.0.0.1:8443")
+    response = admin.request("POST", PEERS, json=body)
+    assert response.status_code == 201, response.text
+    assert response.json()["scheme"] == "mtls" and MTLS_PIN not in response.text
+    record = admin.node.catalog.get("peer-b")
+    assert record is not None and (record.scheme, record.secret) == ("mtls", MTLS_PIN)
 
 
 def test_a_missing_field_is_400(admin: Admin) -> None:

@@ -424,3 +424,37 @@ def test_rekey_reports_the_peer_records_and_push_configs_it_sealed_again(
     assert result.stdout.strip() == (
         "re-encrypted 1 peer record and 1 push config with the newest key"
     )
+
+
+# --- mtls ---------------------------------------------------------------------------------
+
+
+def test_add_mtls_pins_the_key_of_a_certificate_file(run: Runner, data_dir: Path,
+                                                     tmp_path: Path) -> None:
+    from examples.make_test_ca import issue, make_ca, write_node
+
+    node = issue(make_ca(), "node-b")
+    write_node(tmp_path, "node-b", node)
+    pem = str(tmp_path / "node-b.pem")
+    result = run("peers", "add", "node-b", "--endpoint", "https://127.0.0.1:8443",
+                 "--scheme", "mtls", "--cert", pem, stdin=None)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "added peer node-b (endpoint https://127.0.0.1:8443, scheme mtls)")
+    record = stored(data_dir, "node-b")
+    assert record is not None and (record.scheme, record.secret) == ("mtls", node.pin)
+    https = "https://127.0.0.1:8443"
+    # the pin may be given like a secret instead
+    assert run.add("node-c", node.pin, "--scheme", "mtls", endpoint=https).returncode == 0
+    # a secret that is not a pin is refused for scheme mtls, and so is plain http
+    assert "sha256//" in one_error_line(
+        run.add("node-d", SECRET, "--scheme", "mtls", endpoint=https))
+    assert "https URL for scheme mtls" in one_error_line(
+        run.add("node-d", node.pin, "--scheme", "mtls"))
+    # --cert is for mtls only, and must name a certificate
+    assert "--scheme mtls" in one_error_line(
+        run.add("node-e", SECRET, "--cert", pem))
+    assert "not a PEM certificate" in one_error_line(
+        run.add("node-f", "", "--scheme", "mtls", "--cert", str(tmp_path / "node-b.key")))
+    assert "cannot read" in one_error_line(
+        run.add("node-g", "", "--scheme", "mtls", "--cert", str(tmp_path / "nope.pem")))

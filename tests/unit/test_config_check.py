@@ -120,3 +120,40 @@ def test_cli_accepts_a_valid_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith(": ok")
+
+
+def test_server_tls_files_are_loaded_as_the_node_would(tmp_path: Path) -> None:
+    from examples.make_test_ca import issue, make_ca, write_node
+
+    ca = make_ca()
+    (tmp_path / "ca.pem").write_bytes(ca.pem)
+    write_node(tmp_path, "node-a", issue(ca, "node-a"))
+    write_node(tmp_path, "node-b", issue(ca, "node-b"))
+    good = ("server:\n  tls:\n    cert_file: node-a.pem\n    key_file: node-a.key\n"
+            "    ca_file: ca.pem\n")
+    assert check_text(good, tmp_path) == []  # relative to the file's directory
+    bad = ("server:\n  tls:\n    cert_file: node-a.pem\n    key_file: node-b.key\n"
+           "    ca_file: missing.pem\n")
+    findings = check_text(bad, tmp_path)
+    assert [(f.line, f.key) for f in findings] == [(5, "server.tls.ca_file")]
+    assert "missing.pem: no such file" in findings[0].problem
+    mismatched = bad.replace("missing.pem", "ca.pem")
+    findings = check_text(mismatched, tmp_path)
+    assert [(f.line, f.key) for f in findings] == [(4, "server.tls.key_file")]
+    assert "not a PEM certificate and its unencrypted private key" in findings[0].problem
+    assert "BEGIN" not in findings[0].problem  # never the files' contents
+    findings = check_text("server:\n  tls: {cert_file: a.pem}\n", tmp_path)
+    assert [f.key for f in findings] == ["server.tls.key_file"]  # the schema's: required
+
+
+def test_a_node_does_not_start_on_a_tls_file_it_cannot_load(tmp_path: Path) -> None:
+    import pytest
+
+    from synthorg.config.company import ConfigError
+    from synthorg.node import prepare
+
+    (tmp_path / "config.yaml").write_text(
+        "server:\n  tls: {cert_file: nope.pem, key_file: nope.key}\n")
+    with pytest.raises(ConfigError, match=r"config\.yaml: server\.tls\.cert_file: .*nope\.pem: "
+                       "no such file"):
+        prepare(tmp_path)

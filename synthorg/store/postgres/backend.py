@@ -11,6 +11,7 @@ from synthorg.store.backend import BackendName, SchemaState
 from synthorg.store.postgres import schema
 from synthorg.store.postgres.audit import PgAuditStore
 from synthorg.store.postgres.catalog import PgCatalog
+from synthorg.store.postgres.console_sessions import PgConsoleSessions
 from synthorg.store.postgres.database import Connection, PgDatabase
 from synthorg.store.postgres.delegations import PgDelegationStore
 from synthorg.store.postgres.options import PgOptions
@@ -43,6 +44,7 @@ class PgStores:
         self.push_receipts = PgPushReceipts(self.db)
         self.audit = PgAuditStore(self.db)
         self.rate_buckets = PgRateBuckets(self.db)
+        self.console_sessions = PgConsoleSessions(self.db)
 
     def __repr__(self) -> str:
         return "PgStores(<url redacted>)"

@@ -215,6 +215,17 @@ _V8 = ("ALTER TABLE push_configs ADD COLUMN last_status_version BIGINT",)
 # thumbprint); NULL: the peer's cards are accepted unverified.
 _V9 = ("ALTER TABLE peers ADD COLUMN card_key TEXT",)
 
+# v10: the operator console's sessions, shared by every replica: each by a SHA-256 digest of
+# its id (never the id), with its wall-clock creation and expiry.
+_V10 = (
+    """CREATE TABLE console_sessions (
+        key TEXT PRIMARY KEY,
+        created_at DOUBLE PRECISION NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX console_sessions_expiry ON console_sessions (expires_at)",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
@@ -226,6 +237,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
      "task", _V7),
     ("push status order: the task version of each config's last status", _V8),
     ("pinned card keys", _V9),
+    ("console sessions", _V10),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

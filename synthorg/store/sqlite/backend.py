@@ -9,6 +9,7 @@ from synthorg.store.backend import BackendName, SchemaState
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.audit import SqliteAuditStore
 from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.console_sessions import SqliteConsoleSessions
 from synthorg.store.sqlite.database import Database, open_database
 from synthorg.store.sqlite.delegations import SqliteDelegationStore
 from synthorg.store.sqlite.push import SqlitePushConfigStore, SqlitePushOutbox, SqlitePushReceipts
@@ -72,6 +73,10 @@ class SqliteStores:
     @cached_property
     def audit(self) -> SqliteAuditStore:
         return SqliteAuditStore(self.db)
+
+    @cached_property
+    def console_sessions(self) -> SqliteConsoleSessions:
+        return SqliteConsoleSessions(self.db)
 
     async def request_started(self) -> None:
         request_scope()

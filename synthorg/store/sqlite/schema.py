@@ -176,7 +176,20 @@ _V9 = ("ALTER TABLE push_configs ADD COLUMN last_status_version INTEGER",)
 # thumbprint); NULL: the peer's cards are accepted unverified.
 _V10 = ("ALTER TABLE peers ADD COLUMN card_key TEXT",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
+# v11: the operator console's sessions, shared by the node's workers: each by a SHA-256 digest
+# of its id (never the id), with its wall-clock creation and expiry.
+_V11 = (
+    """CREATE TABLE console_sessions (
+        key TEXT PRIMARY KEY,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX console_sessions_expiry ON console_sessions (expires_at)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,225 @@
+"""Live federation over mutual TLS: two real nodes serving HTTPS on 127.0.0.1, each knowing the
+other by the pin of its certificate (`peers add --scheme mtls --cert`), no shared secret.
+
+    node-a  allows node-b, tester   agents: relay (-> node-b/echo); tester: api_key secret
+    node-b  allows node-a, node-s   agents: echo; node-s: an api_key peer (a secret)
+
+Certificates come from the test CA script (examples/make_test_ca.py); besides the nodes' own:
+`other` (signed by the CA, another key) and `stranger` (self-signed).
+"""
+
+from __future__ import annotations
+
+import secrets
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from examples.make_test_ca import Issued, issue, make_ca, self_signed, write_node
+from tests.federation.harness import FedNode, artifact_texts, delegate, running
+from tests.support.codes import UNAUTHENTICATED
+
+AUTH_FAILED = "a2a.inbound.auth_failed"
+TIMEOUT = 10.0
+
+
+class TlsNode(FedNode):
+    def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str],
+                 certs: Path, cert: str | None = None) -> None:
+        """`cert`: the name of the certificate it serves (default: its own name's)."""
+        super().__init__(root, name, allowed, agents)
+        cert = cert or name
+        config = self.data_dir / "config.yaml"
+        config.write_text(config.read_text() + (
+            "server:\n"
+            "  tls:\n"
+            f"    cert_file: {certs / cert}.pem\n"
+            f"    key_file: {certs / cert}.key\n"
+            f"    ca_file: {certs / 'ca.pem'}\n"
+        ))
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+
+@dataclass
+class MtlsFederation:
+    a: TlsNode
+    b: TlsNode
+    certs: Path
+    pins: dict[str, str]
+    tester_secret: str
+    s_secret: str
+
+    def context(self, name: str | None) -> ssl.SSLContext:
+        """A client trusting the test CA, showing `name`'s certificate (None: none)."""
+        context = ssl.create_default_context(cafile=self.certs / "ca.pem")
+        if name is not None:
+            context.load_cert_chain(self.certs / f"{name}.pem", self.certs / f"{name}.key")
+        return context
+
+
+@pytest.fixture(scope="module")
+def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MtlsFederation]:
+    root = tmp_path_factory.mktemp("mtls")
+    certs = root / "certs"
+    certs.mkdir()
+    ca = make_ca()
+    (certs / "ca.pem").write_bytes(ca.pem)
+    issued: dict[str, Issued] = {
+        "node-a": issue(ca, "node-a"),
+        "node-b": issue(ca, "node-b"),
+        "other": issue(ca, "node-a"),  # the CA's, even named node-a, but another key
+        "stranger": self_signed("node-a"),
+    }
+    for name, certificate in issued.items():
+        write_node(certs, name, certificate)
+    a = TlsNode(root, "node-a", ["node-b", "tester"], {"relay": "node-b/echo"}, certs)
+    b = TlsNode(root, "node-b", ["node-a", "node-s"], {"echo": "echo"}, certs)
+    with running(a, b):
+        for node, peer in ((a, b), (b, a)):
+            added = node.cli("peers", "add", peer.name, "--endpoint", peer.url,
+                             "--scheme", "mtls", "--cert", str(certs / f"{peer.name}.pem"))
+            assert added.returncode == 0, added.stderr
+            assert "scheme mtls" in added.stdout
+        # node-b's endpoint, but pinning another key: node-a must not talk to it
+        wrong = a.cli("peers", "add", "node-b-wrong", "--endpoint", b.url,
+                      "--scheme", "mtls", "--cert", str(certs / "other.pem"))
+        assert wrong.returncode == 0, wrong.stderr
+        tester_secret, s_secret = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        a.add_peer("tester", "https://127.0.0.1:9", tester_secret)
+        b.add_peer("node-s", "https://127.0.0.1:9", s_secret)
+        yield MtlsFederation(a, b, certs, {n: i.pin for n, i in issued.items()},
+                             tester_secret, s_secret)
+
+
+def send_body(text: str, agent: str = "echo") -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0", "id": 1, "method": "message/send",
+        "params": {"message": {
+            "kind": "message", "messageId": secrets.token_hex(8), "role": "user",
+            "parts": [{"kind": "text", "text": text}], "metadata": {"agentId": agent},
+        }},
+    }
+
+
+def post(fed: MtlsFederation, node: TlsNode, cert: str | None, headers: dict[str, str],
+         text: str = "hello") -> httpx.Response:
+    with httpx.Client(verify=fed.context(cert), timeout=TIMEOUT) as client:
+        return client.post(f"{node.url}/api/v1/a2a/", json=send_body(text), headers=headers)
+
+
+def assert_refused(response: httpx.Response) -> None:
+    assert response.status_code == 401, response.text
+    assert response.json()["error"]["code"] == UNAUTHENTICATED
+
+
+# -- delegation over mTLS ---------------------------------------------------------------------
+
+
+def test_a_delegates_to_b_over_https_with_its_certificate(mtls: MtlsFederation) -> None:
+    code, record = delegate(mtls.a, "node-b", "hello over mtls", "--agent", "echo", "--wait")
+    assert code == 0, record
+    assert record["peer"] == "node-b" and record["state"] == "completed"
+    assert artifact_texts(record["task"]) == ["hello over mtls"]
+    seen = mtls.b.cli_json("tasks", "get", record["remote_task_id"])
+    assert seen["peer"] == "node-a"  # b knew a by its certificate alone
+
+
+def test_a_peer_whose_server_certificate_is_not_the_pinned_one_gets_nothing(
+        mtls: MtlsFederation) -> None:
+    before = len(mtls.b.cli_json("tasks", "list", "--inbound")["inbound"])
+    result = mtls.a.cli("delegate", "node-b-wrong", "not for you", "--agent", "echo", "--wait")
+    assert result.returncode != 0
+    assert "its certificate is not the one its catalog record pins" in result.stderr
+    assert len(mtls.b.cli_json("tasks", "list", "--inbound")["inbound"]) == before
+
+
+def test_a_node_forwards_to_its_peer_over_mtls(mtls: MtlsFederation) -> None:
+    # tester -> node-a (a secret, over HTTPS) -> node-b/echo (node-a's certificate)
+    headers = {"X-API-Key": mtls.tester_secret}
+    with httpx.Client(verify=mtls.context(None), timeout=TIMEOUT) as client:
+        response = client.post(f"{mtls.a.url}/api/v1/a2a/",
+                               json=send_body("relayed", "relay"), headers=headers)
+    assert response.status_code == 200, response.text
+    task = response.json()["result"]
+    assert task["status"]["state"] == "completed", task
+    assert artifact_texts(task) == ["relayed"]
+
+
+def test_the_pinned_certificate_alone_is_admitted(mtls: MtlsFederation) -> None:
+    response = post(mtls, mtls.b, "node-a", {})
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["status"]["state"] == "completed"
+
+
+def test_the_card_names_the_https_endpoint(mtls: MtlsFederation) -> None:
+    with httpx.Client(verify=mtls.context(None), timeout=TIMEOUT) as client:
+        card = client.get(f"{mtls.b.url}/.well-known/agent-card.json").json()
+    assert card["url"].startswith(f"{mtls.b.url}/")
+
+
+# -- hostile: every one refused as a wrong secret is -------------------------------------------
+
+
+def test_a_certificate_of_the_ca_with_another_key_is_refused(mtls: MtlsFederation) -> None:
+    assert_refused(post(mtls, mtls.b, "other", {"X-A2A-Peer-Name": "node-a"}))
+    mtls.b.wait_for_event(AUTH_FAILED, reason="certificate_mismatch", peer_name="node-a")
+    assert_refused(post(mtls, mtls.b, "other", {}))  # it names no one
+
+
+def test_a_self_signed_certificate_fails_the_handshake(mtls: MtlsFederation) -> None:
+    with pytest.raises((httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError)):
+        post(mtls, mtls.b, "stranger", {"X-A2A-Peer-Name": "node-a"})
+
+
+def test_no_certificate_is_refused(mtls: MtlsFederation) -> None:
+    assert_refused(post(mtls, mtls.b, None, {"X-A2A-Peer-Name": "node-a"}))
+    mtls.b.wait_for_event(AUTH_FAILED, reason="missing_certificate", peer_name="node-a")
+    assert_refused(post(mtls, mtls.b, None, {}))
+
+
+def test_a_secret_never_admits_an_mtls_peer(mtls: MtlsFederation) -> None:
+    pin = mtls.pins["node-a"]
+    for headers in ({"X-A2A-Peer-Name": "node-a", "X-API-Key": pin},
+                    {"X-A2A-Peer-Name": "node-a", "Authorization": f"Bearer {pin}"},
+                    {"X-A2A-Peer-Name": "node-a", "X-API-Key": mtls.s_secret},
+                    {"X-API-Key": pin}):
+        assert_refused(post(mtls, mtls.b, None, headers))
+
+
+def test_a_secret_beside_another_peers_certificate_is_refused(mtls: MtlsFederation) -> None:
+    # node-s's good secret, on a connection showing node-a's certificate: two identities
+    for headers in ({"X-API-Key": mtls.s_secret},
+                    {"X-A2A-Peer-Name": "node-s", "X-API-Key": mtls.s_secret}):
+        assert_refused(post(mtls, mtls.b, "node-a", headers))
+    mtls.b.wait_for_event(AUTH_FAILED, reason="certificate_of_another_peer")
+    # named node-a, showing the certificate of the CA with another key, and node-s's secret
+    assert_refused(post(mtls, mtls.b, "other",
+                        {"X-A2A-Peer-Name": "node-a", "X-API-Key": mtls.s_secret}))
+    # the secret peer itself, with no certificate or an unpinned one, is admitted
+    for cert in (None, "other"):
+        response = post(mtls, mtls.b, cert, {"X-API-Key": mtls.s_secret})
+        assert response.status_code == 200, response.text
+
+
+def test_worker_processes_serve_tls_and_read_the_certificate(mtls: MtlsFederation,
+                                                             tmp_path: Path) -> None:
+    # each worker builds its own TLS context (uvicorn hands it the factory); every one of
+    # them admits node-a by its certificate and refuses it without one
+    node = TlsNode(tmp_path, "node-w", ["node-a"], {"echo": "echo"}, mtls.certs, "node-b")
+    node.env["SYNTHORG_WORKERS"] = "2"
+    with running(node):
+        added = node.cli("peers", "add", "node-a", "--endpoint", mtls.a.url,
+                         "--scheme", "mtls", "--cert", str(mtls.certs / "node-a.pem"))
+        assert added.returncode == 0, added.stderr
+        for _ in range(6):  # new connections, spread over the workers' sockets
+            response = post(mtls, node, "node-a", {})
+            assert response.status_code == 200, response.text
+            assert_refused(post(mtls, node, None, {"X-A2A-Peer-Name": "node-a"}))
