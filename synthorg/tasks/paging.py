@@ -11,6 +11,7 @@ from synthorg.errors import InvalidParams
 from synthorg.generated.models import Task
 from synthorg.http.numbers import ascii_int
 from synthorg.store.tasks import TaskFilter, TaskStore
+from synthorg.tasks.history import recent_history
 from synthorg.tasks.query import TaskPage, TaskQuery
 
 _TOKEN_PREFIX = "c1:"
@@ -53,10 +54,7 @@ def _shaped(task: Task, query: TaskQuery) -> Task:
     update: dict[str, object] = {}
     if not query.include_artifacts and task.artifacts is not None:
         update["artifacts"] = None
-    if query.history_length is not None:
-        history = task.history or []
-        update["history"] = history[-query.history_length:] if query.history_length else []
-    return task.model_copy(update=update) if update else task
+    return recent_history(task.model_copy(update=update) if update else task, query.history_length)
 
 
 async def page(store: TaskStore, peer: str, query: TaskQuery) -> TaskPage:

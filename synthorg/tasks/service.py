@@ -16,7 +16,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from weakref import WeakValueDictionary
 
 from synthorg.clock import new_id, utc_now
@@ -59,6 +59,7 @@ from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore,
 from synthorg.tasks import paging
 from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
 from synthorg.tasks.executors import Canceled, Detached, Executor, Outcome, Resumable
+from synthorg.tasks.history import recent_history
 from synthorg.tasks.hops import loop_refusal
 from synthorg.tasks.progress import StoredProgress
 from synthorg.tasks.query import TaskPage, TaskQuery
@@ -79,6 +80,10 @@ def message_digest(message: Message) -> str:
     document = message.model_dump(mode="json", by_alias=True, exclude_none=True)
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _history_length(params: MessageSendParams | MessageStreamParams) -> int | None:
+    return params.configuration.historyLength if params.configuration is not None else None
 
 
 @dataclass(frozen=True)
@@ -131,19 +136,20 @@ class TaskService:
         # A2A's default is to answer when the task is final or interrupted; blocking: false
         # answers as soon as the agent's work has started.
         blocking = params.configuration is None or params.configuration.blocking is not False
+        answer: Task | Message
         if message.taskId is not None:
             async with self._lock(message.taskId):
-                return await self._continue(peer, message, message.taskId, key, blocking)
-        return await self._create(peer, message, key, self._agent(message, agent_id), blocking)
+                answer = await self._continue(peer, message, message.taskId, key, blocking)
+        else:
+            answer = await self._create(
+                peer, message, key, self._agent(message, agent_id), blocking
+            )
+        if isinstance(answer, Message):
+            return answer
+        return recent_history(answer, _history_length(params))
 
     async def get(self, peer: str, task_id: str, history_length: int | None) -> Task:
-        task = (await self._owned(peer, task_id, TASKS_GET)).task
-        if history_length is None:
-            return task
-        history = task.history or []
-        return task.model_copy(
-            update={"history": history[-history_length:] if history_length else []}
-        )
+        return recent_history((await self._owned(peer, task_id, TASKS_GET)).task, history_length)
 
     async def cancel(self, peer: str, task_id: str) -> Task:
         async with self._lock(task_id):
@@ -184,7 +190,11 @@ class TaskService:
             yield Sequenced(0, task)
             return
         after = 0 if params.message.taskId is None else None
+        history_length = _history_length(params)
         async for event in self.resubscribe(peer, task.id, after):
+            if isinstance(event.event, Task) and history_length is not None:
+                # the stream's task as the send answers it (raw is the stored, whole task)
+                event = replace(event, event=recent_history(event.event, history_length), raw=None)
             yield event
 
     async def resubscribe(

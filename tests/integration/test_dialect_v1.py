@@ -139,7 +139,7 @@ def test_a_task_created_in_1_0_reads_and_cancels_the_same_in_0_3(client_a: httpx
     }
     assert expect_result(cancel_task(client_a, task["id"]))["status"]["state"] == "canceled"
     again = expect_result(v1_call(client_a, "GetTask", {"id": task["id"], "historyLength": 0}))
-    assert again["status"]["state"] == "TASK_STATE_CANCELED" and again["history"] == []
+    assert again["status"]["state"] == "TASK_STATE_CANCELED" and "history" not in again
 
 
 def test_another_peers_task_is_not_found_in_1_0(
@@ -378,3 +378,49 @@ def test_subscribe_to_a_final_task_is_unsupported_in_1_0_only(client_a: httpx.Cl
     resumed = stream_data(client_a, "SubscribeToTask", {"id": task["id"]},
                           {**V1, "Last-Event-ID": "0"})
     assert resumed and all("result" in event for event in resumed)
+
+
+# -- historyLength on SendMessage ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("member", ["historyLength", "history_length"])
+def test_send_message_history_length_cuts_the_answer_as_get_task_does(
+    client_a: httpx.Client, member: str
+) -> None:
+    """Each follow-up of a parked task adds two messages; the answer to each keeps its
+    historyLength's most recent (0: none, the member omitted), as GetTask answers them."""
+    task = v1_send(client_a, v1_message("park", agent_id="parker"))
+    for turn, length in enumerate((1, 3, 0, 50), start=2):
+        follow_up = v1_message("more", agent_id="parker", taskId=task["id"])
+        answer = expect_result(v1_call(client_a, "SendMessage", {
+            "message": follow_up, "configuration": {member: length}}))["task"]
+        full = expect_result(v1_call(client_a, "GetTask", {"id": task["id"]}))["history"]
+        assert len(full) == 2 * turn
+        assert answer.get("history", []) == (full[-length:] if length else [])
+        assert ("history" in answer) == (length > 0)
+        assert answer == expect_result(
+            v1_call(client_a, "GetTask", {"id": task["id"], "historyLength": length}))
+    whole = v1_send(client_a, v1_message("more", agent_id="parker", taskId=task["id"]))
+    assert len(whole["history"]) == 2 * (turn + 1)  # absent: the whole history
+
+
+def test_send_streaming_message_history_length_cuts_the_streamed_task(
+    client_a: httpx.Client,
+) -> None:
+    task = v1_send(client_a, v1_message("park", agent_id="parker"))
+    follow_up = v1_message("more", agent_id="parker", taskId=task["id"])
+    events = v1_stream(client_a, "SendStreamingMessage", {
+        "message": follow_up, "configuration": {"historyLength": 1}})
+    tasks = [event["task"] for event in events if "task" in event]
+    assert tasks and all(len(t["history"]) == 1 for t in tasks)
+    full = expect_result(v1_call(client_a, "GetTask", {"id": task["id"]}))["history"]
+    assert len(full) == 4 and tasks[0]["history"] == full[-1:]
+
+
+@pytest.mark.parametrize("length", [-1, 2**31])
+def test_send_message_history_length_out_of_bounds_is_invalid_params(
+    client_a: httpx.Client, length: int
+) -> None:
+    answer = v1_call(client_a, "SendMessage", {
+        "message": v1_message("x"), "configuration": {"historyLength": length}})
+    expect_error(answer, code=INVALID_PARAMS, request_id=1)

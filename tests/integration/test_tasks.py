@@ -7,6 +7,7 @@ input-required until canceled), routed by `message.metadata.agentId`.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable
 from typing import Any
 
@@ -23,6 +24,7 @@ from tests.integration.helpers import (
     TASK_TERMINAL,
     UNKNOWN_AGENT,
     Json,
+    call,
     cancel_task,
     create_task,
     envelope,
@@ -182,7 +184,7 @@ def test_tasks_cancel_missing_task_is_task_not_found(client_a: httpx.Client) -> 
 
 def test_tasks_get_history_length_zero_returns_no_history(client_a: httpx.Client) -> None:
     task = park_task(client_a)
-    assert expect_result(get_task(client_a, task["id"], history_length=0))["history"] == []
+    assert "history" not in expect_result(get_task(client_a, task["id"], history_length=0))
 
 
 def test_tasks_get_history_length_one_returns_the_latest_message(client_a: httpx.Client) -> None:
@@ -208,6 +210,54 @@ def test_tasks_get_history_length_does_not_truncate_the_stored_task(
     task = park_task(client_a)
     expect_result(get_task(client_a, task["id"], history_length=0))
     assert expect_result(get_task(client_a, task["id"]))["history"] == task["history"]
+
+
+def send_cut(client: httpx.Client, msg: Json, history_length: Any) -> httpx.Response:
+    params = {"message": msg, "configuration": {"historyLength": history_length}}
+    return call(client, "message/send", params)
+
+
+def test_message_send_history_length_cuts_the_answer_as_tasks_get_does(
+    client_a: httpx.Client,
+) -> None:
+    """Each follow-up of a parked task adds two messages; the answer to each keeps its
+    historyLength's most recent, the same messages tasks/get answers for that length."""
+    task = park_task(client_a)
+    for turn, length in enumerate((1, 3, 0, 50, 6), start=2):
+        answer = expect_result(send_cut(client_a, message("more", task_id=task["id"]), length))
+        full = expect_result(get_task(client_a, task["id"]))["history"]
+        assert len(full) == 2 * turn
+        assert answer.get("history", []) == (full[-length:] if length else [])
+        assert answer == expect_result(get_task(client_a, task["id"], history_length=length))
+    zero = expect_result(send_cut(client_a, message("more", task_id=task["id"]), 0))
+    assert "history" not in zero and zero["status"]["state"] == "input-required"
+    whole = expect_result(send(client_a, message("more", task_id=task["id"])))
+    assert len(whole["history"]) == 2 * (turn + 2)  # absent: the whole history
+
+
+def test_message_send_history_length_cuts_a_new_tasks_answer(client_a: httpx.Client) -> None:
+    first = expect_result(send_cut(client_a, message("park", agent_id="parker"), 1))
+    assert [m["role"] for m in first["history"]] == ["agent"]
+    assert len(expect_result(get_task(client_a, first["id"]))["history"]) == 2  # stored whole
+
+
+def test_message_stream_history_length_cuts_the_streamed_task(client_a: httpx.Client) -> None:
+    task = park_task(client_a)
+    params = {"message": message("more", task_id=task["id"]),
+              "configuration": {"historyLength": 1}}
+    with client_a.stream("POST", RPC_PATH, json=envelope("message/stream", params)) as answer:
+        lines = [line for line in answer.iter_lines() if line.startswith("data:")]
+    events = [json.loads(line[len("data:"):])["result"] for line in lines]
+    tasks = [event for event in events if event["kind"] == "task"]
+    assert tasks and all(len(t["history"]) == 1 for t in tasks)
+    assert tasks[0]["history"] == expect_result(get_task(client_a, task["id"]))["history"][-1:]
+
+
+def test_message_send_history_length_out_of_bounds_is_invalid_params(
+    client_a: httpx.Client,
+) -> None:
+    for length in (-1, 2**31, "1", 1.5):
+        expect_error(send_cut(client_a, message("x"), length), code=INVALID_PARAMS, request_id=1)
 
 
 # -- ownership -----------------------------------------------------------------------------
