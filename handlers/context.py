@@ -160,6 +160,11 @@ class HttpRequest(Protocol):
         ...
 
     @property
+    def client_certificate(self) -> bytes | None:
+        """The client certificate (DER) the connection's TLS handshake verified, else None."""
+        ...
+
+    @property
     def query(self) -> Mapping[str, list[str]]:
         """The query string's parameters, each with every value it was given, in order."""
         ...
@@ -205,9 +210,11 @@ class PushReceiverContext(Protocol):
     async def receive(
         self, peer: str, body: bytes, timestamp: str | None, signature: str | None,
         delivery_id: str | None, authorization: str | None = None, token: str | None = None,
+        client_cert: bytes | None = None,
     ) -> int:
         """204 accepted, 400 not a Task, 401 unverifiable, 409 replayed (the headers: None
-        when absent; a repeated one is unverifiable)."""
+        when absent; a repeated one is unverifiable). `client_cert`: the DER certificate the
+        connection's TLS handshake verified (an mtls peer's credential)."""
         ...
 
 

@@ -2,7 +2,8 @@
 
 Unauthenticated by the gates: the signature is the credential, or (A2A's form, without a
 signature) the Authorization header or X-A2A-Notification-Token this node registered for the
-delegation (`synthorg.push.receiver`). 204 once verified (and
+delegation, or for a peer of scheme mtls the pinned client certificate of the connection
+(`synthorg.push.receiver`). 204 once verified (and
 applied); 401 when it cannot be verified, 409 for a delivery id already received, 400 for a
 verified body that is not a Task; each refusal is an event naming its reason.
 """
@@ -47,6 +48,7 @@ async def receive(request: HttpRequest, ctx: PushReceiverContext) -> Response:
         _single(request, TIMESTAMP_HEADER), _single(request, SIGNATURE_HEADER),
         _single(request, DELIVERY_ID_HEADER),
         _credential(request, "Authorization"), _credential(request, TOKEN_HEADER),
+        request.client_certificate,
     )
     if status == 204:
         return Response(status_code=204, headers=_HEADERS)

@@ -257,7 +257,7 @@ class Node:
         deliverer = Deliverer(
             stores.tasks, push_configs, stores.push_outbox, guard, catalog, node_name,
             lambda: settings.client_timeout_seconds, sealer.open,
-            on_result=metrics.push_result if metrics is not None else None,
+            on_result=metrics.push_result if metrics is not None else None, tls=tls,
         )
         streams.on_write(deliverer.task_written)
         discovery = CardDiscovery(

@@ -37,7 +37,7 @@ from synthorg.generated.constants import (
 )
 from synthorg.generated.models import Task
 from synthorg.push.signing import push_credential
-from synthorg.store.catalog import Catalog
+from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
 
 DIALECT_TTL_SECONDS = 300.0  # how long a peer's card decides its dialect before a re-read
@@ -232,7 +232,9 @@ class Delegator:
         polls): a peer without push support, or one that refuses the url."""
         config: dict[str, Any] = {"url": url, "id": FOLLOW_CONFIG_ID}
         link = self._catalog.get(record.peer)
-        if link is not None:
+        # an mtls link's pin is public: no credential derived from it would prove anything;
+        # the peer's pushes are admitted by its pinned client certificate instead
+        if link is not None and link.scheme != MTLS:
             # A2A's own push authentication, for a peer that does not sign its pushes: the
             # credential is good for this task from this peer only (`push.signing`). A peer
             # that signs sends it too; its signature is what the receiver verifies then.

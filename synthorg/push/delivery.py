@@ -9,7 +9,9 @@ was set for is pushed at least once across restarts.
 The sender claims due rows (each claim holds a row for CLAIM_LEASE; a sender that dies leaves
 it due again), at most MAX_IN_FLIGHT at once and again at once while full batches come back,
 POSTs the Task JSON to the config's url through `push.sender` (to the address the SSRF guard
-resolved, pinned: no second lookup; connections kept per target), at most PER_TARGET at once
+resolved, pinned: no second lookup; connections kept per target; to the owner's own receiver
+signed, or for an mtls owner over the node's client certificate to the pinned server
+certificate), at most PER_TARGET at once
 per host and port, and retries failures with exponential backoff and full jitter up to
 MAX_ATTEMPTS.
 """
@@ -20,6 +22,7 @@ import asyncio
 import base64
 import contextlib
 import random
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +31,7 @@ from urllib.parse import urlsplit
 from synthorg.generated.constants import PEER_NAME_HEADER
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
-from synthorg.push.sender import BadHeader, PinnedSender, SendError
+from synthorg.push.sender import BadHeader, Peering, PinnedSender, SendError
 from synthorg.push.signing import (
     DELIVERY_ID_HEADER,
     SIGNATURE_HEADER,
@@ -93,6 +96,7 @@ class Deliverer:
         open_secrets: Callable[[dict[str, Any]], dict[str, Any]],  # configs are stored sealed
         clock: Callable[[], float] = time.time,
         on_result: Callable[[str], None] | None = None,  # metrics: delivered, retry, failed
+        tls: ssl.SSLContext | None = None,  # server.tls: shown to owners' own receivers
     ) -> None:
         self._tasks, self._configs, self._outbox = tasks, configs, outbox
         self._on_result = on_result or (lambda result: None)
@@ -105,6 +109,7 @@ class Deliverer:
         self._sending = 0  # claimed deliveries not yet finished
         self._delivered = _Delivered(outbox)
         self._sender = PinnedSender()
+        self._tls = tls
 
     # -- filling the outbox -----------------------------------------------------------------
 
@@ -243,15 +248,22 @@ class Deliverer:
         # signed only to the owning peer's own receiver (the guard says which that is): any
         # other url gets the plain form, with no link secret in play
         record = self._catalog.get(target.peer) if target.peer and self._node_name else None
-        if record is not None and record.scheme != MTLS and self._node_name:
-            # (an mtls record holds a public pin, never a signing key)
-            timestamp = str(int(self._clock()))
-            headers[TIMESTAMP_HEADER] = timestamp
-            headers[SIGNATURE_HEADER] = signature(
-                record.secret, timestamp, delivery.id, self._node_name, body
-            )
+        peering = None
+        if record is not None and self._node_name:
+            # reached as the node's other calls to the peer are: its client certificate shown
+            peering = Peering(self._tls)
+            if record.scheme == MTLS:
+                # an mtls record holds a public pin, never a signing key: the certificates
+                # prove both ends (the receiver's must be the pinned one)
+                peering = Peering(self._tls, record.secret)
+            else:
+                timestamp = str(int(self._clock()))
+                headers[TIMESTAMP_HEADER] = timestamp
+                headers[SIGNATURE_HEADER] = signature(
+                    record.secret, timestamp, delivery.id, self._node_name, body
+                )
         return await self._sender.post(target, str(config["url"]), headers, body,
-                                       self._timeout())
+                                       self._timeout(), peering)
 
 
 def _authorization(auth: Any) -> str | None:

@@ -17,6 +17,12 @@ the credential is the one this node registered for the delegation the body's tas
 may name no delivery id, so it is as good as the credential: it applies to that delegation
 only, and the record's own order (never out of a final state, never back in time) is what a
 replay meets; a delivery id, when sent, is still refused the second time.
+
+A peer of scheme mtls holds no secret (its record's pin is public), so none of those forms
+admits it: its push is admitted by the client certificate the connection's TLS handshake
+verified (the ASGI scope's TLS extension, never a header), whose key must be the pinned one
+(compared in constant time); any header besides is ignored. The body must then be a task this
+node delegated to that peer, and a delivery id, when sent, is refused the second time.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from synthorg.push.signing import (
 from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.delegations import DelegationStore
 from synthorg.store.push import PushReceipts
+from synthorg.tls import pins
 
 MAX_DELIVERY_ID = 128
 MAX_TIMESTAMP_DIGITS = 12
@@ -87,15 +94,18 @@ class PushReceiver:
         delivery_id: str | None,
         authorization: str | None = None,
         token: str | None = None,
+        client_cert: bytes | None = None,
     ) -> Verdict:
+        """`client_cert`: the DER certificate the connection's TLS handshake verified."""
         canonical = canonical_peer_name(peer_name)
         record = self._catalog.get(canonical) if canonical else None
         if record is None:
             return self._refused(401, "unknown_peer", peer_name)
         if record.scheme == MTLS:
-            # The record holds a pin, which is public: it cannot key a signature. Fail closed
-            # (its tasks are followed by polling or streaming instead).
-            return self._refused(401, "no_link_secret", record.name)
+            # The record holds a pin, which is public: it keys no signature nor credential.
+            # The certificate is the credential, as at the peer gate.
+            return await self._receive_certified(record.name, record.secret, body,
+                                                 delivery_id, client_cert)
         if presented is None and (authorization is not None or token is not None):
             return await self._receive_authorized(record.name, record.secret, peer_name, body,
                                                   delivery_id, authorization, token)
@@ -154,6 +164,31 @@ class PushReceiver:
         await self._apply(peer, task, delivery_id)
         return Verdict(204)
 
+    async def _receive_certified(
+        self, peer: str, pin: str, body: bytes, delivery_id: str | None,
+        client_cert: bytes | None,
+    ) -> Verdict:
+        """An mtls peer's push: its pinned certificate proves it, for its own delegations."""
+        if client_cert is None:
+            return self._refused(401, "missing_certificate", peer)
+        if not pins.matches(client_cert, pin):
+            return self._refused(401, "certificate_mismatch", peer)
+        if delivery_id is not None and not _delivery_id_ok(delivery_id):
+            return self._refused(401, "bad_delivery_id", peer)
+        try:
+            task = Task.model_validate_json(body)
+        except ValidationError:
+            return self._refused(400, "not_a_task", peer, delivery_id)
+        if await self._delegations.by_remote(peer, task.id) is None:
+            return self._refused(401, "not_delegated", peer, delivery_id)
+        if delivery_id is not None:
+            now = self._clock()
+            keep_after = receipts_kept_after(now, self._skew())
+            if not await self._receipts.first(peer, delivery_id, now, keep_after):
+                return self._refused(409, "replayed", peer, delivery_id)
+        await self._apply(peer, task, delivery_id)
+        return Verdict(204)
+
     async def _apply(self, peer: str, task: Task, delivery_id: str | None) -> None:
         updated = None
         delegation = await self._delegations.by_remote(peer, task.id)  # one indexed read
@@ -191,7 +226,8 @@ class ReceiverContext:
     async def receive(
         self, peer: str, body: bytes, timestamp: str | None, signature: str | None,
         delivery_id: str | None, authorization: str | None = None, token: str | None = None,
+        client_cert: bytes | None = None,
     ) -> int:
         verdict = await self._receiver.receive(peer, body, timestamp, signature, delivery_id,
-                                               authorization, token)
+                                               authorization, token, client_cert)
         return verdict.status

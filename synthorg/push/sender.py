@@ -7,6 +7,12 @@ written in one buffer and a response parsed in C (httptools, as the server side 
 fraction of a general client's per-request machinery. TLS verifies the certificate against
 the URL's host while connecting to the pinned address (SNI = the host).
 
+A push to its owner's own receiver is made as the node's other calls to that peer are
+(`Peering`): with the node's client certificate (`server.tls`, `synthorg.tls.context`), and
+for an mtls owner only to the server certificate its record pins, checked once the handshake
+is done, before a byte of the request is written. Such connections are kept apart from those
+to any other URL.
+
 What a receiver can make this client spend is bounded: the whole exchange by the timeout, the
 response (headers and body, which is read and dropped) by MAX_RESPONSE_BYTES; a response
 that goes beyond it ends the connection (its status, when known, still counts).
@@ -25,6 +31,7 @@ from urllib.parse import quote, urlsplit
 import httptools
 
 from synthorg.push.ssrf import Target
+from synthorg.tls.outbound import server_matches
 
 MAX_RESPONSE_BYTES = 256 * 1024
 MAX_IDLE_PER_TARGET = 8  # connections kept open per target between pushes
@@ -37,6 +44,19 @@ _QUERY_SAFE = _PATH_SAFE + "?"
 
 class SendError(Exception):
     """The push could not be sent or its answer could not be read; the message says why."""
+
+
+PIN_MISMATCH = "the receiver's certificate is not the one its owner's catalog record pins"
+
+
+@dataclass(frozen=True)
+class Peering:
+    """How the owner's own receiver is reached: `context` verifies its server and presents
+    the node's certificate (None: the defaults); `pin`, for an mtls owner, the key its
+    server certificate must have."""
+
+    context: ssl.SSLContext | None
+    pin: str | None = None
 
 
 class BadHeader(ValueError):
@@ -92,7 +112,8 @@ class _Connection:
         self.writer.close()
 
 
-Key = tuple[str, str, int, str]  # scheme, host, port, the pinned address
+# scheme, host, port, the pinned address; whether it is the owner's receiver, and its pin
+Key = tuple[str, str, int, str, bool, str]
 
 
 class PinnedSender:
@@ -111,12 +132,14 @@ class PinnedSender:
 
     async def post(
         self, target: Target, url: str, headers: Mapping[str, str], body: bytes,
-        timeout: float,
+        timeout: float, peering: Peering | None = None,
     ) -> int:
         """POST `body` to the pinned target; the response status. BadHeader before anything
-        is sent; SendError when no status could be read."""
+        is sent; SendError when no status could be read (or an mtls owner's receiver shows
+        another certificate than the pinned one)."""
         request = encode_request(request_target(url), headers, body)
-        key: Key = (target.scheme, target.host, target.port, target.addresses[0])
+        key: Key = (target.scheme, target.host, target.port, target.addresses[0],
+                    peering is not None, (peering.pin or "") if peering else "")
         try:
             async with asyncio.timeout(timeout):
                 connection = self._take(key)
@@ -125,7 +148,7 @@ class PinnedSender:
                         return await self._exchange(key, connection, request)
                     except SendError:
                         pass  # a kept connection the receiver had closed: once more, fresh
-                connection = await self._open(target)
+                connection = await self._open(target, peering)
                 return await self._exchange(key, connection, request)
         except TimeoutError:
             raise SendError("timed out") from None
@@ -170,12 +193,15 @@ class PinnedSender:
             if not idle:
                 del self._idle[key]
 
-    async def _open(self, target: Target) -> _Connection:
+    async def _open(self, target: Target, peering: Peering | None) -> _Connection:
         tls = None
         if target.scheme == "https":
-            if self._tls is None:
-                self._tls = ssl.create_default_context()
-            tls = self._tls
+            if peering is not None and peering.context is not None:
+                tls = peering.context
+            else:
+                if self._tls is None:
+                    self._tls = ssl.create_default_context()
+                tls = self._tls
         try:
             reader, writer = await asyncio.open_connection(
                 target.addresses[0], target.port, ssl=tls,
@@ -183,7 +209,12 @@ class PinnedSender:
             )
         except (OSError, ssl.SSLError) as exc:
             raise SendError(type(exc).__name__) from None
-        return _Connection(reader, writer)
+        connection = _Connection(reader, writer)
+        if peering is not None and peering.pin is not None and not server_matches(
+                writer.get_extra_info("ssl_object"), peering.pin):
+            connection.close()  # nothing was written on it
+            raise SendError(PIN_MISMATCH)
+        return connection
 
     async def _exchange(self, key: Key, connection: _Connection, request: bytes) -> int:
         response = _Response()

@@ -29,14 +29,19 @@ def pinned(pin: str) -> Trace:
         if event != TLS_DONE:
             return
         stream = info.get("return_value")
-        ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
-        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-        if not pins.matches(der, pin):
+        if not server_matches(stream.get_extra_info("ssl_object") if stream else None, pin):
             if stream is not None:
                 await stream.aclose()
             raise PinMismatch
 
     return trace
+
+
+def server_matches(ssl_object: Any, pin: str) -> bool:
+    """Whether a connection's TLS object shows the server certificate `pin` names (any
+    connection to an mtls peer: this module's httpx calls, the push sender's own sockets)."""
+    der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+    return pins.matches(der, pin)
 
 
 def request_extensions(scheme: str, secret: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from synthorg.cards.publisher import socket_base_url
 from synthorg.generated.constants import Operation
 from synthorg.http.responses import JSON, error_document, send_bytes, send_not_found
+from synthorg.tls.context import client_certificate
 
 _PARAM = re.compile(r"\{([^/{}]+)\}")
 MAX_QUERY_FIELDS = 32
@@ -43,6 +44,10 @@ class HttpCall:
     @cached_property
     def local_base_url(self) -> str:
         return socket_base_url(self.scope)
+
+    @property
+    def client_certificate(self) -> bytes | None:
+        return client_certificate(self.scope)  # from the TLS connection, never a header
 
     @cached_property
     def query(self) -> Mapping[str, list[str]]:

@@ -10,6 +10,7 @@ Certificates come from the test CA script (examples/make_test_ca.py); besides th
 
 from __future__ import annotations
 
+import json
 import secrets
 import ssl
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ import httpx
 import pytest
 
 from examples.make_test_ca import Issued, issue, make_ca, self_signed, write_node
+from synthorg.push.signing import push_credential, signature
 from tests.federation.harness import FedNode, artifact_texts, delegate, running
 from tests.support.codes import UNAUTHENTICATED
 
@@ -29,13 +31,15 @@ TIMEOUT = 10.0
 
 
 class TlsNode(FedNode):
-    def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str],
-                 certs: Path, cert: str | None = None) -> None:
-        """`cert`: the name of the certificate it serves (default: its own name's)."""
-        super().__init__(root, name, allowed, agents)
+    def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str] | str,
+                 certs: Path, cert: str | None = None, *, public: bool = False) -> None:
+        """`cert`: the name of the certificate it serves (default: its own name's);
+        `public`: its public_url is its https address (its peers push to it there)."""
+        super().__init__(root, name, allowed, agents, public=public)
         cert = cert or name
         config = self.data_dir / "config.yaml"
-        config.write_text(config.read_text() + (
+        text = config.read_text().replace("public_url: http://", "public_url: https://")
+        config.write_text(text + (
             "server:\n"
             "  tls:\n"
             f"    cert_file: {certs / cert}.pem\n"
@@ -223,3 +227,91 @@ def test_worker_processes_serve_tls_and_read_the_certificate(mtls: MtlsFederatio
             response = post(mtls, node, "node-a", {})
             assert response.status_code == 200, response.text
             assert_refused(post(mtls, node, None, {"X-A2A-Peer-Name": "node-a"}))
+
+
+# -- pushes between mtls peers ----------------------------------------------------------------
+
+SLOW = """\
+agents:
+  - id: slow
+    name: Slow writer
+    executor:
+      kind: python
+      entrypoint: examples.slow_writer:factory
+      options: {seconds: 1.5, chunks: 3}
+"""
+PUSH_TIMEOUT = 60.0
+
+
+def push(fed: MtlsFederation, node: TlsNode, cert: str | None, body: bytes,
+         headers: dict[str, str]) -> httpx.Response:
+    """A push to `node`'s receiver for node-b's pushes, over a connection showing `cert`."""
+    with httpx.Client(verify=fed.context(cert), timeout=TIMEOUT) as client:
+        return client.post(f"{node.url}/api/v1/webhooks/node-b/a2a_push", content=body,
+                           headers={"Content-Type": "application/json", **headers})
+
+
+def test_b_pushes_its_task_to_a_over_mtls(mtls: MtlsFederation, tmp_path: Path) -> None:
+    # node-a (public_url https) forwards to node-b's slow agent and asks node-b to push: the
+    # pushes come over node-b's client certificate, to node-a's pinned server certificate
+    a = TlsNode(tmp_path, "node-a", ["tester"], {"fwd": "node-b/slow"}, mtls.certs,
+                public=True)
+    b = TlsNode(tmp_path, "node-b", ["node-a"], SLOW, mtls.certs)
+    with running(a, b):
+        for node, peer in ((a, b), (b, a)):
+            added = node.cli("peers", "add", peer.name, "--endpoint", peer.url,
+                             "--scheme", "mtls", "--cert", str(mtls.certs / f"{peer.name}.pem"))
+            assert added.returncode == 0, added.stderr
+        a.add_peer("tester", "https://127.0.0.1:9", mtls.tester_secret)
+        body = send_body("pushed", "fwd")
+        body["params"]["configuration"] = {"blocking": False}
+        with httpx.Client(verify=mtls.context(None), timeout=TIMEOUT) as client:
+            sent = client.post(f"{a.url}/api/v1/a2a/", json=body,
+                               headers={"X-API-Key": mtls.tester_secret})
+        assert sent.status_code == 200, sent.text
+        task_id = sent.json()["result"]["id"]
+        received = a.wait_for_event("a2a.push.received", timeout=PUSH_TIMEOUT,
+                                    peer_name="node-b", state="completed")
+        assert received["delegation_id"] is not None
+        assert received["delegation_state"] == "completed"
+        a.wait_for_event("a2a.task.state_changed", timeout=PUSH_TIMEOUT, task_id=task_id,
+                         state="completed")
+        b.wait_for_event("a2a.push.delivered", delivery_id=received["delivery_id"])
+        assert a.events("a2a.push.rejected") == []
+        # by push, not by polling: node-a never asked node-b for the task
+        asked = [e for e in b.events("a2a.inbound.completed")
+                 if e.get("method") in ("tasks/get", "GetTask")]
+        assert asked == [], asked
+        with httpx.Client(verify=mtls.context(None), timeout=TIMEOUT) as client:
+            got = client.post(f"{a.url}/api/v1/a2a/", headers={"X-API-Key": mtls.tester_secret},
+                              json={"jsonrpc": "2.0", "id": 2, "method": "tasks/get",
+                                    "params": {"id": task_id}})
+        done = got.json()["result"]
+        assert done["status"]["state"] == "completed", done
+        assert len(done["artifacts"][0]["parts"]) == 3  # every chunk relayed
+
+        # node-a's receiver, as node-b and as others
+        remote = received["task_id"]
+        pushed = json.dumps({**done, "id": remote}).encode()
+        replay = {"X-A2A-Delivery-Id": received["delivery_id"]}
+        assert push(mtls, a, "node-b", pushed, replay).status_code == 409
+        fresh = {"X-A2A-Delivery-Id": secrets.token_hex(8)}
+        assert push(mtls, a, "node-b", pushed, fresh).status_code == 204, "node-b's own"
+        unknown = json.dumps({**done, "id": "not-delegated"}).encode()
+        assert push(mtls, a, "node-b", unknown, {}).status_code == 401
+        a.wait_for_event("a2a.push.rejected", reason="not_delegated", peer_name="node-b")
+        pin = mtls.pins["node-b"]
+        credential = push_credential(pin, "node-b", remote)
+        stamp, delivery = "1", secrets.token_hex(8)
+        forged = {
+            "X-A2A-Timestamp": stamp, "X-A2A-Delivery-Id": delivery,
+            "X-A2A-Signature": signature(pin, stamp, delivery, "node-b", pushed),
+        }
+        for cert, headers in ((None, {}), ("other", {}), ("node-a", {}),
+                              (None, {"Authorization": f"Bearer {credential}"}),
+                              (None, {"X-A2A-Notification-Token": credential}),
+                              (None, forged), ("other", forged)):
+            response = push(mtls, a, cert, pushed, headers)
+            assert response.status_code == 401, (cert, headers, response.text)
+        a.wait_for_event("a2a.push.rejected", reason="missing_certificate")
+        a.wait_for_event("a2a.push.rejected", reason="certificate_mismatch")

@@ -6,17 +6,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
+from examples.make_test_ca import issue, make_ca, write_node
 from synthorg.push.sender import (
     MAX_RESPONSE_BYTES,
+    PIN_MISMATCH,
     BadHeader,
+    Peering,
     PinnedSender,
     SendError,
     request_target,
 )
 from synthorg.push.ssrf import Target
+from synthorg.tls.context import TlsFiles, client_context, server_context
+from synthorg.tls.pins import pin_of
 from tests.support.scripted_server import Answer, ScriptedServer
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -229,3 +235,50 @@ def test_idle_connections_are_bounded_in_all_and_by_age() -> None:
                 server.close()
 
     asyncio.run(go())
+
+
+def test_an_mtls_owner_gets_the_client_certificate_and_only_at_its_pinned_key(
+        tmp_path: Path) -> None:
+    ca = make_ca()
+    issued = {name: issue(ca, name) for name in ("receiver", "sender", "other")}
+    for name, certificate in issued.items():
+        write_node(tmp_path, name, certificate)
+    (tmp_path / "ca.pem").write_bytes(ca.pem)
+    server_files = TlsFiles(tmp_path / "receiver.pem", tmp_path / "receiver.key",
+                            tmp_path / "ca.pem")
+    client = client_context(TlsFiles(tmp_path / "sender.pem", tmp_path / "sender.key",
+                                     tmp_path / "ca.pem"))
+    shown: list[bytes | None] = []
+    written: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        shown.append(writer.get_extra_info("ssl_object").getpeercert(binary_form=True))
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            written.append(await read_request(reader))
+            writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+            await writer.drain()
+        writer.close()
+
+    async def go() -> tuple[int, str]:
+        server = await asyncio.start_server(handler, "127.0.0.1", 0,
+                                            ssl=server_context(server_files))
+        port = server.sockets[0].getsockname()[1]
+        aimed = Target("https", "127.0.0.1", port, ("127.0.0.1",), "owner")
+        url = f"https://127.0.0.1:{port}/api/v1/webhooks/me/a2a_push"
+        sender = PinnedSender()
+        try:
+            status = await sender.post(aimed, url, {"Host": f"127.0.0.1:{port}"}, b"{}", 5.0,
+                                       Peering(client, issued["receiver"].pin))
+            with pytest.raises(SendError) as refused:
+                await sender.post(aimed, url, {"Host": f"127.0.0.1:{port}"}, b"{}", 5.0,
+                                  Peering(client, issued["other"].pin))
+            return status, str(refused.value)
+        finally:
+            await sender.aclose()
+            server.close()
+
+    status, refusal = asyncio.run(go())
+    assert status == 204 and refusal == PIN_MISMATCH
+    # the node's certificate was shown on both connections; only the pinned one got a request
+    assert [pin_of(der) for der in shown if der] == [issued["sender"].pin] * 2
+    assert len(written) == 1
