@@ -10,6 +10,9 @@
 - A peer with a pinned card key (`synthorg/cards/pins.py`) must sign its card with that key:
   an unsigned, tampered or otherwise signed card is refused (`card_refused`, with why), not
   kept, and `a2a.card.refused` is written. An unpinned peer's card is kept as unverified.
+- A peer of scheme mtls is asked only once its server certificate shows the key its record
+  pins (`synthorg.tls.outbound`, as delegation calls are): another one is unreachable
+  (connect_error, "its certificate is not the pinned one") before a byte is sent.
 - An inbound request waits at most the timeout: fetches run as shared background tasks (one
   per peer at a time, at most `max_concurrent` at once); when the wait ends first, the answer
   counts the peer as unreachable (timeout) and the task still fills the cache for the next one.
@@ -18,6 +21,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +35,7 @@ from synthorg.cards.signing import CardSignatureError
 from synthorg.generated.models import PeerCard
 from synthorg.observability.log import emit
 from synthorg.observability.outbound import outbound_call
+from synthorg.tls.outbound import pinned
 
 CARD_FETCHED: Final = "a2a.card.fetched"
 CARD_UNREACHABLE: Final = "a2a.card.unreachable"
@@ -40,6 +45,7 @@ MAX_CONCURRENT_FETCHES = 16
 DEFAULT_PROBE_TIMEOUT = 10.0
 
 Fetch = Callable[..., Awaitable[Fetched]]
+_Key = tuple[str, str, str | None, str | None]  # name, endpoint, card key, tls pin
 
 
 class PeerEndpoint(Protocol):
@@ -53,6 +59,9 @@ class PeerEndpoint(Protocol):
 
     @property
     def card_key(self) -> str | None: ...
+
+    # and, when it has one, `tls_pin` (`PeerAddress`): for an mtls peer, the pin its server
+    # certificate must have
 
 
 class PeerSource(Protocol):
@@ -110,6 +119,7 @@ class _Entry:
     etag: str | None
     fresh_until: float  # on the discovery's clock
     pin: str | None = None  # the card key it was checked against
+    tls_pin: str | None = None  # the server certificate pin it was fetched under
 
 
 class CardDiscovery:
@@ -132,7 +142,7 @@ class CardDiscovery:
         self._max_concurrent = max_concurrent
         self._failure_retry = failure_retry
         self._cache: LruCache[str, _Entry] = LruCache(max_entries())
-        self._inflight: dict[tuple[str, str, str | None], asyncio.Task[PeerCardStatus]] = {}
+        self._inflight: dict[_Key, asyncio.Task[PeerCardStatus]] = {}
         self._limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     @property
@@ -174,12 +184,14 @@ class CardDiscovery:
                       ) -> PeerCardStatus:
         self._sync_bound()
         name, endpoint, pin = record.name, record.endpoint, record.card_key
+        tls_pin = getattr(record, "tls_pin", None)
         entry = self._cache.get(name)
-        if entry is not None and (entry.status.endpoint, entry.pin) != (endpoint, pin):
+        if entry is not None and (entry.status.endpoint, entry.pin, entry.tls_pin) != (
+                endpoint, pin, tls_pin):
             entry = None  # pointed elsewhere, or another key pinned: the old card is moot
         if entry is not None and not force and self._clock() < entry.fresh_until:
             return entry.status
-        task = self._task(name, endpoint, pin, entry, timeout)
+        task = self._task(name, endpoint, pin, tls_pin, entry, timeout)
         done, _ = await asyncio.wait({task}, timeout=timeout)
         if task in done:
             return task.result()
@@ -190,19 +202,19 @@ class CardDiscovery:
         if wanted != self._cache.max_entries:
             self._cache.resize(wanted)
 
-    def _task(self, name: str, endpoint: str, pin: str | None, entry: _Entry | None,
-              timeout: float) -> asyncio.Task[PeerCardStatus]:
+    def _task(self, name: str, endpoint: str, pin: str | None, tls_pin: str | None,
+              entry: _Entry | None, timeout: float) -> asyncio.Task[PeerCardStatus]:
         loop = asyncio.get_running_loop()
-        key = (name, endpoint, pin)
+        key = (name, endpoint, pin, tls_pin)
         task = self._inflight.get(key)
         if task is not None and task.get_loop() is loop and not task.done():
             return task
-        task = loop.create_task(self._refetch(name, endpoint, pin, entry, timeout))
+        task = loop.create_task(self._refetch(name, endpoint, pin, tls_pin, entry, timeout))
         self._inflight[key] = task
         task.add_done_callback(lambda done: self._forget(key, done))
         return task
 
-    def _forget(self, key: tuple[str, str, str | None], task: asyncio.Task[PeerCardStatus]) -> None:
+    def _forget(self, key: _Key, task: asyncio.Task[PeerCardStatus]) -> None:
         if self._inflight.get(key) is task:
             del self._inflight[key]
 
@@ -214,13 +226,16 @@ class CardDiscovery:
             limit = self._limits[loop]
         return limit
 
-    async def _refetch(self, name: str, endpoint: str, pin: str | None, entry: _Entry | None,
-                       timeout: float) -> PeerCardStatus:
+    async def _refetch(self, name: str, endpoint: str, pin: str | None, tls_pin: str | None,
+                       entry: _Entry | None, timeout: float) -> PeerCardStatus:
         held = entry if entry is not None and entry.status.card is not None else None
         etag = held.etag if held is not None else None
+        # mtls: the card only from the pinned server certificate
+        extra = {} if tls_pin is None else {"extensions": {"trace": pinned(tls_pin)}}
         async with self._limit():
             with outbound_call(name, "card") as outcome:
-                fetched = await self._fetch(card_url(endpoint), timeout=timeout, etag=etag)
+                fetched = await self._fetch(card_url(endpoint), timeout=timeout, etag=etag,
+                                            **extra)
                 outcome.result = fetched.reason or "ok"
         now = self._clock()
         if fetched.not_modified and held is not None:
@@ -239,15 +254,17 @@ class CardDiscovery:
                                     fetched.http_status)
         if status.reason == "card_refused":
             emit(CARD_REFUSED, level="warning", peer_name=name, detail=status.detail)
-            self._cache.put(name, _Entry(status, None, now + self._failure_retry, pin))
+            self._cache.put(name, _Entry(status, None, now + self._failure_retry, pin,
+                                         tls_pin))
         elif status.card is None:
             emit(CARD_UNREACHABLE, level="warning", peer_name=name, reason=status.reason,
                  detail=status.detail)
-            self._cache.put(name, _Entry(status, None, now + self._failure_retry, pin))
+            self._cache.put(name, _Entry(status, None, now + self._failure_retry, pin,
+                                         tls_pin))
         else:
             emit(CARD_FETCHED, peer_name=name, skills=len(status.card.skills),
                  revalidated=fetched.not_modified)
-            self._cache.put(name, _Entry(status, etag, now + fetched.max_age, pin))
+            self._cache.put(name, _Entry(status, etag, now + fetched.max_age, pin, tls_pin))
         return status
 
     async def _checked(self, name: str, endpoint: str, pin: str | None, card: PeerCard,
@@ -286,17 +303,24 @@ class _Listed:
 
 
 async def probe_peers_async(
-    peers: Sequence[PeerEndpoint], timeout: float = DEFAULT_PROBE_TIMEOUT
+    peers: Sequence[PeerEndpoint], timeout: float = DEFAULT_PROBE_TIMEOUT,
+    tls: ssl.SSLContext | None = None,
 ) -> list[PeerCardStatus]:
-    """Fetch every peer's card now, concurrently, within `timeout`; in the order given."""
-    discovery = CardDiscovery(_Listed(peers), lambda: timeout, lambda: max(1, len(peers)))
+    """Fetch every peer's card now, concurrently, within `timeout`; in the order given.
+    `tls`: what the node's own calls verify with and show (server.tls); None: the defaults."""
+    async def fetch(url: str, **options: Any) -> Fetched:
+        return await fetch_card_document(url, tls=tls, **options)
+
+    discovery = CardDiscovery(_Listed(peers), lambda: timeout, lambda: max(1, len(peers)),
+                              fetch=fetch)
     return await discovery.lookup_all()
 
 
 def probe_peers(
-    peers: Sequence[PeerEndpoint], timeout: float = DEFAULT_PROBE_TIMEOUT
+    peers: Sequence[PeerEndpoint], timeout: float = DEFAULT_PROBE_TIMEOUT,
+    tls: ssl.SSLContext | None = None,
 ) -> list[PeerCardStatus]:
     """For `synthorg-a2a peers list`: each peer's reachability and skill count.
 
     `status.describe()` is a one-line summary, `status.to_json()` a JSON-ready dict."""
-    return asyncio.run(probe_peers_async(peers, timeout))
+    return asyncio.run(probe_peers_async(peers, timeout, tls))

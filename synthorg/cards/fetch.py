@@ -61,6 +61,9 @@ class _TooLarge(Exception):
     pass
 
 
+PIN_MISMATCH = "its certificate is not the pinned one"  # an mtls peer's, as a reason's detail
+
+
 async def fetch_card_document(
     url: str,
     *,
@@ -78,7 +81,7 @@ async def fetch_card_document(
         async with asyncio.timeout(timeout):
             return await _fetch(url, timeout, etag, max_bytes, transport, tls, extensions)
     except PinMismatch:
-        return _failed("connect_error", "its certificate is not the pinned one")
+        return _failed("connect_error", PIN_MISMATCH)
     except (TimeoutError, httpx.TimeoutException):
         return _failed("timeout", f"no complete answer within {timeout:g}s")
     except httpx.ConnectError:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import ssl
 import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -36,9 +37,11 @@ from synthorg.cli.common import (
     open_catalog,
     print_json,
 )
+from synthorg.cli.delegate_cmd import client_tls, load_node_config
 from synthorg.config.company import ConfigError, NodeConfig, load_config
 from synthorg.names import is_agent_id
-from synthorg.store.catalog import canonical_endpoint
+from synthorg.store.catalog import PeerRecord, canonical_endpoint
+from synthorg.tls.outbound import request_extensions
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -71,7 +74,12 @@ def run_card(args: argparse.Namespace) -> int:
     if args.url is not None:
         document = _fetch(_card_url_from(args.url), args.timeout)
     elif args.peer is not None:
-        document = _fetch(card_url(_peer_endpoint(args)), args.timeout)
+        record = _peer_record(args)
+        directory = data_dir(args)
+        # as the node asks: its client certificate shown, an mtls peer's pin checked
+        document = _fetch(card_url(record.endpoint), args.timeout,
+                          client_tls(load_node_config(directory), directory),
+                          request_extensions(record.scheme, record.secret))
     else:
         document = _render_local(args)
     return _report(document, args.json)
@@ -86,18 +94,20 @@ def _card_url_from(raw: str) -> str:
     return url if urlsplit(url).path.endswith(".json") else url + CARD_PATH
 
 
-def _peer_endpoint(args: argparse.Namespace) -> str:
+def _peer_record(args: argparse.Namespace) -> PeerRecord:
     with open_catalog(data_dir(args)) as catalog:
         record = catalog.get(args.peer)
     if record is None:
         fail(f"no peer named {clean(args.peer, 80)} in the catalog", EXIT_NOT_FOUND)
-    return record.endpoint
+    return record
 
 
-def _fetch(url: str, timeout: float) -> Any:
+def _fetch(url: str, timeout: float, tls: ssl.SSLContext | None = None,
+           extensions: dict[str, Any] | None = None) -> Any:
     if not 0 < timeout <= 600:
         fail("--timeout must be more than 0 and at most 600 seconds")
-    fetched = asyncio.run(fetch_card_document(url, timeout=timeout))
+    fetched = asyncio.run(fetch_card_document(url, timeout=timeout, tls=tls,
+                                              extensions=extensions))
     if fetched.reason is not None:
         fail(f"cannot fetch {clean(url)}: {fetched.reason} ({fetched.detail})", EXIT_NOT_FOUND)
     return fetched.document

@@ -160,7 +160,7 @@ def load_node_config(directory: Path) -> NodeConfig:
         fail(str(exc))
 
 
-def _client_tls(config: NodeConfig, directory: Path) -> ssl.SSLContext | None:
+def client_tls(config: NodeConfig, directory: Path) -> ssl.SSLContext | None:
     """The node's client certificate (server.tls), shown to peers as the node shows it."""
     files = tls_files(config.server.tls,
                       config.source.parent if config.source is not None else directory)
@@ -185,7 +185,7 @@ def open_outbound(directory: Path) -> Iterator[Outbound]:
             stores.delegations,
             config.a2a.node_name,
             lambda: settings.client_timeout_seconds,  # read per call: runtime writes apply
-            tls=_client_tls(config, directory),
+            tls=client_tls(config, directory),
         )
         yield Outbound(directory, config, stores, catalog, delegator)
 

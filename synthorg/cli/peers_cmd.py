@@ -25,6 +25,7 @@ from synthorg.admin.audit import AuditLog
 from synthorg.admin.service import PeersAdmin
 from synthorg.admin.token import known_tokens
 from synthorg.cards.discovery import probe_peers
+from synthorg.cards.fetch import PIN_MISMATCH
 from synthorg.cards.pins import parse_pin
 from synthorg.cli.admin_client import AdminClient, AdminRefused
 from synthorg.cli.common import (
@@ -38,6 +39,7 @@ from synthorg.cli.common import (
     print_json,
     shown,
 )
+from synthorg.cli.delegate_cmd import client_tls, load_node_config
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
 from synthorg.errors import SynthorgError, UnknownPeer
 from synthorg.names import canonical_peer_name
@@ -50,6 +52,7 @@ from synthorg.store.catalog import (
     PeerRecord,
     canonical_endpoint,
     check_new_secret,
+    tls_pin_of,
     validate_rate_limit,
 )
 from synthorg.tls.pins import pin_of_pem
@@ -377,14 +380,18 @@ def run_list(args: argparse.Namespace) -> int:
     else:
         where = str(data_dir(args))
         with open_catalog(data_dir(args)) as catalog:
-            records = [_public(r) for r in catalog.list()]
+            listed = catalog.list()
+        records = [_public(r) for r in listed]
     # Probing asks each peer for its card from here, which only says something about the
-    # node's view when run on the node's own data dir.
+    # node's view when run on the node's own data dir: as the node asks (its client
+    # certificate shown, and an mtls peer's server certificate checked against its pin).
     probed = bool(records) and not args.no_probe and client is None
     cards: dict[str, dict[str, Any]] = {}
     if probed:
-        addresses = [PeerAddress(r["name"], r["endpoint"], r["card_key"]) for r in records]
-        cards = {s.peer: s.to_json() for s in probe_peers(addresses, args.timeout)}
+        addresses = [PeerAddress(r.name, r.endpoint, r.card_key, tls_pin_of(r)) for r in listed]
+        directory = data_dir(args)
+        tls = client_tls(load_node_config(directory), directory)
+        cards = {s.peer: s.to_json() for s in probe_peers(addresses, args.timeout, tls)}
     if args.json:
         print_json([{**r, "card": cards[r["name"]]} if probed else r for r in records])
     elif not records:
@@ -412,6 +419,8 @@ def _describe(card: dict[str, Any]) -> str:
         return f"ok, {card['skills']} skill{'' if card['skills'] == 1 else 's'}, {trust}"
     if card["status"] == "refused":
         return f"refused: {card['detail']}"
+    if card["detail"] == PIN_MISMATCH:  # an mtls peer answering with another key: say so
+        return f"unreachable: {card['reason']} ({PIN_MISMATCH})"
     return f"unreachable: {card['reason']}"
 
 

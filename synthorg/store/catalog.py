@@ -88,6 +88,16 @@ class PeerAddress:
     name: str
     endpoint: str
     card_key: str | None = None
+    # mtls: the pin its server certificate must have ("" when the record cannot be read,
+    # which no certificate matches); None for a peer with a secret
+    tls_pin: str | None = None
+
+
+def tls_pin_of(record: PeerRecord | None) -> str | None:
+    """An address's `tls_pin` from the record (the pin is public: no secret leaves)."""
+    if record is None:
+        return ""
+    return record.secret if record.scheme == MTLS else None
 
 
 class PeerAddresses(Protocol):

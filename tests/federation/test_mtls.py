@@ -169,6 +169,41 @@ def test_the_card_names_the_https_endpoint(mtls: MtlsFederation) -> None:
     assert card["url"].startswith(f"{mtls.b.url}/")
 
 
+# -- cards: probed and discovered only from the pinned server certificate ----------------------
+
+PIN_MISMATCH_DETAIL = "its certificate is not the pinned one"
+
+
+def test_peers_list_probes_an_mtls_peer_at_its_pinned_certificate(mtls: MtlsFederation) -> None:
+    # as the node asks: its client certificate shown, the test CA trusted (server.tls)
+    rows = {row["name"]: row for row in mtls.a.cli_json("peers", "list")}
+    assert rows["node-b"]["card"]["status"] == "ok", rows["node-b"]
+    wrong = rows["node-b-wrong"]["card"]  # node-b's endpoint, another CA-signed key pinned
+    assert wrong["status"] == "unreachable", wrong
+    assert (wrong["reason"], wrong["detail"]) == ("connect_error", PIN_MISMATCH_DETAIL)
+    table = mtls.a.cli("peers", "list")
+    assert table.returncode == 0, table.stderr
+    line = next(row for row in table.stdout.splitlines() if row.startswith("node-b-wrong"))
+    assert PIN_MISMATCH_DETAIL in line
+    # `card --peer` fetches as the node does too
+    shown = mtls.a.cli("card", "--peer", "node-b")
+    assert shown.returncode == 0, shown.stderr
+    refused = mtls.a.cli("card", "--peer", "node-b-wrong")
+    assert refused.returncode != 0 and PIN_MISMATCH_DETAIL in refused.stderr
+
+
+def test_card_discovery_takes_an_mtls_peers_card_from_its_pinned_certificate_only(
+        mtls: MtlsFederation) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "skills/query", "params": {"skill": "echo"}}
+    with httpx.Client(verify=mtls.context(None), timeout=TIMEOUT) as client:
+        answer = client.post(f"{mtls.a.url}/api/v1/a2a/", json=body,
+                             headers={"X-API-Key": mtls.tester_secret})
+    assert answer.status_code == 200, answer.text
+    assert "node-b-wrong" not in answer.json()["result"]["peers"]
+    mtls.a.wait_for_event("a2a.card.fetched", peer_name="node-b")
+    refused = mtls.a.wait_for_event("a2a.card.unreachable", peer_name="node-b-wrong")
+    assert (refused["reason"], refused["detail"]) == ("connect_error", PIN_MISMATCH_DETAIL)
+
 # -- hostile: every one refused as a wrong secret is -------------------------------------------
 
 

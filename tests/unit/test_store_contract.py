@@ -8,6 +8,7 @@ processes or replicas: what one writes, the other reads, from its next request.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -94,6 +95,18 @@ def test_catalog_round_trip_list_remove_and_other_handles(bundles: Bundles) -> N
     assert two.catalog.addresses().get("PEER-A") is not None
     assert one.catalog.remove("peer-a") is True and one.catalog.remove("peer-a") is False
     assert two.catalog.get("peer-a") is None and one.catalog.get("not a name!") is None
+
+
+def test_an_mtls_peers_address_carries_its_pin_and_a_secret_peers_none(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    pin = "sha256//" + base64.b64encode(bytes(range(32))).decode()
+    assert one.catalog.put("peer-m", "https://m.example", "mtls", pin) is True
+    assert one.catalog.put("peer-s", "https://s.example", "api_key", "secret-s" * 2) is True
+    addresses = two.catalog.addresses()
+    assert [(a.name, a.tls_pin) for a in addresses.list()] == [("peer-m", pin),
+                                                                ("peer-s", None)]
+    found = addresses.get("PEER-M")
+    assert found is not None and found.tls_pin == pin
 
 
 def test_a_catalog_change_reaches_a_cached_reader_at_its_next_request(bundles: Bundles) -> None:

@@ -14,9 +14,11 @@ from typing import cast
 from synthorg.clock import utc_now
 from synthorg.names import canonical_peer_name
 from synthorg.store.catalog import (
+    MTLS,
     PeerAddress,
     PeerRecord,
     Scheme,
+    tls_pin_of,
     validate_rate_limit,
     validate_record,
 )
@@ -173,7 +175,9 @@ class PgCatalog:
 
 
 class PgPeerAddresses:
-    """Where each catalog peer lives, for card discovery: no secret is decrypted."""
+    """Where each catalog peer lives, for card discovery: no secret is decrypted, but an
+    mtls record's pin (public) is read through the catalog's cache; one that cannot be read
+    pins nothing: ""."""
 
     def __init__(self, catalog: PgCatalog) -> None:
         self._catalog = catalog
@@ -183,8 +187,16 @@ class PgPeerAddresses:
         if canonical is None:
             return None
         row = self._catalog.address_rows().get(canonical)
-        return None if row is None else PeerAddress(row[0], row[1], row[7])
+        return None if row is None else self._address(row)
 
     def list(self) -> list[PeerAddress]:
-        return [PeerAddress(row[0], row[1], row[7])
-                for _, row in sorted(self._catalog.address_rows().items())]
+        return [self._address(row) for _, row in sorted(self._catalog.address_rows().items())]
+
+    def _address(self, row: CatalogRow) -> PeerAddress:
+        pin = None
+        if row[2] == MTLS:
+            try:
+                pin = tls_pin_of(self._catalog.get(row[0])) or ""
+            except SecretBoxError:
+                pin = ""
+        return PeerAddress(row[0], row[1], row[7], pin)

@@ -14,9 +14,11 @@ from typing import cast
 from synthorg.clock import utc_now
 from synthorg.names import canonical_peer_name
 from synthorg.store.catalog import (
+    MTLS,
     PeerAddress,
     PeerRecord,
     Scheme,
+    tls_pin_of,
     validate_rate_limit,
     validate_record,
 )
@@ -142,7 +144,7 @@ class SqliteCatalog:
         return self._revisions.of(CATALOG)
 
     def addresses(self) -> SqlitePeerAddresses:
-        return SqlitePeerAddresses(self._db)
+        return SqlitePeerAddresses(self._db, self)
 
     # Last, so the annotations above resolve `list` to the builtin, not this method.
     def list(self) -> list[PeerRecord]:
@@ -152,19 +154,32 @@ class SqliteCatalog:
 
 class SqlitePeerAddresses:
     """Where each catalog peer lives, for card discovery: no secret is read, so a record
-    that cannot be decrypted never breaks a skills query."""
+    that cannot be decrypted never breaks a skills query. An mtls record's pin (public) is
+    read through the catalog's cache; one that cannot be read pins nothing: ""."""
 
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, db: Database, catalog: SqliteCatalog) -> None:
+        self._db, self._catalog = db, catalog
 
     def get(self, name: str, /) -> PeerAddress | None:
         canonical = canonical_peer_name(name)
         if canonical is None:
             return None
-        row = self._db.query_one("SELECT name, endpoint, card_key FROM peers WHERE name = ?",
-                                 (canonical,))
-        return None if row is None else PeerAddress(row[0], row[1], row[2])
+        row = self._db.query_one(
+            "SELECT name, endpoint, card_key, scheme FROM peers WHERE name = ?", (canonical,))
+        return None if row is None else self._address(row)
 
     def list(self) -> list[PeerAddress]:
-        rows = self._db.query("SELECT name, endpoint, card_key FROM peers ORDER BY name")
-        return [PeerAddress(row[0], row[1], row[2]) for row in rows]
+        rows = self._db.query("SELECT name, endpoint, card_key, scheme FROM peers "
+                              "ORDER BY name")
+        return [self._address(row) for row in rows]
+
+    def _address(self, row: tuple[str, str, str | None, str]) -> PeerAddress:
+        return PeerAddress(row[0], row[1], row[2],
+                           _pin(self._catalog, row[0]) if row[3] == MTLS else None)
+
+
+def _pin(catalog: SqliteCatalog, name: str) -> str:
+    try:
+        return tls_pin_of(catalog.get(name)) or ""
+    except SecretBoxError:
+        return ""
