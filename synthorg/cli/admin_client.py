@@ -2,13 +2,16 @@
 
 The admin token goes in `Authorization: Bearer` and nowhere else: never in a URL, an error
 message or a log line; redirects are not followed (a redirect target would get the token) and
-the environment's proxy and .netrc settings are not consulted.
+the environment's proxy and .netrc settings are not consulted. An https node is verified
+against the system's CAs, plus a private CA when the operator names one (`trusting`).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import ssl
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -50,6 +53,21 @@ def node_url(url: str) -> str:
         ) from None
 
 
+def trusting(ca_file: Path) -> ssl.SSLContext:
+    """The system's trusted roots plus the PEM CA certificates in `ca_file` (a node serving
+    TLS with a private CA); ValueError saying why the file cannot be used."""
+    context = ssl.create_default_context()
+    try:
+        context.load_verify_locations(cafile=ca_file)
+    except FileNotFoundError:
+        raise ValueError(f"{ca_file}: no such file") from None
+    except (ssl.SSLError, OSError) as exc:
+        reason = (getattr(exc, "reason", None) or getattr(exc, "strerror", None)
+                  or type(exc).__name__)
+        raise ValueError(f"{ca_file}: not PEM CA certificates ({reason})") from None
+    return context
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -67,11 +85,15 @@ def sends_token_in_clear(url: str) -> bool:
 
 class AdminClient:
     def __init__(self, base_url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None,
+                 verify: ssl.SSLContext | None = None) -> None:
+        """`verify`: what an https node is verified with (`trusting`); None: the system's
+        CAs."""
         self._base = node_url(base_url) + ADMIN_PATH
         self._headers = {"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT}
         self._timeout = timeout
         self._transport = transport
+        self._verify: ssl.SSLContext | bool = verify if verify is not None else True
 
     def __repr__(self) -> str:
         return f"AdminClient({self._base!r}, <token redacted>)"
@@ -83,7 +105,7 @@ class AdminClient:
             headers["Content-Type"] = "application/json"
         try:
             with httpx.Client(timeout=self._timeout, trust_env=False, follow_redirects=False,
-                              transport=self._transport) as http:
+                              transport=self._transport, verify=self._verify) as http:
                 response = http.request(method, self._base + path, content=content,
                                         headers=headers)
         except httpx.HTTPError as exc:

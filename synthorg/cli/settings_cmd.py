@@ -4,7 +4,9 @@ Locally (`--data-dir`, the default) the command reads and writes the data dir's 
 node does: a running node on that data dir applies a write from its next request. Remotely
 (`--url URL`) it goes through the node's admin API with the operator's admin token, taken
 from an environment variable (`--token-env`, default SYNTHORG_ADMIN_TOKEN) or a file
-(`--token-file`), never from the command line, and never printed.
+(`--token-file`), never from the command line, and never printed. A node serving https with a
+private CA is verified with that CA besides the system's (`--ca-file`, default the
+SYNTHORG_ADMIN_CA_FILE variable).
 
 Every write is audited: locally with `via: "cli"` in the store's audit trail, remotely by the
 node (`via: "admin_api"`).
@@ -17,6 +19,7 @@ import contextlib
 import getpass
 import json
 import os
+import ssl
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +29,13 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from synthorg.admin.audit import AuditLog
 from synthorg.admin.service import SettingsAdmin, setting_json
 from synthorg.admin.token import TOKEN_ENV, TOKEN_FILENAME, token_problem
-from synthorg.cli.admin_client import AdminClient, AdminRefused, AdminUnreachable, node_url
+from synthorg.cli.admin_client import (
+    AdminClient,
+    AdminRefused,
+    AdminUnreachable,
+    node_url,
+    trusting,
+)
 from synthorg.cli.admin_client import sends_token_in_clear as _in_clear
 from synthorg.cli.common import (
     EXIT_OK,
@@ -48,6 +57,7 @@ from synthorg.settings.runtime import RuntimeSettings, setting_definition
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
 
+CA_FILE_ENV = "SYNTHORG_ADMIN_CA_FILE"  # --ca-file's default: a private CA the node's https uses
 EXIT_REMOTE = 3  # the node could not be reached, refused the token, or answered unexpectedly
 T = TypeVar("T")
 
@@ -70,6 +80,10 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--token-file", type=Path, metavar="FILE",
                         help=f"read the admin token from FILE (the node writes one to "
                         f"DATA_DIR/{TOKEN_FILENAME})")
+    group.add_argument("--ca-file", type=Path, metavar="FILE",
+                       help="trust the CA certificates in FILE (PEM) besides the system's, "
+                       "for a node serving https with a private CA (default: environment "
+                       f"variable {CA_FILE_ENV}, if set)")
 
 
 def remote_client(args: argparse.Namespace) -> AdminClient | None:
@@ -87,7 +101,23 @@ def remote_client(args: argparse.Namespace) -> AdminClient | None:
     if _in_clear(base):
         print(f"warning: {base} is plain HTTP to a host that is not loopback: the admin token "
               "crosses the network unencrypted", file=sys.stderr)
-    return AdminClient(base, token)
+    return AdminClient(base, token, verify=admin_trust(args))
+
+
+def admin_trust(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The roots an https node is verified with: the system's, plus --ca-file's (else the
+    CA_FILE_ENV variable's) CA; None: the system's alone."""
+    ca_file: Path | None = getattr(args, "ca_file", None)
+    where = "--ca-file"
+    if ca_file is None:
+        value = os.environ.get(CA_FILE_ENV)
+        if not value:
+            return None
+        ca_file, where = Path(value), f"environment variable {CA_FILE_ENV}"
+    try:
+        return trusting(ca_file.expanduser())
+    except ValueError as exc:
+        fail(f"{where}: {exc}")
 
 
 def admin_token(args: argparse.Namespace) -> str:

@@ -16,7 +16,13 @@ from synthorg.admin.token import TOKEN_FILENAME
 from synthorg.api.serve import DEFAULT_HOST, DEFAULT_PORT
 from synthorg.cli.admin_client import AdminClient, AdminUnreachable, node_url
 from synthorg.cli.common import EXIT_OK, add_data_dir_option, data_dir, fail, print_json
-from synthorg.cli.settings_cmd import EXIT_REMOTE, add_remote_options, admin_token, call_remote
+from synthorg.cli.settings_cmd import (
+    EXIT_REMOTE,
+    add_remote_options,
+    admin_token,
+    admin_trust,
+    call_remote,
+)
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -47,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         own = data_dir(args) / TOKEN_FILENAME
         if own.is_file():  # the token a local node wrote for its operator
             args.token_file = own
-    client = AdminClient(base, admin_token(args))
+    client = AdminClient(base, admin_token(args), verify=admin_trust(args))
 
     def ask() -> dict[str, Any]:
         try:

@@ -22,9 +22,12 @@ import httpx
 import pytest
 
 from examples.make_test_ca import Issued, issue, make_ca, self_signed, write_node
+from synthorg.admin.token import TOKEN_FILENAME
+from synthorg.cli.settings_cmd import CA_FILE_ENV
 from synthorg.push.signing import push_credential, signature
 from tests.federation.harness import FedNode, artifact_texts, delegate, running
 from tests.support.codes import UNAUTHENTICATED
+from tests.support.node import cli
 
 AUTH_FAILED = "a2a.inbound.auth_failed"
 TIMEOUT = 10.0
@@ -350,3 +353,39 @@ def test_b_pushes_its_task_to_a_over_mtls(mtls: MtlsFederation, tmp_path: Path) 
             assert response.status_code == 401, (cert, headers, response.text)
         a.wait_for_event("a2a.push.rejected", reason="missing_certificate")
         a.wait_for_event("a2a.push.rejected", reason="certificate_mismatch")
+
+
+# -- the remote admin CLI to a node serving TLS with a private CA --------------------------------
+
+
+def test_the_admin_cli_reaches_a_tls_node_trusting_its_private_ca(mtls: MtlsFederation,
+                                                                  tmp_path: Path) -> None:
+    node, ca = mtls.b, str(mtls.certs / "ca.pem")
+    remote = ("--url", node.url, "--token-file", str(node.data_dir / TOKEN_FILENAME))
+    elsewhere = tmp_path / "no-data-here"
+
+    def run(*args: str, env: dict[str, str] | None = None) -> Any:
+        return cli(elsewhere, *args, check=False, env={CA_FILE_ENV: "", **(env or {})})
+
+    shown = run("status", *remote, "--ca-file", ca, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["store"]["backend"] == "sqlite"
+    listed = run("peers", "list", *remote, "--ca-file", ca, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {row["name"] for row in json.loads(listed.stdout)} >= {"node-a", "node-s"}
+    by_env = run("settings", "list", *remote, "--json", env={CA_FILE_ENV: ca})
+    assert by_env.returncode == 0, by_env.stderr
+    # the system's roots alone do not know the private CA; nor does another CA
+    untrusted = run("status", *remote)
+    assert untrusted.returncode == 3 and "CERTIFICATE_VERIFY_FAILED" in untrusted.stderr, (
+        untrusted.stderr)
+    stranger = tmp_path / "stranger-ca.pem"
+    stranger.write_bytes(make_ca("another CA").pem)
+    assert run("status", *remote, "--ca-file", str(stranger)).returncode == 3
+    missing = run("status", *remote, "--ca-file", str(tmp_path / "none.pem"))
+    assert missing.returncode == 2 and "--ca-file" in missing.stderr and "no such file" in (
+        missing.stderr)
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    bad = run("status", *remote, env={CA_FILE_ENV: str(garbage)})
+    assert bad.returncode == 2 and CA_FILE_ENV in bad.stderr and "Traceback" not in bad.stderr
