@@ -41,7 +41,10 @@ def register(subparsers: Subparsers) -> None:
     rotate.set_defaults(handler=run_rotate)
     retire = commands.add_parser(
         "retire", help="stop publishing an older key (by kid)")
-    retire.add_argument("kid", metavar="KID", help="the key id, as keys list shows it")
+    # A kid is a base64url thumbprint, so one in 64 starts with '-', which argparse reads as
+    # an option: such a kid goes after '--'.
+    retire.add_argument("kid", metavar="KID", help="the key id, as keys list shows it (one "
+                        "that starts with '-' goes after '--': keys retire -- -AbC…)")
     retire.set_defaults(handler=run_retire)
     generate = commands.add_parser(
         "generate", help=f"print a fresh key set for {KEYS_ENV} (replicas share one)")

@@ -120,9 +120,10 @@ def test_rotate_publishes_both_keys_then_retire_drops_the_old_one(tmp_path: Path
         assert stale.status_code == 200 and stale.content == after.content
         # A card signed before the rotation still verifies against what is published.
         verify(before.json(), published(second))
-    refused = cli(tmp_path, "keys", "retire", new_kid, check=False)
+    # '--': a kid may start with '-' (base64url), as the help says.
+    refused = cli(tmp_path, "keys", "retire", "--", new_kid, check=False)
     assert refused.returncode == 2 and "rotate first" in refused.stderr
-    cli(tmp_path, "keys", "retire", old_kid)
+    cli(tmp_path, "keys", "retire", "--", old_kid)
     with NodeProcess(tmp_path) as third:
         with third.client() as client:
             kids = [jwk["kid"] for jwk in client.get("/.well-known/jwks.json").json()["keys"]]

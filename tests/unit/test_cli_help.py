@@ -38,3 +38,8 @@ def test_every_command_has_help() -> None:
             helped = {choice.dest for choice in action._choices_actions if choice.help}
             missing += [name for name in action.choices if name not in helped]
     assert missing == []
+
+
+def test_a_kid_starting_with_a_dash_is_retired_after_two_dashes() -> None:
+    args = build_parser().parse_args(["keys", "retire", "--", "-ZoMkzLuiZqgDbapbH6Zh3t7J"])
+    assert args.kid == "-ZoMkzLuiZqgDbapbH6Zh3t7J"
