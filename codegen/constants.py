@@ -4,6 +4,9 @@
 - error codes with their names and canonical messages (`x-enum-varnames`,
   `x-enum-descriptions`, as OpenAPI tooling spells them);
 - task states, and which of them are terminal;
+- the values of the spec's other closed sets the code acts on: message roles, the `kind` of
+  every A2A object, peer credential schemes, and the codes of the admin API's, the card
+  operations' and the push receiver's refusals;
 - the peer-name and agent-id patterns;
 - the header names of the `apiKey` security schemes, and of the operations' header parameters;
 - every operation: its operationId, HTTP method and path template;
@@ -119,6 +122,29 @@ def _states() -> list[str]:
     return lines
 
 
+def _enum(definition: str, prefix: str, member: str | None = None) -> list[str]:
+    """`<PREFIX>_<VALUE>` for each value of a string enum (or of one member's enum), and the
+    set of them as `<PREFIX>S`."""
+    schema = all_definitions()[definition][1]
+    if member is not None:
+        schema = schema["properties"][member]
+    values = schema["enum"]
+    names = [f"{prefix}_{upper_snake(value)}" for value in values]
+    lines = [f"{name}: Final = {value!r}" for name, value in zip(names, values, strict=True)]
+    lines.append(f"{prefix}S: Final = frozenset({{{', '.join(names)}}})")
+    return lines
+
+
+def _kinds() -> list[str]:
+    """`KIND_<VALUE>` for the `kind` const of every A2A 0.3 object (spec/schemas/a2a.json)."""
+    kinds: dict[str, None] = {}
+    for file, schema in all_definitions().values():
+        const = schema.get("properties", {}).get("kind", {}).get("const")
+        if file == "a2a.json" and isinstance(const, str):
+            kinds[const] = None
+    return [f"KIND_{upper_snake(kind)}: Final = {kind!r}" for kind in kinds]
+
+
 def _versions() -> list[str]:
     versions = all_definitions()["A2AVersion"][1]["enum"]
     lines = [f"A2A_VERSION_{upper_snake(v)}: Final = {v!r}" for v in versions]
@@ -230,6 +256,23 @@ def render_constants() -> str:
         + "\n".join(_error_codes("V1ErrorCode", "V1_"))
     )
     blocks.append("# Task states (spec/schemas/a2a.json)\n" + "\n".join(_states()))
+    blocks.append(
+        "# Message roles (spec/schemas/a2a.json, Role)\n" + "\n".join(_enum("Role", "ROLE"))
+    )
+    blocks.append("# The kind of each A2A object (spec/schemas/a2a.json)\n" + "\n".join(_kinds()))
+    blocks.append(
+        "# Peer credential schemes (spec/schemas/admin.json, PeerScheme)\n"
+        + "\n".join(_enum("PeerScheme", "PEER_SCHEME"))
+    )
+    blocks.append(
+        "# Refusal codes: the admin API's (AdminError), the card operations' (CardError) and\n"
+        "# the push receiver's (PushRefusal)\n"
+        + "\n".join(_enum("AdminError", "ADMIN_ERROR", "error"))
+        + "\n"
+        + "\n".join(_enum("CardError", "CARD_ERROR", "error"))
+        + "\n"
+        + "\n".join(_enum("PushRefusal", "PUSH_REFUSAL", "error"))
+    )
     blocks.append("# A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)\n"
                   + "\n".join(_versions()))
     blocks.append("# Names\n" + "\n".join(_patterns()))

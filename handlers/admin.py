@@ -24,7 +24,18 @@ from starlette.responses import Response, StreamingResponse
 from handlers.context import AdminContext, HttpRequest, Sequenced, TaskListQuery
 from synthorg import errors
 from synthorg.admin.task_query import DEFAULT_PAGE
-from synthorg.generated.constants import ADMIN_LIST_PEERS, PEER_NAME_PATTERN
+from synthorg.generated.constants import (
+    ADMIN_ERROR_INTERNAL_ERROR,
+    ADMIN_ERROR_INVALID_BODY,
+    ADMIN_ERROR_INVALID_VALUE,
+    ADMIN_ERROR_PEER_EXISTS,
+    ADMIN_ERROR_TASK_NOT_CANCELABLE,
+    ADMIN_ERROR_UNKNOWN_PEER,
+    ADMIN_ERROR_UNKNOWN_SETTING,
+    ADMIN_ERROR_UNKNOWN_TASK,
+    ADMIN_LIST_PEERS,
+    PEER_NAME_PATTERN,
+)
 from synthorg.generated.models import (
     AuditEvent,
     PeerCardKeyWrite,
@@ -47,12 +58,12 @@ PEERS_PATH = ADMIN_LIST_PEERS.path
 
 # Domain error -> (HTTP status, AdminError code).
 _REFUSALS: dict[type[errors.SynthorgError], tuple[int, str]] = {
-    errors.InvalidValue: (400, "invalid_value"),
-    errors.UnknownSetting: (404, "unknown_setting"),
-    errors.UnknownPeer: (404, "unknown_peer"),
-    errors.PeerExists: (409, "peer_exists"),
-    errors.UnknownTask: (404, "unknown_task"),
-    errors.NotCancelable: (409, "task_not_cancelable"),
+    errors.InvalidValue: (400, ADMIN_ERROR_INVALID_VALUE),
+    errors.UnknownSetting: (404, ADMIN_ERROR_UNKNOWN_SETTING),
+    errors.UnknownPeer: (404, ADMIN_ERROR_UNKNOWN_PEER),
+    errors.PeerExists: (409, ADMIN_ERROR_PEER_EXISTS),
+    errors.UnknownTask: (404, ADMIN_ERROR_UNKNOWN_TASK),
+    errors.NotCancelable: (409, ADMIN_ERROR_TASK_NOT_CANCELABLE),
 }
 
 
@@ -60,7 +71,7 @@ class InvalidBody(errors.SynthorgError):
     """The body is not a JSON object of the operation's schema (400 invalid_body)."""
 
 
-_REFUSALS[InvalidBody] = (400, "invalid_body")
+_REFUSALS[InvalidBody] = (400, ADMIN_ERROR_INVALID_BODY)
 
 
 def _document(error: str, message: str, key: object = None, allowed: object = None
@@ -95,7 +106,7 @@ def _answered(operation: Operation) -> Operation:
             if isinstance(problem, errors.SecretUnreadable):  # safe to show the operator
                 emit(INTERNAL_ERROR, level="error", operation=operation.__name__,
                      reason="secretbox", detail=str(problem))
-                return _answer(500, _document("internal_error", str(problem)))
+                return _answer(500, _document(ADMIN_ERROR_INTERNAL_ERROR, str(problem)))
             if refusal is None:
                 return _fault(operation, problem)
             status, error = refusal
@@ -111,7 +122,7 @@ def _answered(operation: Operation) -> Operation:
 
 def _fault(operation: Operation, exc: Exception) -> Response:
     emit(INTERNAL_ERROR, level="error", operation=operation.__name__, reason=type(exc).__name__)
-    return _answer(500, _document("internal_error", "Internal error"))
+    return _answer(500, _document(ADMIN_ERROR_INTERNAL_ERROR, "Internal error"))
 
 
 def _reject_constant(name: str) -> Any:

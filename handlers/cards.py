@@ -17,7 +17,14 @@ import json
 from starlette.responses import Response
 
 from handlers.context import CardDocument, CardsContext, HttpRequest
-from synthorg.generated.constants import A2A_VERSION_HEADER, A2A_VERSIONS
+from synthorg.generated.constants import (
+    A2A_VERSION_HEADER,
+    A2A_VERSIONS,
+    CARD_ERROR_GATEWAY_DISABLED,
+    CARD_ERROR_INVALID_AGENT_ID,
+    CARD_ERROR_UNKNOWN_AGENT,
+    IF_NONE_MATCH_HEADER,
+)
 from synthorg.http.caching import none_match
 from synthorg.http.version import major_minor
 from synthorg.names import is_agent_id
@@ -34,10 +41,10 @@ async def agent_card(request: HttpRequest, ctx: CardsContext) -> Response:
         return _disabled()
     agent_id = request.path_params["agent_id"]
     if not is_agent_id(agent_id):
-        return _error(400, "invalid_agent_id", "Not a well-formed agent id")
+        return _error(400, CARD_ERROR_INVALID_AGENT_ID, "Not a well-formed agent id")
     rendered = ctx.agent(agent_id, request, _version(request))
     if rendered is None:
-        return _error(404, "unknown_agent", "No agent has this id")
+        return _error(404, CARD_ERROR_UNKNOWN_AGENT, "No agent has this id")
     return _card(request, ctx, rendered)
 
 
@@ -69,14 +76,14 @@ def _card(
     if vary:
         headers["Vary"] = A2A_VERSION_HEADER
     # Several If-None-Match headers form one list, as if joined by commas.
-    if none_match(", ".join(request.header_values("if-none-match")), rendered.etag):
+    if none_match(", ".join(request.header_values(IF_NONE_MATCH_HEADER)), rendered.etag):
         return Response(status_code=304, headers=headers)
     return Response(rendered.body, media_type="application/json", headers=headers)
 
 
 def _disabled() -> Response:
     # Like the JSON-RPC routes: a node whose gateway is off advertises nothing.
-    return _error(404, "gateway_disabled", "The A2A gateway is disabled on this node")
+    return _error(404, CARD_ERROR_GATEWAY_DISABLED, "The A2A gateway is disabled on this node")
 
 
 def _error(status: int, error: str, message: str) -> Response:

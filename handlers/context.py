@@ -156,7 +156,7 @@ class HttpRequest(Protocol):
         ...
 
     def header_values(self, name: str) -> list[str]:
-        """Every value of a header (lower-case name), in order."""
+        """Every value of a header (its name in any case), in order."""
         ...
 
     @property

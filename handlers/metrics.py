@@ -9,10 +9,11 @@ import json
 from starlette.responses import Response
 
 from handlers.context import HttpRequest, MetricsContext
+from synthorg.generated.constants import ADMIN_ERROR_NOT_FOUND
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _HEADERS = {"Cache-Control": "no-store"}
-OFF = json.dumps({"error": "not_found", "message": "Metrics are turned off"}).encode()
+OFF = json.dumps({"error": ADMIN_ERROR_NOT_FOUND, "message": "Metrics are turned off"}).encode()
 
 
 async def scrape(request: HttpRequest, ctx: MetricsContext) -> Response:

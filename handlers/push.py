@@ -15,6 +15,11 @@ import json
 from starlette.responses import Response
 
 from handlers.context import HttpRequest, PushReceiverContext
+from synthorg.generated.constants import (
+    PUSH_REFUSAL_INVALID_BODY,
+    PUSH_REFUSAL_REPLAYED,
+    PUSH_REFUSAL_UNAUTHORIZED,
+)
 from synthorg.push.signing import (
     DELIVERY_ID_HEADER,
     SIGNATURE_HEADER,
@@ -23,7 +28,9 @@ from synthorg.push.signing import (
 )
 
 _HEADERS = {"Cache-Control": "no-store"}
-_ERRORS = {400: "invalid_body", 401: "unauthorized", 409: "replayed"}
+_ERRORS = {
+    400: PUSH_REFUSAL_INVALID_BODY, 401: PUSH_REFUSAL_UNAUTHORIZED, 409: PUSH_REFUSAL_REPLAYED,
+}
 _MESSAGES = {
     400: "The push is not a Task",
     401: "The push cannot be verified",

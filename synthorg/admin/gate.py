@@ -30,7 +30,15 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.admin.token import AdminToken, bearer_credential
-from synthorg.generated.constants import OPERATIONS
+from synthorg.generated.constants import (
+    ADMIN_ERROR_INVALID_BODY,
+    ADMIN_ERROR_METHOD_NOT_ALLOWED,
+    ADMIN_ERROR_NOT_FOUND,
+    ADMIN_ERROR_TOO_LARGE,
+    ADMIN_ERROR_UNAUTHORIZED,
+    ADMIN_ERROR_UNSUPPORTED_MEDIA_TYPE,
+    OPERATIONS,
+)
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
 from synthorg.http.responses import CLOSE, JSON, send_bytes
 from synthorg.observability.events.admin import AUTH_FAILED, REQUEST_REJECTED
@@ -106,18 +114,18 @@ class AdminGate:
         if reason is not None:
             emit(AUTH_FAILED, level="warning", reason=reason, status=401, client=client,
                  path=_loggable(path))
-            await _refuse(send, 401, "unauthorized", "Admin token required",
+            await _refuse(send, 401, ADMIN_ERROR_UNAUTHORIZED, "Admin token required",
                           [(b"www-authenticate", WWW_AUTHENTICATE)])
             return
         route = match_route(path)
         if route is None:
             _rejected("not_found", 404, path, client)
-            await _refuse(send, 404, "not_found", "No such admin path")
+            await _refuse(send, 404, ADMIN_ERROR_NOT_FOUND, "No such admin path")
             return
         method = str(scope.get("method", "")).upper()
         if method not in route.methods:
             _rejected("method_not_allowed", 405, route.template, client)
-            await _refuse(send, 405, "method_not_allowed",
+            await _refuse(send, 405, ADMIN_ERROR_METHOD_NOT_ALLOWED,
                           f"Method not allowed; use {route.allow}",
                           [(b"allow", route.allow.encode("ascii"))])
             return
@@ -131,14 +139,14 @@ class AdminGate:
         if declared is not None:
             if not _DIGITS.fullmatch(declared.strip()):
                 _rejected("invalid_content_length", 400, route.template, client)
-                await _refuse(send, 400, "invalid_body", "Invalid Content-Length header")
+                await _refuse(send, 400, ADMIN_ERROR_INVALID_BODY, "Invalid Content-Length header")
                 return
             if int(declared.strip()) > MAX_BODY_BYTES:
                 _rejected("body_too_large", 413, route.template, client)
                 await _too_large(send)
                 return
         if not _is_json(headers.get(b"content-type")):
-            _rejected("unsupported_media_type", 415, route.template, client)
+            _rejected(ADMIN_ERROR_UNSUPPORTED_MEDIA_TYPE, 415, route.template, client)
             await _refuse(send, 415, "unsupported_media_type",
                           "Content-Type must be application/json")
             return
@@ -195,7 +203,7 @@ async def _refuse(send: Send, status: int, error: str, message: str,
 
 async def _too_large(send: Send) -> None:
     # The rest of the body is never read, so the connection cannot be reused.
-    await _refuse(send, 413, "too_large", f"Request body exceeds {MAX_BODY_BYTES} bytes",
+    await _refuse(send, 413, ADMIN_ERROR_TOO_LARGE, f"Request body exceeds {MAX_BODY_BYTES} bytes",
                   [CLOSE])
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import httpx
 
-from synthorg.generated.constants import CARDS_COMPANY_CARD
+from synthorg.generated.constants import CARDS_COMPANY_CARD, IF_NONE_MATCH_HEADER
 from synthorg.http.caching import DEFAULT_MAX_AGE, freshness_seconds, usable_etag
 from synthorg.http.headers import content_length
 from synthorg.http.numbers import json_int
@@ -106,7 +106,7 @@ async def _fetch(
     headers = {"Accept": "application/json", "Accept-Encoding": "identity",
                "User-Agent": USER_AGENT}
     if etag is not None:
-        headers["If-None-Match"] = etag
+        headers[IF_NONE_MATCH_HEADER] = etag
     trace_headers(headers)
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False,

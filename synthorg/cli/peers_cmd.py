@@ -42,6 +42,7 @@ from synthorg.cli.common import (
 from synthorg.cli.delegate_cmd import client_tls, load_node_config
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
 from synthorg.errors import SynthorgError, UnknownPeer
+from synthorg.generated.constants import PEER_SCHEME_API_KEY
 from synthorg.names import canonical_peer_name
 from synthorg.push.sealing import SealedConfigs, Sealer
 from synthorg.store.catalog import (
@@ -85,7 +86,7 @@ def register(subparsers: Subparsers) -> None:
     add.add_argument("name", metavar="NAME", help="peer name (a-z, 0-9, '.', '_', '-')")
     add.add_argument("--endpoint", required=True, metavar="URL",
                      help="the peer node's base URL, e.g. http://127.0.0.1:8000")
-    add.add_argument("--scheme", choices=sorted(SCHEMES), default="api_key",
+    add.add_argument("--scheme", choices=sorted(SCHEMES), default=PEER_SCHEME_API_KEY,
                      help="how the credential travels: api_key (X-API-Key), bearer "
                      "(Authorization: Bearer) or mtls (the peer's client certificate, "
                      "pinned: the secret is its pin, sha256//BASE64); default api_key")

@@ -51,6 +51,11 @@ from synthorg.cli.common import (
 )
 from synthorg.config.company import ConfigError, load_config
 from synthorg.errors import StoreError, SynthorgError
+from synthorg.generated.constants import (
+    ADMIN_ERROR_NOT_FOUND,
+    ADMIN_ERROR_UNKNOWN_PEER,
+    ADMIN_ERROR_UNKNOWN_SETTING,
+)
 from synthorg.settings.definitions.a2a import SettingDefinition, definitions
 from synthorg.settings.runtime import RuntimeSettings, setting_definition
 
@@ -154,14 +159,14 @@ def call_remote(action: Callable[[], T], *, not_found: Callable[[], NoReturn] | 
     except AdminUnreachable as exc:
         fail(f"cannot reach the node's admin API ({exc})", EXIT_REMOTE)
     except AdminRefused as exc:
-        if exc.status == 400 or exc.error == "unknown_setting":
+        if exc.status == 400 or exc.error == ADMIN_ERROR_UNKNOWN_SETTING:
             fail(exc.message)
-        if exc.error == "unknown_peer" and not_found is not None:
+        if exc.error == ADMIN_ERROR_UNKNOWN_PEER and not_found is not None:
             not_found()
         if exc.status == 401:
             fail("the node refused the admin token (HTTP 401): check --token-env or "
                  "--token-file", EXIT_REMOTE)
-        if exc.status == 404 and exc.error in (None, "not_found"):
+        if exc.status == 404 and exc.error in (None, ADMIN_ERROR_NOT_FOUND):
             fail("no admin API at this URL (HTTP 404): give the node's base URL", EXIT_REMOTE)
         fail(f"the node refused: {exc.message} (HTTP {exc.status})", EXIT_REMOTE)
 

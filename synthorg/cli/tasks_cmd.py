@@ -50,7 +50,7 @@ from synthorg.config.company import ConfigError
 from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import SETTLED
 from synthorg.errors import TaskNotCancelable, TaskNotFound
-from synthorg.generated.constants import TASK_NOT_CANCELABLE, TERMINAL_STATES
+from synthorg.generated.constants import STATE_CANCELED, TASK_NOT_CANCELABLE, TERMINAL_STATES
 from synthorg.store.delegations import Delegation
 
 if TYPE_CHECKING:
@@ -365,9 +365,9 @@ async def _cancel_outbound(out: Outbound, record: Delegation, as_json: bool) -> 
     if as_json:
         print_json(record_json(record))
     else:
-        print_record(record, f"canceled at {record.peer}" if record.state == "canceled"
+        print_record(record, f"canceled at {record.peer}" if record.state == STATE_CANCELED
                      else f"{record.peer} answered the cancel with state {record.state}")
-    return EXIT_OK if record.state == "canceled" else EXIT_UNSUCCESSFUL
+    return EXIT_OK if record.state == STATE_CANCELED else EXIT_UNSUCCESSFUL
 
 
 async def _cancel_inbound(out: Outbound, peer: str, task: dict[str, Any], as_json: bool) -> int:
@@ -397,7 +397,7 @@ async def _cancel_inbound(out: Outbound, peer: str, task: dict[str, Any], as_jso
         print_json(_inbound_json(peer, updated))
     else:
         _print_inbound(peer, updated)
-    return EXIT_OK if updated["status"]["state"] == "canceled" else EXIT_UNSUCCESSFUL
+    return EXIT_OK if updated["status"]["state"] == STATE_CANCELED else EXIT_UNSUCCESSFUL
 
 
 def _not_found(task_id: str) -> NoReturn:

@@ -31,6 +31,8 @@ from synthorg.generated.constants import (
     API_KEY_HEADER,
     MESSAGE_SEND,
     PEER_NAME_HEADER,
+    PEER_SCHEME_API_KEY,
+    PEER_SCHEME_MTLS,
     RPC_POST,
     STATE_COMPLETED,
     TASKS_CANCEL,
@@ -106,9 +108,9 @@ PIN_MISMATCH = "its certificate is not the one its catalog record pins"
 
 def credential_headers(record: PeerRecord, local_name: str) -> dict[str, str]:
     headers = {PEER_NAME_HEADER: local_name}
-    if record.scheme == "mtls":
+    if record.scheme == PEER_SCHEME_MTLS:
         return headers  # the client certificate is the credential; the pin is never sent
-    if record.scheme == "api_key":
+    if record.scheme == PEER_SCHEME_API_KEY:
         headers[API_KEY_HEADER] = record.secret
     else:
         headers["Authorization"] = f"Bearer {record.secret}"

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.sse_client import Events, stream_call
-from synthorg.generated.constants import TASKS_RESUBSCRIBE
+from synthorg.generated.constants import KIND_ARTIFACT_UPDATE, KIND_STATUS_UPDATE, TASKS_RESUBSCRIBE
 from synthorg.generated.models import StreamEvent, Task
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
@@ -50,9 +50,9 @@ def apply_event(task: dict[str, Any], result: Any, remote_task_id: str) -> dict[
     if getattr(event, "taskId", None) != remote_task_id:
         raise PeerProtocolError("a stream event for another task")
     body = event.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if body["kind"] == "status-update":
+    if body["kind"] == KIND_STATUS_UPDATE:
         return {**task, "status": body["status"]}
-    if body["kind"] != "artifact-update":
+    if body["kind"] != KIND_ARTIFACT_UPDATE:
         return task  # a Message: nothing of the task changes
     artifact = body["artifact"]
     artifacts = list(task.get("artifacts") or [])

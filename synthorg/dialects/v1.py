@@ -29,8 +29,16 @@ import handlers.tasks_resubscribe
 from handlers.context import RpcContext, Sequenced, TaskQuery
 from synthorg.errors import UnsupportedOperation
 from synthorg.generated.constants import (
+    KIND_ARTIFACT_UPDATE,
+    KIND_DATA,
+    KIND_FILE,
+    KIND_MESSAGE,
+    KIND_STATUS_UPDATE,
+    KIND_TASK,
+    KIND_TEXT,
     MESSAGE_SEND,
     MESSAGE_STREAM,
+    STATE_UNKNOWN,
     TASKS_CANCEL,
     TASKS_GET,
     TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
@@ -96,14 +104,14 @@ _ROLE_PREFIX = "ROLE_"
 
 def state_v1(state: str) -> str:
     """`input-required` -> `TASK_STATE_INPUT_REQUIRED`; `unknown` -> `..._UNSPECIFIED`."""
-    if state == "unknown":
+    if state == STATE_UNKNOWN:
         return f"{_STATE_PREFIX}UNSPECIFIED"
     return _STATE_PREFIX + state.upper().replace("-", "_")
 
 
 def state_v03(state: str) -> str:
     if state == f"{_STATE_PREFIX}UNSPECIFIED":
-        return "unknown"
+        return STATE_UNKNOWN
     return state.removeprefix(_STATE_PREFIX).lower().replace("_", "-")
 
 
@@ -119,22 +127,22 @@ def _copy(source: Mapping[str, Any], target: Json, *names: str) -> Json:
 
 def part_v03(part: Mapping[str, Any]) -> Json:
     if "text" in part:
-        return _copy(part, {"kind": "text", "text": part["text"]}, "metadata")
+        return _copy(part, {"kind": KIND_TEXT, "text": part["text"]}, "metadata")
     if "data" in part:
-        return _copy(part, {"kind": "data", "data": part["data"]}, "metadata")
+        return _copy(part, {"kind": KIND_DATA, "data": part["data"]}, "metadata")
     file: Json = {"bytes": part["raw"]} if "raw" in part else {"uri": part["url"]}
     if "mediaType" in part:
         file["mimeType"] = part["mediaType"]
     if "filename" in part:
         file["name"] = part["filename"]
-    return _copy(part, {"kind": "file", "file": file}, "metadata")
+    return _copy(part, {"kind": KIND_FILE, "file": file}, "metadata")
 
 
 def part_v1(part: Mapping[str, Any]) -> Json:
     kind = part["kind"]
-    if kind == "text":
+    if kind == KIND_TEXT:
         return _copy(part, {"text": part["text"]}, "metadata")
-    if kind == "data":
+    if kind == KIND_DATA:
         return _copy(part, {"data": part["data"]}, "metadata")
     file = part["file"]
     out: Json = {"raw": file["bytes"]} if "bytes" in file else {"url": file["uri"]}
@@ -195,7 +203,7 @@ def task_v1_json(task: Mapping[str, Any]) -> Json:
 
 def task_v03_json(task: Mapping[str, Any]) -> Json:
     out: Json = {
-        "kind": "task",
+        "kind": KIND_TASK,
         "id": task["id"],
         "contextId": task["contextId"],
         "status": _status(task["status"], state_v03, message_v03),
@@ -260,18 +268,18 @@ async def send_message(params: V1SendMessageParams, ctx: RpcContext) -> V1SendMe
     return V1TaskPayload(task=task_v1(answer))
 
 
-_EVENT_WRAPPERS = {"task": "task", "message": "message", "status-update": "statusUpdate",
-                   "artifact-update": "artifactUpdate"}
+_EVENT_WRAPPERS = {KIND_TASK: "task", KIND_MESSAGE: "message", KIND_STATUS_UPDATE: "statusUpdate",
+                   KIND_ARTIFACT_UPDATE: "artifactUpdate"}
 
 
 def event_v1_json(event: Mapping[str, Any]) -> Json:
     """A 0.3 stream event as a 1.0 StreamResponse: wrapped by its kind, in 1.0's shape."""
     kind = event["kind"]
-    if kind == "task":
+    if kind == KIND_TASK:
         inner = task_v1_json(event)
-    elif kind == "message":
+    elif kind == KIND_MESSAGE:
         inner = message_v1(event)
-    elif kind == "status-update":
+    elif kind == KIND_STATUS_UPDATE:
         inner = _copy(event, {
             "taskId": event["taskId"], "contextId": event["contextId"],
             "status": _status(event["status"], state_v1, message_v1),
@@ -295,12 +303,12 @@ def event_v03_json(response: Mapping[str, Any]) -> Json:
     if kind == "statusUpdate":
         status = _status(inner["status"], state_v03, message_v03)
         return _copy(inner, {
-            "kind": "status-update", "taskId": inner["taskId"], "contextId": inner["contextId"],
+            "kind": KIND_STATUS_UPDATE, "taskId": inner["taskId"], "contextId": inner["contextId"],
             "status": status, "final": status["state"] in STREAM_END_STATES,
         }, "metadata")
     if kind == "artifactUpdate":
         return _copy(inner, {
-            "kind": "artifact-update", "taskId": inner["taskId"],
+            "kind": KIND_ARTIFACT_UPDATE, "taskId": inner["taskId"],
             "contextId": inner["contextId"], "artifact": _artifact(inner["artifact"], part_v03),
         }, "append", "lastChunk", "metadata")
     raise ValueError("not a StreamResponse")

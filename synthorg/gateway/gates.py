@@ -29,6 +29,8 @@ from synthorg.generated.constants import (
     API_KEY_HEADER,
     PEER_NAME_HEADER,
     PEER_NOT_ALLOWED,
+    PEER_SCHEME_API_KEY,
+    PEER_SCHEME_BEARER,
     UNAUTHENTICATED,
     RpcErrorSpec,
 )
@@ -98,7 +100,7 @@ def _bearer_token(headers: Mapping[str, str]) -> str | None:
 
 
 def _presented(scheme: str, headers: Mapping[str, str]) -> str | None:
-    if scheme == "api_key":
+    if scheme == PEER_SCHEME_API_KEY:
         # X-API-Key, when sent, is the credential: a blank one is a wrong one, never a cue to
         # try the Authorization header instead (fail closed).
         api_key = headers.get(API_KEY)
@@ -232,7 +234,7 @@ def _credential_failure(
         if client_cert is None:
             return "missing_certificate"
         return None if pins.matches(client_cert, secret) else "certificate_mismatch"
-    if scheme not in ("api_key", "bearer"):
+    if scheme not in (PEER_SCHEME_API_KEY, PEER_SCHEME_BEARER):
         return "unknown_scheme"
     presented = _presented(scheme, headers)
     if not presented:  # none sent, or a blank X-API-Key

@@ -136,6 +136,52 @@ STATE_REJECTED: Final = 'rejected'
 STATE_UNKNOWN: Final = 'unknown'
 TERMINAL_STATES: Final = frozenset({STATE_COMPLETED, STATE_CANCELED, STATE_FAILED, STATE_REJECTED})
 
+# Message roles (spec/schemas/a2a.json, Role)
+ROLE_USER: Final = 'user'
+ROLE_AGENT: Final = 'agent'
+ROLES: Final = frozenset({ROLE_USER, ROLE_AGENT})
+
+# The kind of each A2A object (spec/schemas/a2a.json)
+KIND_TEXT: Final = 'text'
+KIND_FILE: Final = 'file'
+KIND_DATA: Final = 'data'
+KIND_MESSAGE: Final = 'message'
+KIND_TASK: Final = 'task'
+KIND_STATUS_UPDATE: Final = 'status-update'
+KIND_ARTIFACT_UPDATE: Final = 'artifact-update'
+
+# Peer credential schemes (spec/schemas/admin.json, PeerScheme)
+PEER_SCHEME_API_KEY: Final = 'api_key'
+PEER_SCHEME_BEARER: Final = 'bearer'
+PEER_SCHEME_MTLS: Final = 'mtls'
+PEER_SCHEMES: Final = frozenset({PEER_SCHEME_API_KEY, PEER_SCHEME_BEARER, PEER_SCHEME_MTLS})
+
+# Refusal codes: the admin API's (AdminError), the card operations' (CardError) and
+# the push receiver's (PushRefusal)
+ADMIN_ERROR_UNAUTHORIZED: Final = 'unauthorized'
+ADMIN_ERROR_NOT_FOUND: Final = 'not_found'
+ADMIN_ERROR_UNKNOWN_SETTING: Final = 'unknown_setting'
+ADMIN_ERROR_UNKNOWN_PEER: Final = 'unknown_peer'
+ADMIN_ERROR_METHOD_NOT_ALLOWED: Final = 'method_not_allowed'
+ADMIN_ERROR_INVALID_BODY: Final = 'invalid_body'
+ADMIN_ERROR_INVALID_VALUE: Final = 'invalid_value'
+ADMIN_ERROR_PEER_EXISTS: Final = 'peer_exists'
+ADMIN_ERROR_UNKNOWN_TASK: Final = 'unknown_task'
+ADMIN_ERROR_TASK_NOT_CANCELABLE: Final = 'task_not_cancelable'
+ADMIN_ERROR_TOO_LARGE: Final = 'too_large'
+ADMIN_ERROR_UNSUPPORTED_MEDIA_TYPE: Final = 'unsupported_media_type'
+ADMIN_ERROR_INTERNAL_ERROR: Final = 'internal_error'
+ADMIN_ERRORS: Final = frozenset({ADMIN_ERROR_UNAUTHORIZED, ADMIN_ERROR_NOT_FOUND, ADMIN_ERROR_UNKNOWN_SETTING, ADMIN_ERROR_UNKNOWN_PEER, ADMIN_ERROR_METHOD_NOT_ALLOWED, ADMIN_ERROR_INVALID_BODY, ADMIN_ERROR_INVALID_VALUE, ADMIN_ERROR_PEER_EXISTS, ADMIN_ERROR_UNKNOWN_TASK, ADMIN_ERROR_TASK_NOT_CANCELABLE, ADMIN_ERROR_TOO_LARGE, ADMIN_ERROR_UNSUPPORTED_MEDIA_TYPE, ADMIN_ERROR_INTERNAL_ERROR})
+CARD_ERROR_INVALID_AGENT_ID: Final = 'invalid_agent_id'
+CARD_ERROR_UNKNOWN_AGENT: Final = 'unknown_agent'
+CARD_ERROR_GATEWAY_DISABLED: Final = 'gateway_disabled'
+CARD_ERRORS: Final = frozenset({CARD_ERROR_INVALID_AGENT_ID, CARD_ERROR_UNKNOWN_AGENT, CARD_ERROR_GATEWAY_DISABLED})
+PUSH_REFUSAL_INVALID_BODY: Final = 'invalid_body'
+PUSH_REFUSAL_UNAUTHORIZED: Final = 'unauthorized'
+PUSH_REFUSAL_REPLAYED: Final = 'replayed'
+PUSH_REFUSAL_TOO_LARGE: Final = 'too_large'
+PUSH_REFUSALS: Final = frozenset({PUSH_REFUSAL_INVALID_BODY, PUSH_REFUSAL_UNAUTHORIZED, PUSH_REFUSAL_REPLAYED, PUSH_REFUSAL_TOO_LARGE})
+
 # A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)
 A2A_VERSION_0_3: Final = '0.3'
 A2A_VERSION_1_0: Final = '1.0'

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from starlette.types import Send
 
+from synthorg.generated.constants import ADMIN_ERROR_NOT_FOUND
+
 JSON = (b"content-type", b"application/json")
 CLOSE = (b"connection", b"close")
 
@@ -32,7 +34,7 @@ def error_document(error: str, message: str) -> bytes:
     return json.dumps({"error": error, "message": message}).encode()
 
 
-NOT_FOUND = error_document("not_found", "No such path")
+NOT_FOUND = error_document(ADMIN_ERROR_NOT_FOUND, "No such path")
 
 
 async def send_not_found(send: Send) -> None:

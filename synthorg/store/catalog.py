@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 from urllib.parse import urlsplit
 
+from synthorg.generated.constants import PEER_SCHEME_MTLS, PEER_SCHEMES
+from synthorg.generated.models import PeerScheme
 from synthorg.names import canonical_peer_name
 from synthorg.tls.pins import validate_pin
 
-Scheme = Literal["api_key", "bearer", "mtls"]
-SCHEMES: frozenset[str] = frozenset({"api_key", "bearer", "mtls"})
+Scheme = PeerScheme
+SCHEMES: frozenset[str] = PEER_SCHEMES
 # mtls: the secret is the pin of the peer's certificate (synthorg.tls.pins), not a secret
 # that travels; the client certificate is the credential.
-MTLS = "mtls"
+MTLS = PEER_SCHEME_MTLS
 MAX_SECRET_LENGTH = 4096
 # Only a secret an operator enters now must be this long (`check_new_secret`): records
 # written before the rule keep working, so reading a record or the store's own put never asks.

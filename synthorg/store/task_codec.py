@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from synthorg.clock import new_id
+from synthorg.generated.constants import KIND_STATUS_UPDATE, STATE_FAILED
 from synthorg.generated.models import Message, Task, TaskStatus, TaskStatusUpdateEvent, TextPart
 from synthorg.store.tasks import RESTART_MESSAGE, StoredTask
 
@@ -68,7 +69,7 @@ def restart_failure(task: Task, now_iso: str) -> Task:
         contextId=task.contextId,
     )
     return task.model_copy(
-        update={"status": TaskStatus(state="failed", message=message, timestamp=now_iso)}
+        update={"status": TaskStatus(state=STATE_FAILED, message=message, timestamp=now_iso)}
     )
 
 
@@ -77,7 +78,7 @@ def restart_failure(task: Task, now_iso: str) -> Task:
 def final_event(task: Task) -> str:
     """The event logged with a write that ends a task outside its agent's run (recovery)."""
     event = TaskStatusUpdateEvent(
-        kind="status-update", taskId=task.id, contextId=task.contextId, status=task.status,
+        kind=KIND_STATUS_UPDATE, taskId=task.id, contextId=task.contextId, status=task.status,
         final=True,
     )
     return event.model_dump_json(by_alias=True, exclude_none=True)

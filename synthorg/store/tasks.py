@@ -20,10 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
+from synthorg.generated.constants import STATE_SUBMITTED, STATE_WORKING
 from synthorg.generated.models import Task
 
 RESTART_MESSAGE = "the node restarted before this task finished"
-UNFINISHED_STATES = ("submitted", "working")
+UNFINISHED_STATES = (STATE_SUBMITTED, STATE_WORKING)
 
 
 DEFAULT_LEASE_SECONDS = 15.0

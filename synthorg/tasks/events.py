@@ -9,7 +9,13 @@ or waits for input: a stream ends after it.
 
 from __future__ import annotations
 
-from synthorg.generated.constants import STATE_INPUT_REQUIRED, TERMINAL_STATES
+from synthorg.generated.constants import (
+    KIND_ARTIFACT_UPDATE,
+    KIND_STATUS_UPDATE,
+    STATE_AUTH_REQUIRED,
+    STATE_INPUT_REQUIRED,
+    TERMINAL_STATES,
+)
 from synthorg.generated.models import (
     Artifact,
     StreamEvent,
@@ -19,7 +25,7 @@ from synthorg.generated.models import (
 )
 
 # Where a stream ends: the task is final, or it waits for the caller.
-STREAM_END_STATES = frozenset({*TERMINAL_STATES, STATE_INPUT_REQUIRED, "auth-required"})
+STREAM_END_STATES = frozenset({*TERMINAL_STATES, STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
 
 
 def ends_stream(event: StreamEvent) -> bool:
@@ -48,7 +54,7 @@ def serialised(events: list[StreamEvent]) -> list[str]:
 
 def _status(task: Task) -> TaskStatusUpdateEvent:
     return TaskStatusUpdateEvent(
-        kind="status-update",
+        kind=KIND_STATUS_UPDATE,
         taskId=task.id,
         contextId=task.contextId,
         status=task.status,
@@ -71,7 +77,7 @@ def _artifact_events(before: Task, after: Task, last_chunk: bool) -> list[Stream
         )
         # Flags that do not hold are omitted (the models take no nulls).
         event = TaskArtifactUpdateEvent(
-            kind="artifact-update", taskId=after.id, contextId=after.contextId, artifact=sent
+            kind=KIND_ARTIFACT_UPDATE, taskId=after.id, contextId=after.contextId, artifact=sent
         )
         flags: dict[str, object] = {"append": True} if grown else {}
         if last_chunk:

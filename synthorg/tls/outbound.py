@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from synthorg.generated.constants import PEER_SCHEME_MTLS
 from synthorg.tls import pins
 
 TLS_DONE = "connection.start_tls.complete"
@@ -46,4 +47,4 @@ def server_matches(ssl_object: Any, pin: str) -> bool:
 
 def request_extensions(scheme: str, secret: str) -> dict[str, Any]:
     """What a request to a peer with this record carries: for mtls, the pin check."""
-    return {"trace": pinned(secret)} if scheme == "mtls" else {}
+    return {"trace": pinned(secret)} if scheme == PEER_SCHEME_MTLS else {}

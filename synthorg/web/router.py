@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from synthorg.cards.publisher import socket_base_url
-from synthorg.generated.constants import Operation
+from synthorg.generated.constants import ADMIN_ERROR_METHOD_NOT_ALLOWED, Operation
 from synthorg.http.responses import JSON, error_document, send_bytes, send_not_found
 from synthorg.tls.context import client_certificate
 
@@ -104,7 +104,7 @@ class Router:
             endpoint = route.methods.get(scope["method"])
             if endpoint is None:
                 await send_bytes(
-                    send, 405, error_document("method_not_allowed", "Method not allowed"),
+                    send, 405, error_document(ADMIN_ERROR_METHOD_NOT_ALLOWED, "Method not allowed"),
                     [JSON, (b"allow", route.allow)],
                 )
                 return

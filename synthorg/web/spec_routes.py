@@ -36,6 +36,7 @@ import yaml
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.contract.spec import SCHEMA_FILES, spec_dir
+from synthorg.generated.constants import ADMIN_ERROR_METHOD_NOT_ALLOWED, IF_NONE_MATCH_HEADER
 from synthorg.http.caching import none_match
 
 OPENAPI_JSON_PATH = "/openapi.json"
@@ -134,6 +135,7 @@ def resource(
     return Resource(body, content_type, etag, cache_control, tuple(extra_headers), status)
 
 
+_IF_NONE_MATCH = IF_NONE_MATCH_HEADER.lower().encode("ascii")  # as ASGI spells header names
 _PUBLIC = ((b"access-control-allow-origin", b"*"),)  # public contract: any origin may read it
 
 
@@ -308,14 +310,14 @@ def _if_none_match(scope: Scope) -> str | None:
     values = [
         value.decode("latin-1")
         for name, value in scope.get("headers", ())
-        if name.lower() == b"if-none-match"
+        if name.lower() == _IF_NONE_MATCH
     ]
     return ", ".join(values) if values else None
 
 
 async def _method_not_allowed(send: Send) -> None:
     body = json.dumps(
-        {"error": "method_not_allowed", "message": "Only GET and HEAD are allowed here"}
+        {"error": ADMIN_ERROR_METHOD_NOT_ALLOWED, "message": "Only GET and HEAD are allowed here"}
     ).encode()
     headers = [
         (b"allow", ALLOW),

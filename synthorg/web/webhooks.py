@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from synthorg.generated.constants import PUSH_RECEIVE
+from synthorg.generated.constants import PUSH_RECEIVE, PUSH_REFUSAL_TOO_LARGE
 from synthorg.http.responses import JSON, error_document, send_bytes
 from synthorg.web.router import compile_template
 
@@ -36,8 +36,8 @@ class WebhookBodies:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self._max:
-                await send_bytes(send, 413, error_document("too_large", "The push is too large"),
-                                 [JSON])
+                refusal = error_document(PUSH_REFUSAL_TOO_LARGE, "The push is too large")
+                await send_bytes(send, 413, refusal, [JSON])
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
