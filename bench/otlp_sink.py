@@ -1,5 +1,5 @@
 """A local OTLP collector stand-in for the bench: accepts OTLP/HTTP exports (any path) and
-answers 200 at once, counting the bytes, so a traced node pays its real export cost."""
+answers 200 at once (the body read and dropped), so a traced node pays its real export cost."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class _Sink(BaseHTTPRequestHandler):
-    received = 0
-
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        _Sink.received += len(self.rfile.read(length))
+        self.rfile.read(length)
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", "0")
@@ -30,6 +28,3 @@ def sink_url() -> str:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}"
 
-
-def received_bytes() -> int:
-    return _Sink.received

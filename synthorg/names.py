@@ -10,8 +10,6 @@ import re
 
 from synthorg.generated.constants import AGENT_ID_PATTERN, PEER_NAME_PATTERN
 
-PEER_NAME_MAX_LENGTH = 63
-
 _PEER_NAME_RE = re.compile(PEER_NAME_PATTERN)
 _AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)
 

@@ -11,7 +11,6 @@ card fields, names, error messages) reaches the browser as text.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
@@ -86,7 +85,6 @@ class Console:
         )
         self._static = {p.name: p.read_bytes() for p in (HERE / "static").iterdir()
                         if p.suffix in STATIC_TYPES}
-        self._pages: dict[tuple[str, str], Page] = {}
         self._patterns: list[tuple[str, list[str], Page]] = []
 
     # -- routing -----------------------------------------------------------------------------
@@ -259,8 +257,3 @@ def _redirect(target: str, *, scope: Scope, cookie: str | None = None,
         response.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict",
                                secure=secure)
     return response
-
-
-def json_text(document: Any) -> str:
-    """A document shown as text (for the raw views)."""
-    return json.dumps(document, indent=2, sort_keys=True)

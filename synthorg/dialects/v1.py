@@ -223,14 +223,6 @@ def task_v1(task: Task) -> V1Task:
     return V1Task.model_validate(task_v1_json(_json(task)))
 
 
-def task_v03(task: V1Task) -> Task:
-    return Task.model_validate(task_v03_json(_json(task)))
-
-
-def message_to_v03(message: V1Message) -> Message:
-    return Message.model_validate(message_v03(_json(message)))
-
-
 def message_to_v1(message: Message) -> V1Message:
     return V1Message.model_validate(message_v1(_json(message)))
 

@@ -25,7 +25,7 @@ import json
 import socket
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import asyncpg
@@ -298,9 +298,6 @@ class PgDatabase:
     def blocking_fetch(self, sql: str, *args: Any) -> list[Row]:
         return self.blocking(lambda db: db.fetch(sql, *args))
 
-    def blocking_fetchrow(self, sql: str, *args: Any) -> Row | None:
-        return self.blocking(lambda db: db.fetchrow(sql, *args))
-
     async def aclose(self) -> None:
         await self._pool.close()
 
@@ -351,11 +348,3 @@ class _BlockingSide:
         self._thread.join(timeout=3)
         if not self._thread.is_alive():
             self._loop.close()
-
-
-def placeholders(count: int, start: int = 1) -> str:
-    return ", ".join(f"${i}" for i in range(start, start + count))
-
-
-def as_tuple(row: Row | Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(row)

@@ -73,12 +73,6 @@ class PgOptions:
         shown_host = f"[{host}]" if ":" in host else host
         return Target(database, user, f"{shown_host}:{port or 5432}")
 
-    def with_database(self, name: str) -> PgOptions:
-        """The same server and credentials, another database (tests, the bench)."""
-        parts = urlsplit(self.url)
-        return PgOptions(parts._replace(path=f"/{name}").geturl(), self.pool_size,
-                         self.statement_timeout, self.connect_timeout)
-
 
 def url_from(env: Mapping[str, str] | None = None) -> str | None:
     """The database URL when PostgreSQL is selected, else None (SQLite)."""
