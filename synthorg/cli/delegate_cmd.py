@@ -42,7 +42,7 @@ from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcErro
 from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator, push_url
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
-from synthorg.generated.constants import STATE_COMPLETED, TERMINAL_STATES
+from synthorg.generated.constants import KIND_TEXT, STATE_COMPLETED, TERMINAL_STATES
 from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.store.backend import Stores
@@ -219,7 +219,7 @@ def record_json(record: Delegation) -> dict[str, Any]:
 
 def status_text(task: dict[str, Any]) -> str | None:
     message = (task.get("status") or {}).get("message") or {}
-    texts = [p.get("text", "") for p in message.get("parts", []) if p.get("kind") == "text"]
+    texts = [p.get("text", "") for p in message.get("parts", []) if p.get("kind") == KIND_TEXT]
     return "\n".join(texts) or None
 
 
@@ -431,7 +431,7 @@ def run_delegate(args: argparse.Namespace) -> int:
 async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
     node_name = out.require_node_name()
     peer = out.require_peer(args.peer)
-    parts = [{"kind": "text", "text": args.text}]
+    parts = [{"kind": KIND_TEXT, "text": args.text}]
     # This node is the first hop: a peer that forwards the task back here is refused.
     metadata = {VISITED_KEY: [node_name]}
     message_id = str(uuid.uuid4())  # fixed: a second attempt lands on the same task

@@ -29,10 +29,13 @@ from synthorg.generated.constants import (
     A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
     API_KEY_HEADER,
+    KIND_MESSAGE,
+    KIND_TASK,
     MESSAGE_SEND,
     PEER_NAME_HEADER,
     PEER_SCHEME_API_KEY,
     PEER_SCHEME_MTLS,
+    ROLE_USER,
     RPC_POST,
     STATE_COMPLETED,
     TASKS_CANCEL,
@@ -140,9 +143,9 @@ def build_message(
 ) -> dict[str, Any]:
     """The user message of a message/send (or message/stream), in 0.3."""
     message: dict[str, Any] = {
-        "kind": "message",
+        "kind": KIND_MESSAGE,
         "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
-        "role": "user",
+        "role": ROLE_USER,
         "parts": parts,
     }
     if task_id:
@@ -241,7 +244,7 @@ class A2AClient:
 
     def task_of(self, method: str, result: Any) -> Task:
         """A 0.3 answer (a Task, or a Message standing for a completed one) as a Task."""
-        if isinstance(result, dict) and result.get("kind") == "message":
+        if isinstance(result, dict) and result.get("kind") == KIND_MESSAGE:
             return self._message_as_task(result)
         return self._as_task(method, result)
 
@@ -260,7 +263,7 @@ class A2AClient:
         context_id = reply.contextId or task_id
         reply = reply.model_copy(update={"taskId": task_id, "contextId": context_id})
         return Task(
-            kind="task", id=task_id, contextId=context_id,
+            kind=KIND_TASK, id=task_id, contextId=context_id,
             status=TaskStatus(state=STATE_COMPLETED, message=reply, timestamp=utc_now()),
             history=[reply], artifacts=[],
         )

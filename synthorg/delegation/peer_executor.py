@@ -26,6 +26,8 @@ from synthorg.delegation.delegator import (
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
 from synthorg.generated.constants import (
+    KIND_TEXT,
+    ROLE_USER,
     STATE_AUTH_REQUIRED,
     STATE_FAILED,
     STATE_INPUT_REQUIRED,
@@ -52,7 +54,7 @@ def _status_text(task: dict[str, Any]) -> str | None:
     message = task.get("status", {}).get("message")
     if not message:
         return None
-    texts = [p["text"] for p in message.get("parts", []) if p.get("kind") == "text"]
+    texts = [p["text"] for p in message.get("parts", []) if p.get("kind") == KIND_TEXT]
     return "\n".join(texts) or None
 
 
@@ -118,7 +120,7 @@ class PeerExecutor:
         between storing and forwarding it) is forwarded first."""
         record = await self._delegator.store.by_origin(task.id)
         if record is None:
-            first = next((m for m in task.history or [] if m.role == "user"), None)
+            first = next((m for m in task.history or [] if m.role == ROLE_USER), None)
             if first is None:
                 return Outcome(STATE_FAILED, message_text="nothing to forward")
             return await self.run(task, first, progress)
@@ -222,7 +224,7 @@ def _unforwarded(task: Task, record: Delegation) -> Message | None:
     """The task's last message from its caller, when it is a follow-up the downstream task
     does not hold: that task waits for input and has no message under the follow-up's onward
     id. (Had it been forwarded, the downstream task would hold it, or have moved on.)"""
-    last = next((m for m in reversed(task.history or []) if m.role == "user"), None)
+    last = next((m for m in reversed(task.history or []) if m.role == ROLE_USER), None)
     if last is None:
         return None
     onward = forwarded_message_id(task.id, last.messageId)

@@ -158,7 +158,7 @@ _MESSAGE_FIELDS = ("contextId", "taskId", "metadata", "extensions", "referenceTa
 
 def message_v03(message: Mapping[str, Any]) -> Json:
     out: Json = {
-        "kind": "message",
+        "kind": KIND_MESSAGE,
         "messageId": message["messageId"],
         "role": message["role"].removeprefix(_ROLE_PREFIX).lower(),
         "parts": [part_v03(part) for part in message["parts"]],

@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from synthorg.clock import new_id
-from synthorg.generated.constants import KIND_STATUS_UPDATE, STATE_FAILED
+from synthorg.generated.constants import (
+    KIND_MESSAGE,
+    KIND_STATUS_UPDATE,
+    KIND_TEXT,
+    ROLE_AGENT,
+    STATE_FAILED,
+)
 from synthorg.generated.models import Message, Task, TaskStatus, TaskStatusUpdateEvent, TextPart
 from synthorg.store.tasks import RESTART_MESSAGE, StoredTask
 
@@ -61,10 +67,10 @@ class TaskCache:
 
 def restart_failure(task: Task, now_iso: str) -> Task:
     message = Message(
-        kind="message",
-        role="agent",
+        kind=KIND_MESSAGE,
+        role=ROLE_AGENT,
         messageId=new_id(),
-        parts=[TextPart(kind="text", text=RESTART_MESSAGE)],
+        parts=[TextPart(kind=KIND_TEXT, text=RESTART_MESSAGE)],
         taskId=task.id,
         contextId=task.contextId,
     )

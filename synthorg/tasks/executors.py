@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from synthorg.clock import new_id
-from synthorg.generated.constants import STATE_COMPLETED, STATE_INPUT_REQUIRED, STATE_REJECTED
+from synthorg.generated.constants import (
+    KIND_DATA,
+    KIND_FILE,
+    KIND_TEXT,
+    STATE_COMPLETED,
+    STATE_INPUT_REQUIRED,
+    STATE_REJECTED,
+)
 from synthorg.generated.models import Artifact, Message, Task, TaskState, TextPart
 
 
@@ -133,7 +140,7 @@ class EchoExecutor:
         artifact = Artifact(
             artifactId=new_id(),
             name="echo",
-            parts=[TextPart(kind="text", text=text_of(message))],
+            parts=[TextPart(kind=KIND_TEXT, text=text_of(message))],
         )
         return Outcome(STATE_COMPLETED, artifacts=[artifact])
 
@@ -169,14 +176,14 @@ class ConformanceExecutor:
     )
     # Longest prefixes first: tck-artifact-file-url before tck-artifact-file.
     ARTIFACTS: tuple[tuple[str, dict[str, object]], ...] = (
-        ("tck-artifact-text", {"kind": "text", "text": "Generated text content"}),
-        ("tck-artifact-file-url", {"kind": "file", "file": {
+        ("tck-artifact-text", {"kind": KIND_TEXT, "text": "Generated text content"}),
+        ("tck-artifact-file-url", {"kind": KIND_FILE, "file": {
             "uri": "https://example.com/output.txt", "name": "output.txt",
             "mimeType": "text/plain"}}),
-        ("tck-artifact-file", {"kind": "file", "file": {
+        ("tck-artifact-file", {"kind": KIND_FILE, "file": {
             "bytes": "R2VuZXJhdGVkIGZpbGUgY29udGVudA==", "name": "output.txt",
             "mimeType": "text/plain"}}),
-        ("tck-artifact-data", {"kind": "data", "data": {"key": "value", "count": 42}}),
+        ("tck-artifact-data", {"kind": KIND_DATA, "data": {"key": "value", "count": 42}}),
     )
     REPLY = "Hello from TCK"
     # The kit's scenario for an agent that answers with a Message, not a task.

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from synthorg.errors import TaskNotFound, VersionConflict
-from synthorg.generated.constants import STATE_WORKING, TERMINAL_STATES
+from synthorg.generated.constants import (
+    KIND_MESSAGE,
+    KIND_TEXT,
+    ROLE_AGENT,
+    STATE_WORKING,
+    TERMINAL_STATES,
+)
 from synthorg.generated.models import Artifact, Message, Task, TaskStatus, TextPart
 from synthorg.store.tasks import StoredTask, TaskStore
 from synthorg.tasks.executors import Canceled
@@ -81,10 +87,10 @@ class StoredProgress:
 
 def _with_status_text(task: Task, text: str, now: str, message_id: str) -> Task:
     message = Message(
-        kind="message",
+        kind=KIND_MESSAGE,
         messageId=message_id,
-        role="agent",
-        parts=[TextPart(kind="text", text=text)],
+        role=ROLE_AGENT,
+        parts=[TextPart(kind=KIND_TEXT, text=text)],
         taskId=task.id,
         contextId=task.contextId,
     )

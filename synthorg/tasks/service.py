@@ -32,7 +32,12 @@ from synthorg.errors import (
     VersionConflict,
 )
 from synthorg.generated.constants import (
+    KIND_MESSAGE,
+    KIND_TASK,
+    KIND_TEXT,
     MESSAGE_SEND,
+    ROLE_AGENT,
+    ROLE_USER,
     STATE_CANCELED,
     STATE_FAILED,
     STATE_SUBMITTED,
@@ -126,7 +131,7 @@ class TaskService:
                 f"at most {limit} are accepted",
                 limit=limit,
             )
-        if message.role != "user":
+        if message.role != ROLE_USER:
             raise InvalidParams('Invalid params: an inbound message has role "user"')
         refusal = loop_refusal(message, self._node_name)
         if refusal is not None:
@@ -240,7 +245,7 @@ class TaskService:
         context_id = message.contextId or new_id()
         first = message.model_copy(update={"taskId": task_id, "contextId": context_id})
         task = Task(
-            kind="task",
+            kind=KIND_TASK,
             id=task_id,
             contextId=context_id,
             status=TaskStatus(state=STATE_SUBMITTED, timestamp=now_iso()),
@@ -504,10 +509,10 @@ def _working(task: Task) -> Task:
 def _reply(context_id: str, outcome: Outcome) -> Message:
     """An agent's direct reply: a Message in the caller's context, of no task."""
     return Message(
-        kind="message",
+        kind=KIND_MESSAGE,
         messageId=new_id(),
-        role="agent",
-        parts=[TextPart(kind="text", text=outcome.message_text or "")],
+        role=ROLE_AGENT,
+        parts=[TextPart(kind=KIND_TEXT, text=outcome.message_text or "")],
         contextId=context_id,
     )
 
@@ -517,10 +522,10 @@ def _settled(task: Task, outcome: Outcome) -> Task:
     history = list(task.history or [])
     if outcome.message_text is not None:
         agent_message = Message(
-            kind="message",
+            kind=KIND_MESSAGE,
             messageId=new_id(),
-            role="agent",
-            parts=[TextPart(kind="text", text=outcome.message_text)],
+            role=ROLE_AGENT,
+            parts=[TextPart(kind=KIND_TEXT, text=outcome.message_text)],
             taskId=task.id,
             contextId=task.contextId,
         )
