@@ -37,7 +37,7 @@ from codegen.naming import handler_module
 from synthorg.contract.spec import all_definitions, load_schema_files
 from synthorg.gateway import pipeline as rpc
 from synthorg.gateway.dispatch import DISPATCH, DISPATCH_V1, PARAMS_ADAPTER
-from synthorg.generated import models
+from synthorg.generated import constants, models
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = (
@@ -857,3 +857,24 @@ def test_a_json_ld_key_becomes_an_at_attribute_with_its_alias() -> None:
     })
     assert info.at_type == "type.googleapis.com/google.rpc.ErrorInfo"
     assert info.model_dump(by_alias=True, exclude_none=True)["@type"] == info.at_type
+
+
+def test_the_emitted_closed_sets_are_the_specs_enums() -> None:
+    """Each set of values the code acts on is the spec's enum, member for member."""
+    definitions = all_definitions()
+
+    def enum(name: str, member: str | None = None) -> set[str]:
+        schema = definitions[name][1]
+        return set((schema["properties"][member] if member else schema)["enum"])
+
+    assert enum("Role") == constants.ROLES
+    assert enum("PeerScheme") == constants.PEER_SCHEMES
+    assert enum("AdminError", "error") == constants.ADMIN_ERRORS
+    assert enum("CardError", "error") == constants.CARD_ERRORS
+    assert enum("PushRefusal", "error") == constants.PUSH_REFUSALS
+    kinds = {
+        value for name, value in vars(constants).items() if name.startswith("KIND_")
+    }
+    assert kinds == {
+        "text", "file", "data", "message", "task", "status-update", "artifact-update",
+    }
