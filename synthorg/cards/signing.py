@@ -28,8 +28,9 @@ from jwt.exceptions import PyJWTError
 from jwt.utils import der_to_raw_signature
 
 from synthorg.cards.keys import CardKey, PublicKey
+from synthorg.generated.constants import CARDS_JWKS
 
-JWKS_PATH = "/.well-known/jwks.json"
+JWKS_PATH = CARDS_JWKS.path
 MAX_DEPTH = 64  # deeper cards are refused before canonicalisation
 MAX_SIGNATURES = 16
 

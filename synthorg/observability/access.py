@@ -22,13 +22,20 @@ from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from synthorg.generated.constants import A2A_VERSION_HEADER, METHODS, METHODS_V1, OPERATIONS
+from synthorg.generated.constants import (
+    A2A_VERSION_0_3,
+    A2A_VERSION_HEADER,
+    A2A_VERSIONS,
+    METHODS,
+    METHODS_V1,
+    OPERATIONS,
+)
 from synthorg.observability.events.a2a import INBOUND_COMPLETED
 from synthorg.observability.log import emit
 
 OTHER = "other"
 DIALECT_HEADER = A2A_VERSION_HEADER.lower().encode()
-DIALECTS = frozenset({"0.3", "1.0"})
+DIALECTS = A2A_VERSIONS
 
 
 class RequestRecord:
@@ -142,7 +149,7 @@ def dialect_of(headers: Sequence[tuple[bytes, bytes]]) -> str:
         if name.lower() == DIALECT_HEADER:
             text = value.decode("latin-1").strip()
             return text if text in DIALECTS else OTHER
-    return "0.3"
+    return A2A_VERSION_0_3
 
 
 class Observed:
