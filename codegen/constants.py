@@ -1,6 +1,7 @@
 """Emit the constants the contract defines, so no module copies them by hand.
 
 - JSON-RPC method names: the `method` const of every variant of the params union;
+- the JSON-RPC version every envelope names (the `jsonrpc` const of spec/schemas/jsonrpc.json);
 - error codes with their names and canonical messages (`x-enum-varnames`,
   `x-enum-descriptions`, as OpenAPI tooling spells them);
 - task states, and which of them are terminal;
@@ -108,6 +109,18 @@ def _error_codes(definition: str = "ErrorCode", prefix: str = "") -> list[str]:
         f"{prefix}{upper_snake(name)}: Final = RpcErrorSpec({code!r}, {message!r})"
         for code, name, message in zip(codes, names, messages, strict=True)
     ]
+
+
+def _jsonrpc_version() -> list[str]:
+    """The one `jsonrpc` const the envelopes of spec/schemas/jsonrpc.json share."""
+    versions = {
+        schema["properties"]["jsonrpc"]["const"]
+        for file, schema in all_definitions().values()
+        if file == "jsonrpc.json" and "const" in schema.get("properties", {}).get("jsonrpc", {})
+    }
+    if len(versions) != 1:
+        raise ConstantsError(f"the envelopes name {len(versions)} jsonrpc versions, not one")
+    return [f"JSONRPC_VERSION: Final = {versions.pop()!r}"]
 
 
 def _states() -> list[str]:
@@ -246,6 +259,10 @@ def render_constants() -> str:
         + "".join(f"    {proto!r}: {name!r},\n" for proto, name in proto_names.items())
         + "})\n"
         f"V1_FREE_FORM_MEMBERS: Final = frozenset({{{', '.join(map(repr, sorted(free_form)))}}})"
+    )
+    blocks.append(
+        "# The JSON-RPC version of every envelope (spec/schemas/jsonrpc.json, `jsonrpc`)\n"
+        + "\n".join(_jsonrpc_version())
     )
     blocks.append(
         "# JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)\n"

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from synthorg import jsonrpc
 from synthorg.clock import utc_now
 from synthorg.dialects import v1
 from synthorg.dialects.outbound import PeerDialect
@@ -347,9 +348,7 @@ class A2AClient:
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
         request_id = str(uuid.uuid4())
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        ).encode()
+        body = jsonrpc.request(method, params, request_id)
         name = self.record.name
         problem = "no attempt made"
         for attempt in range(self._retry.attempts):

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import httpx
 
+from synthorg import jsonrpc
 from synthorg.delegation.client import (
     PIN_MISMATCH,
     A2AClient,
@@ -105,7 +106,7 @@ async def stream_call(
         method = V1_STREAMS[method]
         if "message" in params:
             params = {**params, "message": v1.message_v1(params["message"])}
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+    body = jsonrpc.request(method, params, 1)
     headers = {**client.headers, "Content-Type": "application/json", "Accept": EVENT_STREAM}
     if last_event_id is not None:
         headers[LAST_EVENT_ID_HEADER] = str(last_event_id)

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from starlette.types import Receive, Scope, Send
 
+from synthorg import jsonrpc
 from synthorg.dialects.errors import error_details
 from synthorg.gateway import pipeline
 from synthorg.gateway.admission import AdmissionWatch
@@ -37,7 +38,6 @@ from synthorg.gateway.context import Services
 from synthorg.gateway.dialect import speaks_v1
 from synthorg.gateway.gates import Admitted, PeerGate
 from synthorg.gateway.ratelimit import PeerRateLimiter, retry_after
-from synthorg.gateway.replies import error_body
 from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
     A2A_VERSION_HEADER,
@@ -216,7 +216,7 @@ async def _refuse(
     v1: bool = False,
 ) -> None:
     data = error_details(error, None) if v1 else None
-    await send_bytes(send, status, error_body(error, message, None, data), headers or [JSON])
+    await send_bytes(send, status, jsonrpc.error(error, message, None, data), headers or [JSON])
 
 
 async def _wrong_content_type(send: Send, v1: bool) -> None:

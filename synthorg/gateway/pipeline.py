@@ -15,18 +15,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from synthorg import jsonrpc
 from synthorg.dialects.errors import error_details
 from synthorg.dialects.protojson import json_names
 from synthorg.dialects.tenant import tenant_issues
 from synthorg.errors import SynthorgError
 from synthorg.gateway import dialect
 from synthorg.gateway.context import CallContext, Services
-from synthorg.gateway.replies import RPC_ERRORS, RequestId, error_body, result_body, rpc_error
+from synthorg.gateway.replies import RPC_ERRORS, RequestId, result_body, rpc_error
 from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    JSONRPC_VERSION,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     VERSION_NOT_SUPPORTED,
@@ -132,8 +134,10 @@ def _envelope(parsed: Any) -> tuple[RequestId, str, dict[str, Any]]:
             "or a safe integer",
         )
     request_id: RequestId = parsed.get("id")
-    if parsed.get("jsonrpc") != "2.0":
-        raise _Reject(INVALID_REQUEST, 'Invalid request: jsonrpc must be "2.0"', request_id)
+    if parsed.get("jsonrpc") != JSONRPC_VERSION:
+        raise _Reject(
+            INVALID_REQUEST, f'Invalid request: jsonrpc must be "{JSONRPC_VERSION}"', request_id
+        )
     if not parsed.keys() <= _ENVELOPE_KEYS:
         raise _Reject(INVALID_REQUEST, "Invalid request: unexpected envelope member", request_id)
     method = parsed.get("method")
@@ -210,8 +214,8 @@ async def answer(
 
     def refused(spec: RpcErrorSpec, message: str | None, data: Mapping[str, Any] | None) -> bytes:
         if v1:
-            return error_body(spec, message, request_id, error_details(spec, data))
-        return error_body(spec, message, request_id, data)
+            return jsonrpc.error(spec, message, request_id, error_details(spec, data))
+        return jsonrpc.error(spec, message, request_id, data)
 
     try:
         request_id, method, raw_params = _envelope(_parse(body))
@@ -219,7 +223,7 @@ async def answer(
         emit(events.INBOUND_RECEIVED, method=method[:64], request_id=request_id, peer_name=peer)
         allowed = dialect.dialects(version)
         if allowed is None:
-            return 200, error_body(VERSION_NOT_SUPPORTED, None, request_id)
+            return 200, jsonrpc.error(VERSION_NOT_SUPPORTED, None, request_id)
         v1 = allowed == (dialect.V1,)
         found = dialect.route(allowed, method)
         if found is None:
@@ -282,7 +286,7 @@ async def answer(
             request_id=reject.request_id,
         )
         details = error_details(reject.error, None) if v1 else None
-        return 200, error_body(reject.error, reject.message, reject.request_id, details)
+        return 200, jsonrpc.error(reject.error, reject.message, reject.request_id, details)
     except SynthorgError as error:
         if type(error) in RPC_ERRORS:
             spec, message, data = rpc_error(error)
@@ -304,5 +308,5 @@ def _fault(
         error=type(exc).__name__,
     )
     details = error_details(INTERNAL_ERROR, None) if v1 else None
-    return 500, error_body(INTERNAL_ERROR, None, request_id, details)
+    return 500, jsonrpc.error(INTERNAL_ERROR, None, request_id, details)
 

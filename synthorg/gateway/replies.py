@@ -1,18 +1,18 @@
-"""JSON-RPC answers as bytes, and the mapping from the node's errors to JSON-RPC errors.
+"""A result as JSON-RPC bytes, and the mapping from the node's errors to JSON-RPC errors.
 
 This is the edge: services raise `synthorg.errors` in domain terms and only here do they
-become codes. The codes and their canonical messages are the spec's (generated constants).
+become codes. The codes and their canonical messages are the spec's (generated constants);
+the envelope around them is `synthorg.jsonrpc`'s.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-from synthorg import errors
+from synthorg import errors, jsonrpc
 from synthorg.generated.constants import (
     DELEGATION_LOOP,
     INVALID_PARAMS,
@@ -28,7 +28,7 @@ from synthorg.generated.constants import (
     RpcErrorSpec,
 )
 
-RequestId = str | int | None
+RequestId = jsonrpc.RequestId
 
 # Domain error -> the JSON-RPC error it is answered with (HTTP 200).
 RPC_ERRORS: Mapping[type[errors.SynthorgError], RpcErrorSpec] = {
@@ -52,18 +52,6 @@ def rpc_error(error: errors.SynthorgError) -> tuple[RpcErrorSpec, str, dict[str,
     return spec, error.message or spec.message, dict(error.detail) or None
 
 
-def error_body(
-    error: RpcErrorSpec,
-    message: str | None = None,
-    request_id: RequestId = None,
-    data: Mapping[str, Any] | list[dict[str, Any]] | None = None,
-) -> bytes:
-    body: dict[str, Any] = {"code": error.code, "message": message or error.message}
-    if data is not None:
-        body["data"] = data
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": body}).encode()
-
-
 def _encoded(result: BaseModel | list[Any] | None) -> bytes:
     if result is None:
         return b"null"
@@ -73,7 +61,5 @@ def _encoded(result: BaseModel | list[Any] | None) -> bytes:
 
 
 def result_body(request_id: RequestId, result: BaseModel | list[Any] | None) -> bytes:
-    encoded = _encoded(result)
-    return b'{"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode() + b', "result": ' + (
-        encoded + b"}"
-    )
+    """The result serialised once, straight into its envelope."""
+    return jsonrpc.result(jsonrpc.encoded_id(request_id), _encoded(result))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,9 +20,10 @@ from typing import Any
 from pydantic import BaseModel
 from starlette.types import Receive, Send
 
+from synthorg import jsonrpc
 from synthorg.dialects.errors import error_details
 from synthorg.gateway.gates import Refused
-from synthorg.gateway.replies import RequestId, error_body, result_body
+from synthorg.gateway.replies import RequestId, result_body
 from synthorg.generated.constants import INTERNAL_ERROR
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
@@ -47,8 +47,8 @@ _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"),
 
 def frame(request_id: RequestId, item: Sequenced[Any], encoded_id: bytes | None = None) -> bytes:
     if item.raw is not None:  # as logged: the same bytes for every subscriber
-        data = b'{"jsonrpc": "2.0", "id": %s, "result": %s}' % (
-            encoded_id if encoded_id is not None else json.dumps(request_id).encode(), item.raw
+        data = jsonrpc.result(
+            encoded_id if encoded_id is not None else jsonrpc.encoded_id(request_id), item.raw
         )
     else:
         event: BaseModel = item.event
@@ -143,7 +143,7 @@ class EventStream:
              request_id=self.request_id, reason=refusal.reason, status=refusal.status)
         async with lock:
             data = error_details(refusal.error, None) if self._v1 else None
-            await _body(send, b"data: %s\n\n" % error_body(
+            await _body(send, b"data: %s\n\n" % jsonrpc.error(
                 refusal.error, refusal.message, self.request_id, data
             ))
             await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -156,7 +156,7 @@ class EventStream:
         `send` (the server waits for its socket to drain), so the follower reads no further:
         nothing queues. True when the stream ended; False after the follower failed."""
         events_ = aiter(self._rest)
-        encoded_id = json.dumps(self.request_id).encode()
+        encoded_id = jsonrpc.encoded_id(self.request_id)
         sent = 0
         while True:
             try:
@@ -168,7 +168,7 @@ class EventStream:
                      request_id=self.request_id, error=type(exc).__name__,
                      reason="stream_failed")
                 async with lock:
-                    await _body(send, b"data: %s\n\n" % error_body(
+                    await _body(send, b"data: %s\n\n" % jsonrpc.error(
                         INTERNAL_ERROR, None, self.request_id
                     ))
                     await send({"type": "http.response.body", "body": b"", "more_body": False})

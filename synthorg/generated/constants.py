@@ -100,6 +100,9 @@ V1_PROTO_NAMES: Final = MappingProxyType({
 })
 V1_FREE_FORM_MEMBERS: Final = frozenset({'data', 'metadata'})
 
+# The JSON-RPC version of every envelope (spec/schemas/jsonrpc.json, `jsonrpc`)
+JSONRPC_VERSION: Final = '2.0'
+
 # JSON-RPC error codes (spec/schemas/jsonrpc.json, ErrorCode)
 PARSE_ERROR: Final = RpcErrorSpec(-32700, 'Parse error')
 INVALID_REQUEST: Final = RpcErrorSpec(-32600, 'Invalid request')

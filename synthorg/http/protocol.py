@@ -30,12 +30,12 @@ the answer rather than a reset, and then the socket is closed.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any, ClassVar, NamedTuple
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from synthorg import jsonrpc
 from synthorg.generated.constants import INVALID_REQUEST
 from synthorg.http.limits import DEFAULT_LIMITS, ServerLimits
 from synthorg.observability.events.a2a import INBOUND_REJECTED
@@ -338,8 +338,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def _answer(self, status: int, message: str, *extra: tuple[bytes, bytes]) -> bytes:
-        error = {"code": INVALID_REQUEST.code, "message": message}
-        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+        body = jsonrpc.error(INVALID_REQUEST, message)
         headers = [
             *self.server_state.default_headers,
             (b"content-type", b"application/json"),

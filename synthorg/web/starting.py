@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 
 from starlette.types import Receive, Scope, Send
 
+from synthorg import jsonrpc
 from synthorg.generated.constants import HEALTH_LIVE, INTERNAL_ERROR, RPC_POST
 from synthorg.http.responses import JSON, send_bytes
 from synthorg.web.app import NodeApp
@@ -23,10 +24,7 @@ from synthorg.web.app import NodeApp
 _OK = json.dumps({"status": "ok"}).encode()
 _UNAVAILABLE = json.dumps({"status": "unavailable"}).encode()
 # The JSON-RPC paths answer in their own form; nothing more is said than "not now".
-_RPC_UNAVAILABLE = json.dumps(
-    {"jsonrpc": "2.0", "id": None,
-     "error": {"code": INTERNAL_ERROR.code, "message": INTERNAL_ERROR.message}}
-).encode()
+_RPC_UNAVAILABLE = jsonrpc.error(INTERNAL_ERROR)
 _HEADERS = [JSON, (b"cache-control", b"no-store"), (b"retry-after", b"1")]
 _RPC_PREFIX = RPC_POST.path.rstrip("/")
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from referencing import Registry, Resource
 
 import codegen.__main__ as codegen_main
+import codegen.constants as emitter
 from codegen.constants import UNION_V1, methods, render_constants, streams
 from codegen.dispatch import render_dispatch
 from codegen.models import (
@@ -878,3 +879,22 @@ def test_the_emitted_closed_sets_are_the_specs_enums() -> None:
     assert kinds == {
         "text", "file", "data", "message", "task", "status-update", "artifact-update",
     }
+
+
+def test_the_emitted_jsonrpc_version_is_every_envelopes_const() -> None:
+    consts = {
+        schema["properties"]["jsonrpc"]["const"]
+        for file, schema in all_definitions().values()
+        if file == "jsonrpc.json" and "jsonrpc" in schema.get("properties", {})
+    }
+    assert consts == {constants.JSONRPC_VERSION}
+
+
+def test_the_generator_refuses_envelopes_that_disagree_on_the_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    definitions = copy.deepcopy(all_definitions())
+    definitions["TasksGetRequest"][1]["properties"]["jsonrpc"]["const"] = "3.0"
+    monkeypatch.setattr(emitter, "all_definitions", lambda: definitions)
+    with pytest.raises(emitter.ConstantsError, match="jsonrpc versions"):
+        emitter.render_constants()

@@ -5,8 +5,9 @@ bytes) constant equal to one of the values below, or an integer equal to a JSON-
 fails the test with its file:line and the constant to use. The values are the spec's closed
 sets the code acts on and whose spellings are not ordinary words: every task state, peer
 credential scheme, refusal code (admin API, card operations, push receiver), JSON-RPC method of
-either dialect, header name of the spec (in any case), the stream events' kinds, and the
-JSON-RPC error codes (the spec's, the standard ones and the -32000..-32099 server range).
+either dialect, header name of the spec (in any case), the stream events' kinds, the JSON-RPC
+version, and the JSON-RPC error codes (the spec's, the standard ones and the -32000..-32099
+server range).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def _values() -> dict[str | int, str]:
             name.startswith(("STATE_", "PEER_SCHEME_", "ADMIN_ERROR_", "CARD_ERROR_",
                              "PUSH_REFUSAL_"))
             or value in spec.METHODS | spec.METHODS_V1
-            or name in ("KIND_STATUS_UPDATE", "KIND_ARTIFACT_UPDATE")
+            or name in ("KIND_STATUS_UPDATE", "KIND_ARTIFACT_UPDATE", "JSONRPC_VERSION")
         ):
             named.setdefault(value, name)
         elif isinstance(value, str) and name.endswith("_HEADER"):
