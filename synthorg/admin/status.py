@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from importlib import metadata
 from typing import Any
 
 from synthorg.contract.spec import bundled_openapi
@@ -23,6 +22,7 @@ from synthorg.generated.constants import (
     STATE_SUBMITTED,
     STATE_WORKING,
 )
+from synthorg.release import release
 from synthorg.store.backend import Stores
 
 # Every state a task can be in, in lifecycle order ("unknown" is a peer's answer, never ours).
@@ -36,14 +36,6 @@ TASK_STATES = (
     STATE_FAILED,
     STATE_REJECTED,
 )
-
-
-def release() -> str:
-    """This installation's synthorg-a2a version ("unknown" when run from an uninstalled tree)."""
-    try:
-        return metadata.version("synthorg-a2a")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 class NodeStatus:

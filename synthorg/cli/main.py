@@ -15,7 +15,6 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 
 from synthorg.cli import (
     audit_cmd,
@@ -33,6 +32,7 @@ from synthorg.cli import (
 )
 from synthorg.cli.common import EXIT_USAGE, CliError, CliParser, CommandGroup, Handler
 from synthorg.observability.log import LOGGER_NAME
+from synthorg.release import release
 
 PROG = "synthorg-a2a"
 COMMANDS: tuple[CommandGroup, ...] = (
@@ -51,20 +51,13 @@ COMMANDS: tuple[CommandGroup, ...] = (
 )
 
 
-def _version() -> str:
-    try:
-        return metadata.version("synthorg-a2a")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = CliParser(
         prog=PROG,
         description="A node of an A2A federation: allowlisted peers delegate tasks to its "
         "agents over JSON-RPC 2.0.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {release()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for group in COMMANDS:
         group.register(subparsers)
