@@ -44,7 +44,7 @@ from synthorg.push.signing import (
     signature_matches,
 )
 from synthorg.store.catalog import MTLS, Catalog
-from synthorg.store.delegations import DelegationStore
+from synthorg.store.delegations import Delegation, DelegationStore
 from synthorg.store.push import PushReceipts
 from synthorg.tls import pins
 
@@ -156,13 +156,7 @@ class PushReceiver:
             return self._refused(401, "bad_authorization", peer, delivery_id)
         if token is not None and not credential_matches(expected, token):
             return self._refused(401, "bad_authorization", peer, delivery_id)
-        if delivery_id is not None:
-            now = self._clock()
-            keep_after = receipts_kept_after(now, self._skew())
-            if not await self._receipts.first(peer, delivery_id, now, keep_after):
-                return self._refused(409, "replayed", peer, delivery_id)
-        await self._apply(peer, task, delivery_id)
-        return Verdict(204)
+        return await self._accept_once(peer, task, delivery_id, delegation)
 
     async def _receive_certified(
         self, peer: str, pin: str, body: bytes, delivery_id: str | None,
@@ -179,19 +173,29 @@ class PushReceiver:
             task = Task.model_validate_json(body)
         except ValidationError:
             return self._refused(400, "not_a_task", peer, delivery_id)
-        if await self._delegations.by_remote(peer, task.id) is None:
+        delegation = await self._delegations.by_remote(peer, task.id)
+        if delegation is None:
             return self._refused(401, "not_delegated", peer, delivery_id)
+        return await self._accept_once(peer, task, delivery_id, delegation)
+
+    async def _accept_once(
+        self, peer: str, task: Task, delivery_id: str | None, delegation: Delegation
+    ) -> Verdict:
+        """The unsigned forms' end: a delivery id is taken once (409 after), then applied to
+        the delegation already read."""
         if delivery_id is not None:
             now = self._clock()
             keep_after = receipts_kept_after(now, self._skew())
             if not await self._receipts.first(peer, delivery_id, now, keep_after):
                 return self._refused(409, "replayed", peer, delivery_id)
-        await self._apply(peer, task, delivery_id)
+        await self._apply(peer, task, delivery_id, delegation)
         return Verdict(204)
 
-    async def _apply(self, peer: str, task: Task, delivery_id: str | None) -> None:
+    async def _apply(self, peer: str, task: Task, delivery_id: str | None,
+                     delegation: Delegation | None = None) -> None:
         updated = None
-        delegation = await self._delegations.by_remote(peer, task.id)  # one indexed read
+        if delegation is None:  # the signed form has not read it yet: one indexed read
+            delegation = await self._delegations.by_remote(peer, task.id)
         if delegation is not None:
             # a replayed or late push cannot move the record back: the store keeps the newer
             updated = await self._delegations.update(
