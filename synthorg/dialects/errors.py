@@ -20,7 +20,7 @@ from synthorg.generated.constants import (
     VERSION_NOT_SUPPORTED,
     RpcErrorSpec,
 )
-from synthorg.generated.models import V1BadRequest, V1ErrorInfo, V1FieldViolation
+from synthorg.generated.models import V1BadRequest, V1ErrorInfo, V1FieldViolation, V1HttpError
 
 A2A_DOMAIN = "a2a-protocol.org"
 NODE_DOMAIN = "synthorg"
@@ -60,3 +60,59 @@ def error_details(error: RpcErrorSpec, data: Mapping[str, Any] | None) -> list[d
         })
         details.append(bad.model_dump(mode="json", by_alias=True, exclude_none=True))
     return details
+
+
+# -- the HTTP+JSON binding: an error as an HTTP status and google.rpc.Status ----------------
+# A2A 1.0 names the status of its own errors (TaskNotCancelable 409 and ContentTypeNotSupported
+# 415, as the official kit and SDK answer them); this node's own codes get the status that says
+# the same in HTTP. A refusal made before the method (the gates, the body) keeps its status.
+_HTTP_ERRORS: Mapping[RpcErrorSpec, tuple[int, str]] = {
+    constants.PARSE_ERROR: (400, "INVALID_ARGUMENT"),
+    constants.INVALID_REQUEST: (400, "INVALID_ARGUMENT"),
+    constants.METHOD_NOT_FOUND: (404, "NOT_FOUND"),
+    constants.INVALID_PARAMS: (400, "INVALID_ARGUMENT"),
+    constants.INTERNAL_ERROR: (500, "INTERNAL"),
+    TASK_NOT_FOUND: (404, "NOT_FOUND"),
+    TASK_NOT_CANCELABLE: (409, "FAILED_PRECONDITION"),
+    constants.UNAUTHENTICATED: (401, "UNAUTHENTICATED"),
+    constants.PEER_NOT_ALLOWED: (403, "PERMISSION_DENIED"),
+    constants.RATE_LIMITED: (429, "RESOURCE_EXHAUSTED"),
+    constants.MESSAGE_ID_CONFLICT: (409, "ALREADY_EXISTS"),
+    constants.TASK_TERMINAL: (400, "FAILED_PRECONDITION"),
+    constants.UNKNOWN_AGENT: (404, "NOT_FOUND"),
+    constants.TASK_BUSY: (409, "ABORTED"),
+    constants.UNKNOWN_PEER: (404, "NOT_FOUND"),
+    constants.PEER_UNAVAILABLE: (503, "UNAVAILABLE"),
+    constants.DELEGATION_LOOP: (400, "FAILED_PRECONDITION"),
+    VERSION_NOT_SUPPORTED: (400, "FAILED_PRECONDITION"),
+    V1_CONTENT_TYPE_NOT_SUPPORTED: (415, "INVALID_ARGUMENT"),
+    V1_UNSUPPORTED_OPERATION: (400, "FAILED_PRECONDITION"),
+}
+_STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                 404: "NOT_FOUND", 405: "UNIMPLEMENTED", 409: "ABORTED",
+                 413: "INVALID_ARGUMENT", 415: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
+                 500: "INTERNAL", 503: "UNAVAILABLE"}
+
+
+def http_status(error: RpcErrorSpec) -> int:
+    """The HTTP status the HTTP+JSON binding answers an error of the method with."""
+    return _HTTP_ERRORS.get(error, (500, ""))[0]
+
+
+def http_error(
+    error: RpcErrorSpec,
+    message: str | None = None,
+    data: Mapping[str, Any] | None = None,
+    status: int | None = None,
+) -> tuple[int, bytes]:
+    """(HTTP status, body) of an error in the HTTP+JSON binding: google.rpc.Status as JSON,
+    its details those of 1.0's JSON-RPC error.data. `status` overrides the error's own (a
+    refusal made on the request's headers or size keeps the status it is made with)."""
+    code, name = _HTTP_ERRORS.get(error, (500, "INTERNAL"))
+    if status is not None and status != code:
+        code, name = status, _STATUS_NAMES.get(status, name)
+    body = V1HttpError.model_validate({"error": {
+        "code": code, "status": name, "message": message or error.message,
+        "details": error_details(error, data),
+    }})
+    return code, body.__pydantic_serializer__.to_json(body, by_alias=True, exclude_none=True)

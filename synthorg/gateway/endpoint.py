@@ -23,16 +23,17 @@ admitted, so an unauthenticated caller never reaches the JSON parser.
 
 from __future__ import annotations
 
+import enum
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from starlette.types import Receive, Scope, Send
 
 from synthorg import jsonrpc
-from synthorg.dialects.errors import error_details
-from synthorg.gateway import pipeline
+from synthorg.dialects.errors import error_details, http_error
+from synthorg.gateway import pipeline, rest
 from synthorg.gateway.admission import AdmissionWatch
 from synthorg.gateway.context import Services
 from synthorg.gateway.dialect import speaks_v1
@@ -43,6 +44,7 @@ from synthorg.generated.constants import (
     A2A_VERSION_HEADER,
     INVALID_REQUEST,
     LAST_EVENT_ID_HEADER,
+    METHOD_NOT_FOUND,
     RATE_LIMITED,
     RPC_POST,
     UNKNOWN_AGENT,
@@ -51,7 +53,7 @@ from synthorg.generated.constants import (
 )
 from synthorg.generated.constants import INTERNAL_ERROR as INTERNAL_ERROR_SPEC
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
-from synthorg.http.headers import content_length, header_map, is_json
+from synthorg.http.headers import content_length, header_map, is_json, is_json_or_a2a
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
 from synthorg.names import is_agent_id
 from synthorg.observability.access import note_admitted, note_refusal
@@ -73,6 +75,14 @@ _AGENT_PATH = re.compile(re.escape(AGENT_PATH_PREFIX) + r"([^/]+)/?")
 _LOGGABLE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_LOGGED = 64
 _ALLOW_POST = [JSON, (b"allow", b"POST")]
+
+
+class Body(enum.Enum):
+    """What a route takes as its body."""
+
+    REQUIRED = "required"
+    OPTIONAL = "optional"  # may be empty, then without a Content-Type
+    NONE = "none"  # not read (GET, DELETE)
 
 
 class RpcTarget(NamedTuple):
@@ -109,43 +119,116 @@ class GatewayConfig:
     admission: AdmissionWatch | None = None
 
 
+class Refusals(NamedTuple):
+    """How a request's refusals are written: in its binding, and for JSON-RPC its dialect."""
+
+    v1: bool  # A2A 1.0's error.data (and its code for a wrong Content-Type)
+    rest: bool = False  # HTTP+JSON: google.rpc.Status, not a JSON-RPC envelope
+
+
+_RPC_03, _RPC_V1, _REST = Refusals(False), Refusals(True), Refusals(True, rest=True)
+
+
+class Admission(NamedTuple):
+    peer: str
+    body: bytes
+    client_cert: bytes | None
+
+
 class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        target = rpc_target(scope["path"])
+        path = scope["path"]
         config = self.config
+        target = rpc_target(path)
+        if target is None and config.enabled:
+            found = rest.rest_target(path)
+            if found is not None or path.startswith(rest.PREFIX):
+                await self._rest(scope, receive, send, found)
+                return
         if target is None or not config.enabled:  # step 0: the routes are absent
             await send_not_found(send)
             return
-        path = target.log_path
         headers = header_map(scope["headers"])
-        v1 = speaks_v1(headers.get(A2A_VERSION))  # the dialect every refusal answers in
+        # The dialect every refusal answers in.
+        way = _RPC_V1 if speaks_v1(headers.get(A2A_VERSION)) else _RPC_03
         if scope["method"] != "POST":  # step 1
-            _rejected("method_not_allowed", 405, path, method=_clip(str(scope["method"])))
+            _rejected("method_not_allowed", 405, target.log_path,
+                      method=_clip(str(scope["method"])))
             await _refuse(send, 405, INVALID_REQUEST, "Method not allowed; use POST", _ALLOW_POST,
-                          v1=v1)
+                          way=way)
             return
+        admitted = await self._admit(scope, receive, send, headers, target.log_path, way,
+                                     target.agent, Body.REQUIRED)
+        if admitted is None:
+            return
+        reply = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
+            admitted.body, admitted.peer, target.agent, config.services,
+            headers.get(LAST_EVENT_ID), version=headers.get(A2A_VERSION), scope=scope,
+        )
+        await self._reply(send, receive, reply, headers, admitted)
+
+    async def _rest(
+        self, scope: Scope, receive: Receive, send: Send, target: rest.Target | None
+    ) -> None:
+        """A2A 1.0's HTTP+JSON binding (`rest.py`): the same steps, its own answers."""
+        if target is None:  # no route of the binding: nothing to admit
+            await _refuse(send, 404, METHOD_NOT_FOUND, way=_REST)
+            return
+        agent = target.agent
+        # Never the ids the caller put in the path; an agent's only when well formed.
+        if agent is None:
+            log_path = rest.PREFIX + "..."
+        else:
+            log_path = f"{AGENT_PATH_PREFIX}{agent if is_agent_id(agent) else '<invalid>'}/rest/..."
+        route = target.routes.get(scope["method"])
+        if route is None:  # step 1
+            _rejected("method_not_allowed", 405, log_path, method=_clip(str(scope["method"])))
+            allow = ", ".join(sorted(target.routes)).encode("ascii")
+            await _refuse(send, 405, INVALID_REQUEST, "Method not allowed",
+                          [JSON, (b"allow", allow)], way=_REST)
+            return
+        headers = header_map(scope["headers"])
+        body = Body.NONE if not route.operation.has_body else (
+            Body.OPTIONAL if route.operation in rest.OPTIONAL_BODY else Body.REQUIRED)
+        admitted = await self._admit(scope, receive, send, headers, log_path, _REST, agent, body)
+        if admitted is None:
+            return
+        reply = await rest.answer(
+            route, target.path_params, scope.get("query_string", b""), admitted.body,
+            admitted.peer, agent, self.config.services, headers.get(LAST_EVENT_ID), scope,
+        )
+        await self._reply(send, receive, reply, headers, admitted)
+
+    async def _admit(
+        self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str], path: str,
+        way: Refusals, agent: str | None, body: Body,
+    ) -> Admission | None:
+        """Steps 2-7, shared by both bindings: the admitted peer and its body, or None once
+        the refusal is sent."""
+        config = self.config
         limit = config.max_request_body_bytes
         declared = headers.get("content-length")  # step 2
         if declared is not None:
             length = content_length(declared)
             if length is None:
                 _rejected("invalid_content_length", 400, path)
-                await _refuse(send, 400, INVALID_REQUEST, "Invalid Content-Length header", v1=v1)
-                return
+                await _refuse(send, 400, INVALID_REQUEST, "Invalid Content-Length header",
+                              way=way)
+                return None
             if length > limit:
                 _rejected("body_too_large", 413, path, declared=length, limit=limit)
-                await _too_large(send, limit, v1)
-                return
+                await _too_large(send, limit, way)
+                return None
         try:  # the catalog and settings are read at most once from here
             await config.request_started()
         except Exception as exc:  # the store is unreachable: nothing can be decided
             emit(INTERNAL_ERROR, level="error", path=path, error=type(exc).__name__,
                  reason="store_unavailable")
-            await _refuse(send, 500, INTERNAL_ERROR_SPEC, v1=v1)  # no detail, as for any fault
-            return
+            await _refuse(send, 500, INTERNAL_ERROR_SPEC, way=way)  # no detail, as for any fault
+            return None
         client_cert = client_certificate(scope)  # from the TLS connection, never a header
         result = config.gate.check(headers, client_cert)  # steps 3-5
         if not isinstance(result, Admitted):
@@ -161,42 +244,57 @@ class Gateway:
                 peer_name=result.peer,
                 **({"detail": result.detail} if result.detail else {}),
             )
-            await _refuse(send, result.status, result.error, result.message, v1=v1)
-            return
-        peer, agent = result.peer, target.agent
+            await _refuse(send, result.status, result.error, result.message, way=way)
+            return None
+        peer = result.peer
         note_admitted(peer)
         if config.limiter is not None:
             wait = config.limiter.admit(peer)
             if wait is None:  # this process's lease is spent: ask the shared bucket
                 wait = await config.limiter.take(peer)
             if wait:
-                await _rate_limited(send, path, peer, wait, v1)
-                return
+                await _rate_limited(send, path, peer, wait, way)
+                return None
         if agent is not None and not is_agent_id(agent):
-            await _unknown_agent(send, path, peer, v1)
-            return
-        if not is_json(headers.get("content-type")):  # step 6
+            await _unknown_agent(send, path, peer, way)
+            return None
+        if body is Body.NONE:  # GET and DELETE: their params are in the path and query
+            if agent is not None and agent not in config.agent_ids:
+                await _unknown_agent(send, path, peer, way)
+                return None
+            return Admission(peer, b"", client_cert)
+        content_type = headers.get("content-type")
+        accepted = is_json_or_a2a if way.rest else is_json
+        # step 6: an optional body may come without a Content-Type when it is empty
+        untyped = body is Body.OPTIONAL and content_type is None
+        if not untyped and not accepted(content_type):
             _rejected("unsupported_media_type", 415, path, peer_name=peer)
-            await _wrong_content_type(send, v1)
-            return
+            await _wrong_content_type(send, way)
+            return None
         try:  # step 7
-            body = await read_body(receive, limit)
+            data = await read_body(receive, limit)
         except ClientDisconnected:
-            return
+            return None
         except BodyTooLarge:
             _rejected("body_too_large_streamed", 413, path, peer_name=peer, limit=limit)
-            await _too_large(send, limit, v1)
-            return
+            await _too_large(send, limit, way)
+            return None
+        if untyped and data.strip():
+            _rejected("unsupported_media_type", 415, path, peer_name=peer)
+            await _wrong_content_type(send, way)
+            return None
         if agent is not None and agent not in config.agent_ids:
-            await _unknown_agent(send, path, peer, v1)
-            return
-        reply = await pipeline.answer(  # 8-12, in the dialect A2A-Version names
-            body, peer, agent, config.services, headers.get(LAST_EVENT_ID),
-            version=headers.get(A2A_VERSION), scope=scope,
-        )
-        if isinstance(reply, EventStream):  # message/stream, tasks/resubscribe
-            watch = config.admission
-            revoked = watch.watch(headers, client_cert) if watch is not None else None
+            await _unknown_agent(send, path, peer, way)
+            return None
+        return Admission(peer, data, client_cert)
+
+    async def _reply(
+        self, send: Send, receive: Receive, reply: tuple[int, bytes] | EventStream,
+        headers: Mapping[str, str], admitted: Admission,
+    ) -> None:
+        if isinstance(reply, EventStream):  # a stream: watched while it lasts
+            watch = self.config.admission
+            revoked = watch.watch(headers, admitted.client_cert) if watch is not None else None
             try:
                 await reply.respond(send, receive, revoked)
             finally:
@@ -213,37 +311,40 @@ async def _refuse(
     message: str | None = None,
     headers: list[tuple[bytes, bytes]] | None = None,
     *,
-    v1: bool = False,
+    way: Refusals = _RPC_03,
 ) -> None:
-    data = error_details(error, None) if v1 else None
+    if way.rest:
+        await send_bytes(send, *http_error(error, message, None, status), headers or [JSON])
+        return
+    data = error_details(error, None) if way.v1 else None
     await send_bytes(send, status, jsonrpc.error(error, message, None, data), headers or [JSON])
 
 
-async def _wrong_content_type(send: Send, v1: bool) -> None:
+async def _wrong_content_type(send: Send, way: Refusals) -> None:
     # A 1.0 caller (by its header: the body is not read) gets 1.0's own code for it.
-    if v1:
-        await _refuse(send, 415, V1_CONTENT_TYPE_NOT_SUPPORTED, v1=True)
+    if way.v1:
+        await _refuse(send, 415, V1_CONTENT_TYPE_NOT_SUPPORTED, way=way)
         return
     await _refuse(send, 415, INVALID_REQUEST, "Content-Type must be application/json")
 
 
-async def _too_large(send: Send, limit: int, v1: bool) -> None:
+async def _too_large(send: Send, limit: int, way: Refusals) -> None:
     # The rest of the body is never read, so the connection cannot be reused.
     await _refuse(send, 413, INVALID_REQUEST, f"Request body exceeds {limit} bytes",
-                  [JSON, CLOSE], v1=v1)
+                  [JSON, CLOSE], way=way)
 
 
-async def _rate_limited(send: Send, path: str, peer: str, wait: float, v1: bool) -> None:
+async def _rate_limited(send: Send, path: str, peer: str, wait: float, way: Refusals) -> None:
     seconds = retry_after(wait)
     _rejected("rate_limited", 429, path, peer_name=peer, retry_after=seconds)
     # The body is not read (refused traffic costs little), so the connection is not reused.
     await _refuse(send, 429, RATE_LIMITED, RATE_LIMITED.message,
-                  [JSON, CLOSE, (b"retry-after", str(seconds).encode("ascii"))], v1=v1)
+                  [JSON, CLOSE, (b"retry-after", str(seconds).encode("ascii"))], way=way)
 
 
-async def _unknown_agent(send: Send, path: str, peer: str, v1: bool) -> None:
+async def _unknown_agent(send: Send, path: str, peer: str, way: Refusals) -> None:
     _rejected("unknown_agent", 404, path, peer_name=peer)
-    await _refuse(send, 404, UNKNOWN_AGENT, UNKNOWN_AGENT.message, v1=v1)
+    await _refuse(send, 404, UNKNOWN_AGENT, UNKNOWN_AGENT.message, way=way)
 
 
 def _rejected(reason: str, status: int, path: str, **fields: object) -> None:

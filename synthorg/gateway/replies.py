@@ -52,14 +52,15 @@ def rpc_error(error: errors.SynthorgError) -> tuple[RpcErrorSpec, str, dict[str,
     return spec, error.message or spec.message, dict(error.detail) or None
 
 
-def _encoded(result: BaseModel | list[Any] | None) -> bytes:
+def encoded(result: BaseModel | list[Any] | None) -> bytes:
+    """A result as JSON bytes, serialised once (the JSON names, no null members)."""
     if result is None:
         return b"null"
     if isinstance(result, list):  # a list of models (tasks/pushNotificationConfig/list)
-        return b"[" + b", ".join(_encoded(item) for item in result) + b"]"
+        return b"[" + b", ".join(encoded(item) for item in result) + b"]"
     return result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_none=True)
 
 
 def result_body(request_id: RequestId, result: BaseModel | list[Any] | None) -> bytes:
     """The result serialised once, straight into its envelope."""
-    return jsonrpc.result(jsonrpc.encoded_id(request_id), _encoded(result))
+    return jsonrpc.result(jsonrpc.encoded_id(request_id), encoded(result))

@@ -21,10 +21,10 @@ from pydantic import BaseModel
 from starlette.types import Receive, Send
 
 from synthorg import jsonrpc
-from synthorg.dialects.errors import error_details
+from synthorg.dialects.errors import error_details, http_error
 from synthorg.gateway.gates import Refused
-from synthorg.gateway.replies import RequestId, result_body
-from synthorg.generated.constants import INTERNAL_ERROR
+from synthorg.gateway.replies import RequestId, encoded, result_body
+from synthorg.generated.constants import INTERNAL_ERROR, RpcErrorSpec
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.sequenced import Sequenced
@@ -45,8 +45,13 @@ _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"),
                 (b"\xe2\x80\xa9", b"\\u2029"))
 
 
-def frame(request_id: RequestId, item: Sequenced[Any], encoded_id: bytes | None = None) -> bytes:
-    if item.raw is not None:  # as logged: the same bytes for every subscriber
+def frame(request_id: RequestId, item: Sequenced[Any], encoded_id: bytes | None = None,
+          *, bare: bool = False) -> bytes:
+    """One event as SSE: its data a JSON-RPC response, or (`bare`: the HTTP+JSON binding)
+    the event itself."""
+    if bare:
+        data = encoded(item.event)  # a 1.0 event, made for this stream (never the log's)
+    elif item.raw is not None:  # as logged: the same bytes for every subscriber
         data = jsonrpc.result(
             encoded_id if encoded_id is not None else jsonrpc.encoded_id(request_id), item.raw
         )
@@ -77,9 +82,11 @@ class EventStream:
         peer: str,
         keepalive_seconds: float = KEEPALIVE_SECONDS,
         v1: bool = False,  # a 1.0 stream: a refusal it ends with carries 1.0's error.data
+        bare: bool = False,  # HTTP+JSON: each event's data the event, an error google.rpc's
     ) -> None:
         self.request_id, self._first, self._rest = request_id, first, rest
-        self._peer, self._keepalive, self._v1 = peer, keepalive_seconds, v1
+        self._peer, self._keepalive, self._v1 = peer, keepalive_seconds, v1 or bare
+        self._bare = bare
         self._last_write = time.monotonic()
 
     @classmethod
@@ -96,7 +103,7 @@ class EventStream:
         if isinstance(first, bytes):
             await _body(send, first)
         else:  # a quiet first event: admitted with nothing to send yet, so a keep-alive
-            await _body(send, KEEPALIVE if first.quiet else frame(self.request_id, first))
+            await _body(send, KEEPALIVE if first.quiet else self._frame(first))
         lock = asyncio.Lock()  # one body message at a time: the writer's, or a keep-alive
         writer = asyncio.ensure_future(self._write(send, lock))
         gone = asyncio.ensure_future(_disconnect(receive))
@@ -142,11 +149,18 @@ class EventStream:
         emit(events.STREAM_REVOKED, level="warning", peer_name=self._peer,
              request_id=self.request_id, reason=refusal.reason, status=refusal.status)
         async with lock:
-            data = error_details(refusal.error, None) if self._v1 else None
-            await _body(send, b"data: %s\n\n" % jsonrpc.error(
-                refusal.error, refusal.message, self.request_id, data
-            ))
+            await _body(send, b"data: %s\n\n" % self._error(refusal.error, refusal.message))
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _error(self, error: RpcErrorSpec, message: str | None) -> bytes:
+        """An error that ends the stream, in the stream's binding and dialect."""
+        if self._bare:
+            return http_error(error, message)[1]
+        data = error_details(error, None) if self._v1 else None
+        return jsonrpc.error(error, message, self.request_id, data)
+
+    def _frame(self, item: Sequenced[Any], encoded_id: bytes | None = None) -> bytes:
+        return frame(self.request_id, item, encoded_id, bare=self._bare)
 
     def _quiet_for(self) -> float:
         return time.monotonic() - self._last_write
@@ -168,14 +182,14 @@ class EventStream:
                      request_id=self.request_id, error=type(exc).__name__,
                      reason="stream_failed")
                 async with lock:
-                    await _body(send, b"data: %s\n\n" % jsonrpc.error(
-                        INTERNAL_ERROR, None, self.request_id
-                    ))
+                    failure = (self._error(INTERNAL_ERROR, None) if self._bare
+                               else jsonrpc.error(INTERNAL_ERROR, None, self.request_id))
+                    await _body(send, b"data: %s\n\n" % failure)
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return False
             if item.quiet:
                 continue
-            data = frame(self.request_id, item, encoded_id)
+            data = self._frame(item, encoded_id)
             async with lock:
                 await _body(send, data)
                 self._last_write = time.monotonic()

@@ -613,6 +613,41 @@ class V1DeleteTaskPushNotificationConfigParams(SpecModel):
 V1RpcParams = Annotated[V1SendMessageParams | V1GetTaskParams | V1CancelTaskParams | V1ListTasksParams | V1GetExtendedAgentCardParams | V1SendStreamingMessageParams | V1SubscribeToTaskParams | V1CreateTaskPushNotificationConfigParams | V1GetTaskPushNotificationConfigParams | V1ListTaskPushNotificationConfigsParams | V1DeleteTaskPushNotificationConfigParams, Field(discriminator='method')]
 
 
+class V1RestSendMessageBody(SpecModel):
+    """The HTTP+JSON binding's body of POST message:send and message:stream (SendMessageRequest): SendMessage's params without method."""
+
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    message: V1Message
+    configuration: Annotated[V1SendMessageConfiguration | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1RestCancelTaskBody(SpecModel):
+    """The HTTP+JSON binding's optional body of POST tasks/{id}:cancel. id is the path's: the body may repeat it with the same value; any other value is invalid params."""
+
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Annotated[Identifier | None, NoNull] = None
+    metadata: Annotated[Metadata | None, NoNull] = None
+
+
+class V1RestSubscribeToTaskBody(SpecModel):
+    """The HTTP+JSON binding's optional body of POST tasks/{id}:subscribe. id is the path's: the body may repeat it with the same value; any other value is invalid params."""
+
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Annotated[Identifier | None, NoNull] = None
+
+
+class V1RestCreateTaskPushNotificationConfigBody(SpecModel):
+    """The HTTP+JSON binding's body of POST tasks/{taskId}/pushNotificationConfigs: the config, CreateTaskPushNotificationConfig's params without method. taskId is the path's: the body may repeat it with the same value; any other value is invalid params."""
+
+    tenant: Annotated[V1Tenant | None, NoNull] = None
+    id: Annotated[Identifier | None, NoNull] = None
+    taskId: Annotated[Identifier | None, NoNull] = None
+    url: Annotated[str, Field(min_length=1, max_length=2048)]
+    token: Annotated[PushCredential | None, NoNull] = None
+    authentication: Annotated[V1AuthenticationInfo | None, NoNull] = None
+
+
 class V1TaskPayload(SpecModel):
     task: V1Task
 
@@ -936,6 +971,21 @@ class V1BadRequest(SpecModel):
 
 
 V1ErrorDetails = Annotated[list[V1ErrorInfo | V1BadRequest], Field(min_length=1, max_length=2)]
+
+
+class V1HttpError(SpecModel):
+    """An error answer of the A2A 1.0 HTTP+JSON binding: google.rpc.Status as JSON (AIP-193), its HTTP status in code."""
+
+    error: V1HttpStatus
+
+
+class V1HttpStatus(SpecModel):
+    """google.rpc.Status. code: the HTTP status of the answer. status: the google.rpc.Code name (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, ...). message: human-readable. details: as V1ErrorDetails, its ErrorInfo's reason naming the A2A error (TASK_NOT_FOUND)."""
+
+    code: Annotated[int, Field(ge=400, le=599)]
+    status: Annotated[str, Field(pattern='^[A-Z][A-Z_]{0,31}$')]
+    message: str
+    details: V1ErrorDetails
 
 
 class V1FieldViolation(SpecModel):
@@ -1573,6 +1623,10 @@ V1CreateTaskPushNotificationConfigParams.model_rebuild()
 V1GetTaskPushNotificationConfigParams.model_rebuild()
 V1ListTaskPushNotificationConfigsParams.model_rebuild()
 V1DeleteTaskPushNotificationConfigParams.model_rebuild()
+V1RestSendMessageBody.model_rebuild()
+V1RestCancelTaskBody.model_rebuild()
+V1RestSubscribeToTaskBody.model_rebuild()
+V1RestCreateTaskPushNotificationConfigBody.model_rebuild()
 V1TaskPayload.model_rebuild()
 V1MessagePayload.model_rebuild()
 V1TaskStatusUpdateEvent.model_rebuild()
@@ -1608,6 +1662,8 @@ JsonRpcSuccessResponse.model_rebuild()
 ValidationIssue.model_rebuild()
 ErrorData.model_rebuild()
 JsonRpcError.model_rebuild()
+V1HttpError.model_rebuild()
+V1HttpStatus.model_rebuild()
 V1ErrorInfo.model_rebuild()
 V1BadRequest.model_rebuild()
 V1FieldViolation.model_rebuild()
@@ -1906,6 +1962,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1GetTaskResult',
     'V1HTTPAuthSchemeEntry',
     'V1HTTPAuthSecurityScheme',
+    'V1HttpError',
+    'V1HttpStatus',
     'V1ListTaskPushNotificationConfigsParams',
     'V1ListTaskPushNotificationConfigsRequest',
     'V1ListTaskPushNotificationConfigsResult',
@@ -1918,6 +1976,10 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'V1Part',
     'V1Parts',
     'V1RawPart',
+    'V1RestCancelTaskBody',
+    'V1RestCreateTaskPushNotificationConfigBody',
+    'V1RestSendMessageBody',
+    'V1RestSubscribeToTaskBody',
     'V1Role',
     'V1RpcParams',
     'V1RpcResult',
@@ -2029,6 +2091,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'department',
     'description',
     'detail',
+    'details',
     'dev_allow_without_catalog',
     'direction',
     'documentationUrl',

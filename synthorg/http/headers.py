@@ -33,3 +33,13 @@ def is_json(content_type: str | None) -> bool:
     if content_type is None:
         return False
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
+A2A_JSON = "application/a2a+json"  # A2A 1.0's own media type for its HTTP+JSON binding
+
+
+def is_json_or_a2a(content_type: str | None) -> bool:
+    """`application/json` or `application/a2a+json`, parameters allowed."""
+    if content_type is None:
+        return False
+    return is_json(content_type) or content_type.split(";", 1)[0].strip().lower() == A2A_JSON

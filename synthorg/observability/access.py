@@ -128,8 +128,10 @@ def _template(path: str) -> re.Pattern[str]:
     return re.compile(pattern.rstrip("/") + "/?")
 
 
+# The longest literal first: `/tasks/{id}:subscribe` before `/tasks/{id}`, which matches it too.
 _ROUTES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
-    (op.method, op.operation_id, _template(op.path)) for op in OPERATIONS
+    (op.method, op.operation_id, _template(op.path))
+    for op in sorted(OPERATIONS, key=lambda op: -len(re.sub(r"\{[^}]+\}", "", op.path)))
 )
 
 

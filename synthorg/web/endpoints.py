@@ -28,6 +28,7 @@ from handlers.context import (
     PushReceiverContext,
 )
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
+from synthorg.gateway.rest import OPERATIONS_REST
 from synthorg.generated import constants as spec
 from synthorg.generated.constants import ADMIN_ERROR_UNAUTHORIZED, OPERATIONS, Operation
 from synthorg.web.router import Endpoint, HttpCall
@@ -106,6 +107,7 @@ def operation_endpoints(
         spec.HEALTH_READY: _health(handlers.health.ready, health),
         spec.RPC_POST: GATEWAY,
         spec.RPC_POST_AGENT: GATEWAY,
+        **dict.fromkeys(OPERATIONS_REST, GATEWAY),  # the HTTP+JSON binding's routes
         spec.CARDS_COMPANY_CARD: _card(handlers.cards.company_card, cards),
         spec.CARDS_AGENT_CARD: _card(handlers.cards.agent_card, cards),
         spec.CARDS_JWKS: _card(handlers.cards.jwks, cards),
