@@ -8,6 +8,7 @@ field added later) can never reach a card. The result is validated by the genera
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
@@ -19,6 +20,8 @@ from synthorg.generated.constants import (
     A2A_VERSION_1_0,
     API_KEY_HEADER,
     PEER_NAME_HEADER,
+    REST_AGENT_LIST_TASKS,
+    REST_LIST_TASKS,
     RPC_POST,
     RPC_POST_AGENT,
     SKILLS_NEGOTIATE,
@@ -31,6 +34,9 @@ PROTOCOL_VERSION = "0.3.0"
 DIALECT_VERSIONS = (A2A_VERSION_1_0, A2A_VERSION_0_3)
 RPC_PATH = RPC_POST.path
 AGENT_RPC_PATH = RPC_POST_AGENT.path
+# The HTTP+JSON binding's base (a client appends `/message:send`, `/tasks`...): 1.0 only.
+REST_PATH = posixpath.dirname(REST_LIST_TASKS.path)
+AGENT_REST_PATH = posixpath.dirname(REST_AGENT_LIST_TASKS.path)
 SKILLS_EXTENSION_URI = "https://synthorg.example/a2a/extensions/skills/v1"
 SKILLS_EXTENSION_METHODS = (SKILLS_QUERY, SKILLS_NEGOTIATE)
 # What message/send accepts and what the built-in executors answer with.
@@ -90,6 +96,7 @@ def company_card(
     return _card(
         company, name=company.name, description=company.description,
         url=base_url + RPC_PATH, version=version, skills=skills,
+        rest_url=base_url + REST_PATH,
     )
 
 
@@ -102,12 +109,13 @@ def agent_card(
         company, name=agent.name, description=_agent_description(agent, company),
         url=base_url + AGENT_RPC_PATH.format(agent_id=agent.id), version=version,
         skills=[_skill(skill) for skill in _shown(agent.skills or [], extended)],
+        rest_url=base_url + AGENT_REST_PATH.format(agent_id=agent.id),
     )
 
 
 def _card(
     company: CompanyConfig, *, name: str, description: str, url: str, version: str,
-    skills: list[dict[str, Any]],
+    skills: list[dict[str, Any]], rest_url: str,
 ) -> AgentCard:
     card: dict[str, Any] = {
         "name": name,
@@ -117,8 +125,9 @@ def _card(
         "protocolVersion": PROTOCOL_VERSION,
         "preferredTransport": "JSONRPC",
         "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": version}
-            for version in DIALECT_VERSIONS
+            *({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": version}
+              for version in DIALECT_VERSIONS),
+            {"url": rest_url, "protocolBinding": "HTTP+JSON", "protocolVersion": A2A_VERSION_1_0},
         ],
         "supportsAuthenticatedExtendedCard": True,
         "capabilities": {

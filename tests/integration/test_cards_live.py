@@ -115,8 +115,10 @@ def test_a_1_0_caller_gets_the_1_0_only_document(
     assert all(len(scheme) == 1 and next(iter(scheme)).endswith("SecurityScheme")
                for scheme in card["securitySchemes"].values())
     interfaces = card["supportedInterfaces"]
-    assert [i["protocolVersion"] for i in interfaces] == ["1.0", "0.3"]
+    assert [(i["protocolBinding"], i["protocolVersion"]) for i in interfaces] == [
+        ("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0")]
     assert interfaces[0]["url"].startswith(node.url + "/api/v1/a2a/")
+    assert interfaces[2]["url"] == interfaces[0]["url"].rstrip("/") + "/rest"
     assert_no_canary(response)
 
 

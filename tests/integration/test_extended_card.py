@@ -66,12 +66,15 @@ def test_admitted_peers_read_the_extended_card_in_both_dialects(
     answer = rpc(node, method, **headers)
     card = answer.json()["result"]
     assert skill_ids(card) == {"public-skill", "peers-skill"}
-    assert [i["protocolVersion"] for i in card["supportedInterfaces"]] == ["1.0", "0.3"]
-    assert {i["url"] for i in card["supportedInterfaces"]} == {node.rpc_url}
+    assert [(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]] == [
+        ("JSONRPC", "1.0"), ("JSONRPC", "0.3"), ("HTTP+JSON", "1.0")]
+    assert [i["url"] for i in card["supportedInterfaces"]] == [
+        node.rpc_url, node.rpc_url, node.rpc_url.rstrip("/") + "/rest"]
     assert SECRET_BUDGET.encode() not in answer.content
     agent = rpc(node, method, "/api/v1/a2a/agents/echo/", **headers).json()["result"]
     assert skill_ids(agent) == {"public-skill", "peers-skill"}
     assert agent["supportedInterfaces"][0]["url"] == node.url + "/api/v1/a2a/agents/echo/"
+    assert agent["supportedInterfaces"][2]["url"] == node.url + "/api/v1/a2a/agents/echo/rest"
     if method == "GetExtendedAgentCard":  # 1.0's members only, in the protobuf JSON mapping
         assert not {"url", "protocolVersion", "security", "preferredTransport"} & set(card)
         assert card["securitySchemes"]["ApiKey"] == {"apiKeySecurityScheme": {

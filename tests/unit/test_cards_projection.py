@@ -197,6 +197,18 @@ def test_agent_cards_point_at_the_agents_own_endpoint(config: NodeConfig) -> Non
     assert cards["writer"]["skills"][1]["description"] == "Summarize"  # falls back to the name
 
 
+def test_cards_list_the_http_json_interface_beside_json_rpc(config: NodeConfig) -> None:
+    cards = all_cards(config)
+    bindings = [(i["protocolBinding"], i["protocolVersion"], i["url"])
+                for i in cards["company"]["supportedInterfaces"]]
+    assert bindings == [("JSONRPC", "1.0", f"{BASE}/api/v1/a2a/"),
+                        ("JSONRPC", "0.3", f"{BASE}/api/v1/a2a/"),
+                        ("HTTP+JSON", "1.0", f"{BASE}/api/v1/a2a/rest")]
+    rest = cards["translator"]["supportedInterfaces"][2]
+    assert rest == {"url": f"{BASE}/api/v1/a2a/agents/translator/rest",
+                    "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}
+
+
 def test_cards_declare_capabilities_extension_and_the_three_headers(config: NodeConfig) -> None:
     card = all_cards(config)["company"]
     assert card["protocolVersion"] == "0.3.0"
