@@ -63,9 +63,11 @@ def error_details(error: RpcErrorSpec, data: Mapping[str, Any] | None) -> list[d
 
 
 # -- the HTTP+JSON binding: an error as an HTTP status and google.rpc.Status ----------------
-# A2A 1.0 names the status of its own errors (TaskNotCancelable 409 and ContentTypeNotSupported
-# 415, as the official kit and SDK answer them); this node's own codes get the status that says
-# the same in HTTP. A refusal made before the method (the gates, the body) keeps its status.
+# A2A 1.0's own errors answer the statuses its table gives (section 5.4: TaskNotCancelable 400
+# FAILED_PRECONDITION, as the official SDK does), but ContentTypeNotSupported: 415, the HTTP
+# status for it, as the JSON-RPC gate and the official kit's HTTP+JSON tests have it. This
+# node's own codes get the status that says the same in HTTP. A refusal made before the method
+# (the gates, the body) keeps the status it is made with.
 _HTTP_ERRORS: Mapping[RpcErrorSpec, tuple[int, str]] = {
     constants.PARSE_ERROR: (400, "INVALID_ARGUMENT"),
     constants.INVALID_REQUEST: (400, "INVALID_ARGUMENT"),
@@ -73,7 +75,7 @@ _HTTP_ERRORS: Mapping[RpcErrorSpec, tuple[int, str]] = {
     constants.INVALID_PARAMS: (400, "INVALID_ARGUMENT"),
     constants.INTERNAL_ERROR: (500, "INTERNAL"),
     TASK_NOT_FOUND: (404, "NOT_FOUND"),
-    TASK_NOT_CANCELABLE: (409, "FAILED_PRECONDITION"),
+    TASK_NOT_CANCELABLE: (400, "FAILED_PRECONDITION"),
     constants.UNAUTHENTICATED: (401, "UNAUTHENTICATED"),
     constants.PEER_NOT_ALLOWED: (403, "PERMISSION_DENIED"),
     constants.RATE_LIMITED: (429, "RESOURCE_EXHAUSTED"),

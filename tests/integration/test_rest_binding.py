@@ -142,14 +142,14 @@ def test_send_get_and_list_answer_what_json_rpc_answers(client: httpx.Client) ->
     assert "history" not in listed["tasks"][0] and "artifacts" in listed["tasks"][0]
 
 
-def test_cancel_answers_the_task_then_409_as_json_rpc_answers_32002(client: httpx.Client) -> None:
+def test_cancel_answers_the_task_then_400_as_json_rpc_answers_32002(client: httpx.Client) -> None:
     parked = send(client, "park me", "parker")
     assert parked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     # No body and no Content-Type: the request message is all in the path.
     canceled = ok(client.post(f"{REST}/tasks/{parked['id']}:cancel"))
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
     assert canceled == rpc(client, "GetTask", {"id": parked["id"]})
-    again = status_error(client.post(f"{REST}/tasks/{parked['id']}:cancel", json={}), 409,
+    again = status_error(client.post(f"{REST}/tasks/{parked['id']}:cancel", json={}), 400,
                          "TASK_NOT_CANCELABLE")
     assert again["status"] == "FAILED_PRECONDITION"
     rpc_refusal = rpc_error(client, "CancelTask", {"id": parked["id"]})

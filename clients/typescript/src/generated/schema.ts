@@ -2563,7 +2563,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Invalid params (INVALID_ARGUMENT; reason INVALID_PARAMS, with a google.rpc.BadRequest), an unparseable body (PARSE_ERROR) or Content-Length (INVALID_REQUEST), or a refusal by the operation (FAILED_PRECONDITION; reason UNSUPPORTED_OPERATION, TASK_TERMINAL, DELEGATION_LOOP, ...). */
+        /** @description Invalid params (INVALID_ARGUMENT; reason INVALID_PARAMS, with a google.rpc.BadRequest), an unparseable body (PARSE_ERROR) or Content-Length (INVALID_REQUEST), or a refusal by the operation (FAILED_PRECONDITION; reason TASK_NOT_CANCELABLE, UNSUPPORTED_OPERATION, TASK_TERMINAL, DELEGATION_LOOP, ...). */
         RestBadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -2619,7 +2619,7 @@ export interface components {
                 "application/json": components["schemas"]["V1HttpError"];
             };
         };
-        /** @description The task cannot be canceled (reason TASK_NOT_CANCELABLE), is still working (TASK_BUSY), or the messageId was used with other content (MESSAGE_ID_CONFLICT). */
+        /** @description The task is still working (reason TASK_BUSY), or the messageId was used with other content (MESSAGE_ID_CONFLICT). */
         RestConflict: {
             headers: {
                 [name: string]: unknown;
