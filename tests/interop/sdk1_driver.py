@@ -2,7 +2,9 @@
 tests in `test_sdk1.py`, which run this file as a subprocess with that venv's python: the
 1.x SDK shares the `a2a` import name with the 0.3 SDK of the dev venv.
 
-    python sdk1_driver.py client URL PEER KEY   the 1.x client against a node; prints JSON
+    python sdk1_driver.py client URL PEER KEY [BINDING]
+                                                the 1.x client against a node, restricted to
+                                                BINDING (JSONRPC by default); prints JSON
     python sdk1_driver.py server PEER KEY       a 1.x server on 127.0.0.1 (prints "PORT n",
                                                 serves until stdin closes)
 
@@ -35,7 +37,7 @@ def _dict(message: Any) -> dict[str, Any]:
 # -- the client -------------------------------------------------------------------------------
 
 
-async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
+async def client_run(url: str, peer: str, key: str, binding: str = "JSONRPC") -> dict[str, Any]:
     from a2a.client import ClientCallContext, ClientConfig, ClientFactory
     from a2a.client.interceptors import AfterArgs, BeforeArgs, ClientCallInterceptor
     from a2a.types.a2a_pb2 import (
@@ -62,7 +64,8 @@ async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(timeout=30) as http:
-        factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
+        factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http,
+                                             supported_protocol_bindings=[binding]))
         client = await factory.create_from_url(url, interceptors=[PeerHeaders()])
 
         async def send(text: str, agent: str) -> dict[str, Any]:
@@ -85,7 +88,7 @@ async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
         out["echo"] = await send("hello from sdk 1.x", "echo")
         parked = (await send("park me", "parker"))["task"]
         streaming = await ClientFactory(
-            ClientConfig(streaming=True, httpx_client=http)
+            ClientConfig(streaming=True, httpx_client=http, supported_protocol_bindings=[binding])
         ).create_from_url(url, interceptors=[PeerHeaders()])
         message = ParseDict(
             {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
@@ -223,7 +226,7 @@ def server_run(peer: str, key: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["client"] and len(argv) == 4:
+    if argv[:1] == ["client"] and len(argv) in (4, 5):
         print(json.dumps(asyncio.run(client_run(*argv[1:]))))
         return 0
     if argv[:1] == ["server"] and len(argv) == 3:

@@ -4,7 +4,8 @@ The 1.x SDK shares the `a2a` import name with the 0.3 SDK of the dev venv, so it
 own virtualenv (`.venv-sdk1`, built by `make sdk1-venv`, which `make test` runs first) and is
 driven as a subprocess (`sdk1_driver.py`). Both directions:
 
-- its client resolves our card, picks our 1.0 interface and sends, gets, lists and cancels,
+- its client resolves our card, picks our 1.0 interface (JSON-RPC, or HTTP+JSON when
+  restricted to it) and sends, gets, lists and cancels,
   with our peer headers added by its own call interceptor; what it created reads the same
   through our 0.3 methods;
 - our Delegator reads its card (1.0 only, no `url`), calls it in 1.0, and follows and cancels
@@ -78,8 +79,12 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
         yield running
 
 
-def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
-    out = driver("client", node.url, PEER, KEY)
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, binding: str) -> None:
+    """Restricted to each of our card's bindings in turn: JSON-RPC, then HTTP+JSON."""
+    seen = len(node.events())  # this run's events only: the node serves both runs
+    out = driver("client", node.url, PEER, KEY, binding)
+    events = node.events()[seen:]
     echo = out["echo"]["task"]
     assert echo["status"]["state"] == "TASK_STATE_COMPLETED"
     assert echo["artifacts"][0]["parts"][0]["text"] == "hello from sdk 1.x"
@@ -104,12 +109,20 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
     api_key = out["extended"]["securitySchemes"]["ApiKey"]["apiKeySecurityScheme"]
     assert (api_key["location"], api_key["name"]) == ("header", "X-API-Key")
     # It spoke 1.0 (its card choice), not 0.3 through the SDK's compatibility layer.
-    methods = {event["method"] for event in node.events("a2a.inbound.received")}
+    methods = {event["method"] for event in events if event["event"] == "a2a.inbound.received"}
     assert {
         "SendMessage", "GetTask", "ListTasks", "CancelTask", "GetExtendedAgentCard",
         "SendStreamingMessage", "SubscribeToTask",
     } <= methods
     assert not methods & {"message/send", "tasks/get", "tasks/cancel"}
+    if binding == "HTTP+JSON":  # by the card's HTTP+JSON interface, on its routes
+        operations = {event["operation"] for event in events
+                      if event["event"] == "a2a.inbound.completed"}
+        assert {
+            "handlers.rest.send_message", "handlers.rest.get_task", "handlers.rest.list_tasks",
+            "handlers.rest.cancel_task", "handlers.rest.get_extended_agent_card",
+            "handlers.rest.send_streaming_message", "handlers.rest.subscribe_to_task_post",
+        } <= operations, operations
     # The same tasks through the 0.3 dialect.
     headers = {"X-A2A-Peer-Name": PEER, "X-API-Key": KEY}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": parked["id"]}}
