@@ -41,6 +41,7 @@ from synthorg.gateway.gates import Admitted, PeerGate
 from synthorg.gateway.ratelimit import PeerRateLimiter, retry_after
 from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
+    A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
     INVALID_REQUEST,
     LAST_EVENT_ID_HEADER,
@@ -56,7 +57,7 @@ from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.http.headers import content_length, header_map, is_json, is_json_or_a2a
 from synthorg.http.responses import CLOSE, JSON, send_bytes, send_not_found
 from synthorg.names import is_agent_id
-from synthorg.observability.access import note_admitted, note_refusal
+from synthorg.observability.access import note_admitted, note_dialect, note_refusal
 from synthorg.observability.events.a2a import (
     INBOUND_AUTH_FAILED,
     INBOUND_REJECTED,
@@ -174,6 +175,7 @@ class Gateway:
         self, scope: Scope, receive: Receive, send: Send, target: rest.Target | None
     ) -> None:
         """A2A 1.0's HTTP+JSON binding (`rest.py`): the same steps, its own answers."""
+        note_dialect(A2A_VERSION_1_0)  # the binding's only dialect, with or without the header
         if target is None:  # no route of the binding: nothing to admit
             await _refuse(send, 404, METHOD_NOT_FOUND, way=_REST)
             return

@@ -63,7 +63,7 @@ class RequestRecord:
                  observers: tuple[Observer, ...] = ()) -> None:
         self.operation = operation  # the spec's operationId, or `other`
         self.http_method = http_method
-        self.dialect = dialect  # A2A-Version: "0.3" (absent), "1.0", else `other`
+        self.dialect = dialect  # A2A-Version: "0.3" (absent), "1.0", else `other`; or the route's
         self.peer: str | None = None  # canonical, once gate 1 passed
         self.method: str | None = None  # the JSON-RPC method, once the envelope parsed
         self.refusal: str | None = None  # why the gateway refused it before the handler
@@ -104,6 +104,14 @@ def note_admitted(peer: str) -> None:
 
 
 _METHODS = METHODS | METHODS_V1  # both dialects' methods are label values
+
+def note_dialect(dialect: str) -> None:
+    """The request's dialect is known by its route, whatever its A2A-Version says (the
+    HTTP+JSON binding serves 1.0 only)."""
+    record = _current.get()
+    if record is not None:
+        record.dialect = dialect
+
 
 def note_method(method: str) -> None:
     record = _current.get()

@@ -27,6 +27,7 @@ PUBLIC_URL = "https://93.184.215.14/hook"  # a literal public address: no DNS in
 V1 = {"A2A-Version": "1.0"}
 REST = PREFIX.rstrip("/")
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+ADMIN_TOKEN = "admin-token-for-rest-tests-4b8e2c6a0d1f"
 
 CONFIG = f"""\
 a2a:
@@ -57,7 +58,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
     add_peer(data_dir, PEER, KEY)
     add_peer(data_dir, OTHER, OTHER_KEY)
     add_peer(data_dir, UNLISTED, UNLISTED_KEY)
-    with LiveNode(data_dir, CONFIG) as live:
+    with LiveNode(data_dir, CONFIG, env={"SYNTHORG_ADMIN_TOKEN": ADMIN_TOKEN}) as live:
         yield live
 
 
@@ -274,6 +275,14 @@ def test_requests_are_logged_and_counted_like_json_rpc_ones(
     node.wait_for_event("a2a.inbound.received", method="SendMessage", peer_name=PEER)
     ok(client.get(f"{REST}/tasks/{task['id']}"))
     node.wait_for_event("a2a.inbound.received", method="GetTask", peer_name=PEER)
+    node.wait_for_event("a2a.inbound.completed", operation="handlers.rest.get_task",
+                        method="GetTask", status=200, peer_name=PEER)
+    with httpx.Client(base_url=node.url) as admin:
+        scraped = admin.get("/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert scraped.status_code == 200
+    # Counted as 1.0 by its route, though it carried no A2A-Version.
+    assert ('synthorg_requests_total{dialect="1.0",method="GetTask",'
+            'operation="handlers.rest.get_task",status="200"}') in scraped.text
 
 
 # -- streams --------------------------------------------------------------------------------
