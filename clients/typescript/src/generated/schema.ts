@@ -3631,10 +3631,7 @@ export interface operations {
     "handlers.rest.send_streaming_message": {
         parameters: {
             query?: never;
-            header?: {
-                /** @description tasks/resubscribe resumes after this event (the `id` of the last Server-Sent Event received); other methods ignore it. */
-                "Last-Event-ID"?: components["parameters"]["LastEventId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -4102,10 +4099,7 @@ export interface operations {
     "handlers.rest.agent_send_streaming_message": {
         parameters: {
             query?: never;
-            header?: {
-                /** @description tasks/resubscribe resumes after this event (the `id` of the last Server-Sent Event received); other methods ignore it. */
-                "Last-Event-ID"?: components["parameters"]["LastEventId"];
-            };
+            header?: never;
             path: {
                 /** @description An agent id from the company YAML. */
                 agent_id: components["parameters"]["AgentIdPath"];
