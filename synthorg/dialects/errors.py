@@ -96,11 +96,6 @@ _STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSI
                  500: "INTERNAL", 503: "UNAVAILABLE"}
 
 
-def http_status(error: RpcErrorSpec) -> int:
-    """The HTTP status the HTTP+JSON binding answers an error of the method with."""
-    return _HTTP_ERRORS.get(error, (500, ""))[0]
-
-
 def http_error(
     error: RpcErrorSpec,
     message: str | None = None,

@@ -3,7 +3,7 @@ most specific template, and an agent's routes carry the agent's id apart from th
 
 from __future__ import annotations
 
-from synthorg.dialects.errors import http_error, http_status
+from synthorg.dialects.errors import http_error
 from synthorg.gateway.rest import OPERATIONS_REST, PREFIX, rest_target
 from synthorg.generated import constants as spec
 from synthorg.generated.models import V1HttpError
@@ -51,5 +51,5 @@ def test_errors_are_google_rpc_status_with_the_json_rpc_details() -> None:
     # A refusal made before the method keeps its own status (413 here, not 400).
     status, body = http_error(spec.INVALID_REQUEST, "too large", None, 413)
     assert status == 413 and V1HttpError.model_validate_json(body).error.code == 413
-    assert http_status(spec.TASK_NOT_CANCELABLE) == 400
-    assert http_status(spec.V1_CONTENT_TYPE_NOT_SUPPORTED) == 415
+    assert http_error(spec.TASK_NOT_CANCELABLE)[0] == 400  # A2A 1.0's table
+    assert http_error(spec.V1_CONTENT_TYPE_NOT_SUPPORTED)[0] == 415
