@@ -201,6 +201,7 @@ class Gateway:
         reply = await rest.answer(
             route, target.path_params, scope.get("query_string", b""), admitted.body,
             admitted.peer, agent, self.config.services, headers.get(LAST_EVENT_ID), scope,
+            headers.get(A2A_VERSION),
         )
         await self._reply(send, receive, reply, headers, admitted)
 

@@ -34,6 +34,7 @@ from synthorg.generated.constants import (
     INVALID_REQUEST,
     OPERATIONS,
     V1_PROTO_NAMES,
+    VERSION_NOT_SUPPORTED,
     Operation,
 )
 from synthorg.observability.access import note_method
@@ -198,13 +199,17 @@ def _body(body: bytes) -> tuple[dict[str, Any], list[Issue]]:
 async def answer(
     route: RestRoute, path_params: Mapping[str, str], query: bytes, body: bytes, peer: str,
     agent_id: str | None, services: Services, last_event_id: str | None,
-    scope: Mapping[str, Any],
+    scope: Mapping[str, Any], version: str | None = None,
 ) -> tuple[int, bytes] | EventStream:
     """Steps 8-12 of one admitted HTTP+JSON request: (HTTP status, body), or the stream of a
-    streaming route once its first event is known."""
+    streaming route once its first event is known. `version` is the A2A-Version header: the
+    binding serves 1.0, so one that names another version is refused, as on JSON-RPC."""
     method = route.method
     note_method(method)
     emit(events.INBOUND_RECEIVED, method=method, request_id=None, peer_name=peer)
+    allowed = dialect.dialects(version)
+    if allowed is None or dialect.V1 not in allowed:
+        return http_error(VERSION_NOT_SUPPORTED)
     try:
         params_in, issues = _body(body) if route.operation.has_body else ({}, [])
         for name, value in path_params.items():

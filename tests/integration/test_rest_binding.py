@@ -263,6 +263,12 @@ def test_the_gates_refuse_as_on_json_rpc_in_the_bindings_shape(
     status_error(wrong_method, 405, "INVALID_REQUEST")
     assert wrong_method.headers["allow"] == "GET"
     status_error(client.get(f"{REST}/nothing/here"), 404, "METHOD_NOT_FOUND")
+    # The binding serves 1.0: with or without the header, any other version is refused.
+    assert ok(client.get(f"{REST}/tasks", headers={"A2A-Version": "1.0"}))["tasks"] is not None
+    for version in ("0.3", "9.9", "one"):
+        refused = client.get(f"{REST}/tasks", headers={"A2A-Version": version})
+        assert status_error(refused, 400, "VERSION_NOT_SUPPORTED")["status"] == (
+            "FAILED_PRECONDITION")
     # An optional body without a Content-Type must be empty.
     status_error(client.post(f"{REST}/tasks/x:cancel", content=b'{"metadata": {}}'), 415,
                  "CONTENT_TYPE_NOT_SUPPORTED")

@@ -2563,7 +2563,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Invalid params (INVALID_ARGUMENT; reason INVALID_PARAMS, with a google.rpc.BadRequest), an unparseable body (PARSE_ERROR) or Content-Length (INVALID_REQUEST), or a refusal by the operation (FAILED_PRECONDITION; reason TASK_NOT_CANCELABLE, UNSUPPORTED_OPERATION, TASK_TERMINAL, DELEGATION_LOOP, ...). */
+        /** @description Invalid params (INVALID_ARGUMENT; reason INVALID_PARAMS, with a google.rpc.BadRequest), an unparseable body (PARSE_ERROR) or Content-Length (INVALID_REQUEST), an A2A-Version other than 1.0 (FAILED_PRECONDITION; reason VERSION_NOT_SUPPORTED), or a refusal by the operation (FAILED_PRECONDITION; reason TASK_NOT_CANCELABLE, UNSUPPORTED_OPERATION, TASK_TERMINAL, DELEGATION_LOOP, ...). */
         RestBadRequest: {
             headers: {
                 [name: string]: unknown;
