@@ -51,7 +51,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _TOO_DEEP = f"Invalid request: nesting deeper than {MAX_DEPTH}"
 
 
-class Reject(Exception):
+class _Reject(Exception):
     def __init__(self, error: RpcErrorSpec, message: str, request_id: RequestId = None) -> None:
         self.error, self.message, self.request_id = error, message, request_id
 
@@ -90,23 +90,23 @@ def _check_structure(value: Any, check_strings: bool) -> None:
                 try:
                     node.encode("utf-8")
                 except UnicodeEncodeError:
-                    raise Reject(PARSE_ERROR, "Parse error: invalid Unicode escape") from None
+                    raise _Reject(PARSE_ERROR, "Parse error: invalid Unicode escape") from None
             continue
         if depth > MAX_DEPTH:
-            raise Reject(INVALID_REQUEST, _TOO_DEEP)
+            raise _Reject(INVALID_REQUEST, _TOO_DEEP)
         stack.extend((child, depth + 1) for child in children)
 
 
-def parse(body: bytes) -> Any:
+def _parse(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
         parsed = _DECODER.decode(text)
     except RecursionError:
-        raise Reject(INVALID_REQUEST, _TOO_DEEP) from None
+        raise _Reject(INVALID_REQUEST, _TOO_DEEP) from None
     except NumberTooLong as too_long:
-        raise Reject(PARSE_ERROR, f"Parse error: {too_long}") from None
+        raise _Reject(PARSE_ERROR, f"Parse error: {too_long}") from None
     except (UnicodeDecodeError, ValueError):
-        raise Reject(PARSE_ERROR, "Parse error: body is not UTF-8 JSON") from None
+        raise _Reject(PARSE_ERROR, "Parse error: body is not UTF-8 JSON") from None
     check_strings = _SURROGATE_ESCAPE.search(text) is not None
     # Fewer brackets than the depth bound cannot nest past it: nothing to walk then.
     if check_strings or text.count("{") + text.count("[") > MAX_DEPTH:
@@ -122,30 +122,30 @@ def _valid_id(value: Any) -> bool:
 
 def _envelope(parsed: Any) -> tuple[RequestId, str, dict[str, Any]]:
     if isinstance(parsed, list):
-        raise Reject(INVALID_REQUEST, "Invalid request: batches are not supported")
+        raise _Reject(INVALID_REQUEST, "Invalid request: batches are not supported")
     if not isinstance(parsed, dict):
-        raise Reject(INVALID_REQUEST, "Invalid request: the body must be a JSON object")
+        raise _Reject(INVALID_REQUEST, "Invalid request: the body must be a JSON object")
     # A request without an id is answered like any other, with id null, after the method
     # and params checks; an id that is present must be well formed.
     if "id" in parsed and not _valid_id(parsed["id"]):
-        raise Reject(
+        raise _Reject(
             INVALID_REQUEST,
             f"Invalid request: id must be a string of at most {MAX_ID_LENGTH} characters "
             "or a safe integer",
         )
     request_id: RequestId = parsed.get("id")
     if parsed.get("jsonrpc") != JSONRPC_VERSION:
-        raise Reject(
+        raise _Reject(
             INVALID_REQUEST, f'Invalid request: jsonrpc must be "{JSONRPC_VERSION}"', request_id
         )
     if not parsed.keys() <= _ENVELOPE_KEYS:
-        raise Reject(INVALID_REQUEST, "Invalid request: unexpected envelope member", request_id)
+        raise _Reject(INVALID_REQUEST, "Invalid request: unexpected envelope member", request_id)
     method = parsed.get("method")
     if not isinstance(method, str):
-        raise Reject(INVALID_REQUEST, "Invalid request: method must be a string", request_id)
+        raise _Reject(INVALID_REQUEST, "Invalid request: method must be a string", request_id)
     params = parsed.get("params", {})
     if not isinstance(params, dict):
-        raise Reject(INVALID_PARAMS, "Invalid params: params must be an object", request_id)
+        raise _Reject(INVALID_PARAMS, "Invalid params: params must be an object", request_id)
     return request_id, method, params
 
 
@@ -196,31 +196,30 @@ def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
     return issues
 
 
-def validate_params(
-    spoken: dialect.Dialect, method: str, raw_params: dict[str, Any], raw: bytes,
-    issues: list[dict[str, Any]],
+def validated(
+    spoken: dialect.Dialect, method: str, raw_params: dict[str, Any], body: bytes | None = None
 ) -> tuple[Any, list[dict[str, Any]]]:
-    """Step 11 for any binding: the params of `method` in its dialect (1.0's ProtoJSON names
-    and tenant rule applied), and every issue found (`issues` first: the binding's own).
-    `raw` is what the caller sent (the body; for HTTP+JSON its query too): what holds no
-    underscore has no proto name to rename, what holds no "tenant" no tenant to check."""
-    params = None
+    """Step 11: the params as `method`'s model of `spoken`, or the issues that refuse them
+    (-32602 / INVALID_ARGUMENT, each issue's `loc` free of the caller's own names). `body`:
+    the request's bytes, when they can tell that nothing needs renaming (every binding
+    validates here, so each refuses the same params the same way)."""
+    # Envelope precedence: the envelope's method is copied over params.method, so the
+    # params are validated as the envelope's method. A different params.method is also
+    # reported, as the spec's const says, instead of passing silently.
+    issues = _smuggled_method(raw_params, method)
     v1 = spoken is dialect.V1
-    if v1 and b"_" in raw:
+    # A proto field name holds an underscore: a body without one has none to rename.
+    if v1 and (body is None or b"_" in body):
         raw_params, renamed = json_names(raw_params)
-        issues = issues + renamed
-    if v1 and b"tenant" in raw:
-        issues = issues + tenant_issues(raw_params)
+        issues += renamed
+    if v1 and (body is None or b"tenant" in body):
+        issues += tenant_issues(raw_params)
+    params = None
     try:
         params = spoken.params.validate_python({**raw_params, "method": method})
     except ValidationError as exc:
         issues = _validation_issues(exc) + issues
     return params, issues
-
-
-def validation_failed(method: str, request_id: RequestId, peer: str, issues: int) -> None:
-    emit(events.BOUNDARY_VALIDATION_FAILED, method=method, request_id=request_id,
-         peer_name=peer, errors=issues)
 
 
 async def answer(
@@ -245,7 +244,7 @@ async def answer(
         return jsonrpc.error(spec, message, request_id, data)
 
     try:
-        request_id, method, raw_params = _envelope(parse(body))
+        request_id, method, raw_params = _envelope(_parse(body))
         note_method(method)
         emit(events.INBOUND_RECEIVED, method=method[:64], request_id=request_id, peer_name=peer)
         allowed = dialect.dialects(version)
@@ -263,13 +262,15 @@ async def answer(
             return 200, refused(METHOD_NOT_FOUND, None, None)
         route, spoken = found
         v1 = spoken is dialect.V1
-        # Envelope precedence: the envelope's method is copied over params.method, so the
-        # params are validated as the envelope's method. A different params.method is also
-        # reported, as the spec's const says, instead of passing silently.
-        params, issues = validate_params(spoken, method, raw_params, body,
-                                         _smuggled_method(raw_params, method))
+        params, issues = validated(spoken, method, raw_params, body)
         if issues:
-            validation_failed(method, request_id, peer, len(issues))
+            emit(
+                events.BOUNDARY_VALIDATION_FAILED,
+                method=method,
+                request_id=request_id,
+                peer_name=peer,
+                errors=len(issues),
+            )
             return 200, refused(INVALID_PARAMS, None, {"errors": issues})
         context = CallContext(
             peer, request_id, agent_id, services.tasks, services.skills, services.push,
@@ -290,7 +291,7 @@ async def answer(
         assert route.handler is not None
         result = await route.handler(params, context)
         return 200, result_body(request_id, result)
-    except Reject as reject:
+    except _Reject as reject:
         emit(
             events.JSONRPC_PARSE_ERROR,
             peer_name=peer,
@@ -322,3 +323,6 @@ def _fault(
     details = error_details(INTERNAL_ERROR, None) if v1 else None
     return 500, jsonrpc.error(INTERNAL_ERROR, None, request_id, details)
 
+
+# What the HTTP+JSON binding (gateway/rest.py) shares: the same parser, limits and refusals.
+parse, Reject = _parse, _Reject

@@ -24,7 +24,7 @@ from synthorg.errors import SynthorgError
 from synthorg.gateway import dialect
 from synthorg.gateway.context import CallContext, Services
 from synthorg.gateway.dispatch import DISPATCH_V1, Route
-from synthorg.gateway.pipeline import Reject, parse, validate_params, validation_failed
+from synthorg.gateway.pipeline import Reject, parse, validated
 from synthorg.gateway.replies import RPC_ERRORS, encoded, rpc_error
 from synthorg.gateway.sse import EventStream
 from synthorg.generated import constants as spec
@@ -216,9 +216,11 @@ async def answer(
             _merge(params_in, name, value, issues)
         if query:
             _query(route, query, params_in, issues)
-        params, issues = validate_params(dialect.V1, method, params_in, body + query, issues)
+        params, found = validated(dialect.V1, method, params_in, body + query)
+        issues = found + issues
         if issues:
-            validation_failed(method, None, peer, len(issues))
+            emit(events.BOUNDARY_VALIDATION_FAILED, method=method, request_id=None,
+                 peer_name=peer, errors=len(issues))
             return http_error(INVALID_PARAMS, None, {"errors": issues})
         context = CallContext(
             peer, None, agent_id, services.tasks, services.skills, services.push,
