@@ -25,6 +25,7 @@ import pytest
 
 from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import Delegator
+from synthorg.generated.models import TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
@@ -121,7 +122,7 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
 # -- our Delegator calling the 1.x server -------------------------------------------------------
 
 NODE, NODE_KEY = "node-a", "sdk1-server-link-secret-3f8d"
-TEXT = [{"kind": "text", "text": "hello from synthorg"}]
+TEXT = [TextPart(kind="text", text="hello from synthorg")]
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +167,7 @@ def test_we_call_the_1_x_server_in_1_0(db: Database, tmp_path: Path, sdk1_server
     assert client.speaks_v1 and client.rpc_url == sdk1_server + "/api/v1/a2a/"
     done = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="echo"))
     assert done.state == "completed"
-    assert done.task["artifacts"][0]["parts"][0] == {"kind": "text", "text": "hello from synthorg"}
+    assert done.task.artifacts and done.task.artifacts[0].parts[0] == TEXT[0]
 
 
 def test_follow_and_cancel_a_parked_1_x_task(
@@ -190,9 +191,8 @@ def test_1_x_errors_surface_and_message_answers_complete(
     # A {message} answer stands for a task completed with it, as a 0.3 Message answer does.
     answered = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="chatty"))
     assert answered.state == "completed"
-    assert answered.task["status"]["message"]["parts"] == [
-        {"kind": "text", "text": "just a message"}
-    ]
+    assert answered.task.status.message is not None
+    assert answered.task.status.message.parts == [TextPart(kind="text", text="just a message")]
     wrong = delegator(db, tmp_path, sdk1_server, key="wrong")
     with pytest.raises(PeerRpcError) as refused:
         asyncio.run(wrong.delegate("sdk1", TEXT))
