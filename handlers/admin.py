@@ -48,6 +48,7 @@ from synthorg.generated.models import (
     TaskState,
 )
 from synthorg.http.numbers import NumberTooLong, json_int
+from synthorg.http.responses import admin_error
 from synthorg.observability.events.admin import INTERNAL_ERROR, REQUEST_REFUSED
 from synthorg.observability.log import emit
 from synthorg.store.catalog import MIN_SECRET_LENGTH
@@ -74,14 +75,11 @@ class InvalidBody(errors.SynthorgError):
 _REFUSALS[InvalidBody] = (400, ADMIN_ERROR_INVALID_BODY)
 
 
-def _document(error: str, message: str, key: object = None, allowed: object = None
-              ) -> dict[str, Any]:
-    document: dict[str, Any] = {"error": error, "message": message}
-    if key is not None:
-        document["key"] = key
-    if allowed is not None:
-        document["allowed"] = allowed
-    return document
+def _refusal(status: int, error: str, message: str, key: object = None,
+             allowed: object = None) -> Response:
+    """An AdminError answer (the spec's model, serialised once)."""
+    return Response(admin_error(error, message, key, allowed), status_code=status,
+                    media_type="application/json", headers={"Cache-Control": "no-store"})
 
 
 def _answer(status: int, document: Any = None, headers: dict[str, str] | None = None
@@ -106,14 +104,14 @@ def _answered(operation: Operation) -> Operation:
             if isinstance(problem, errors.SecretUnreadable):  # safe to show the operator
                 emit(INTERNAL_ERROR, level="error", operation=operation.__name__,
                      reason="secretbox", detail=str(problem))
-                return _answer(500, _document(ADMIN_ERROR_INTERNAL_ERROR, str(problem)))
+                return _refusal(500, ADMIN_ERROR_INTERNAL_ERROR, str(problem))
             if refusal is None:
                 return _fault(operation, problem)
             status, error = refusal
             key, allowed = problem.detail.get("key"), problem.detail.get("allowed")
             emit(REQUEST_REFUSED, level="warning", operation=operation.__name__,
                  status=status, error=error, key=key)
-            return _answer(status, _document(error, str(problem), key, allowed))
+            return _refusal(status, error, str(problem), key, allowed)
         except Exception as exc:
             return _fault(operation, exc)
 
@@ -122,7 +120,7 @@ def _answered(operation: Operation) -> Operation:
 
 def _fault(operation: Operation, exc: Exception) -> Response:
     emit(INTERNAL_ERROR, level="error", operation=operation.__name__, reason=type(exc).__name__)
-    return _answer(500, _document(ADMIN_ERROR_INTERNAL_ERROR, "Internal error"))
+    return _refusal(500, ADMIN_ERROR_INTERNAL_ERROR, "Internal error")
 
 
 def _reject_constant(name: str) -> Any:

@@ -12,8 +12,6 @@ cache keeps them apart.
 
 from __future__ import annotations
 
-import json
-
 from starlette.responses import Response
 
 from handlers.context import CardDocument, CardsContext, HttpRequest
@@ -25,7 +23,9 @@ from synthorg.generated.constants import (
     CARD_ERROR_UNKNOWN_AGENT,
     IF_NONE_MATCH_HEADER,
 )
+from synthorg.generated.models import CardError
 from synthorg.http.caching import none_match
+from synthorg.http.responses import error_json
 from synthorg.http.version import major_minor
 from synthorg.names import is_agent_id
 
@@ -88,7 +88,7 @@ def _disabled() -> Response:
 
 def _error(status: int, error: str, message: str) -> Response:
     return Response(
-        json.dumps({"error": error, "message": message}).encode(),
+        error_json(CardError.model_validate({"error": error, "message": message})),
         status_code=status,
         media_type="application/json",
         headers={"Cache-Control": "no-store"},

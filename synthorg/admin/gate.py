@@ -21,7 +21,6 @@ closed.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from synthorg.generated.constants import (
     OPERATIONS,
 )
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
-from synthorg.http.responses import CLOSE, JSON, send_bytes
+from synthorg.http.responses import CLOSE, JSON, admin_error, send_bytes
 from synthorg.observability.events.admin import AUTH_FAILED, REQUEST_REJECTED
 from synthorg.observability.log import emit
 
@@ -197,8 +196,7 @@ def _is_json(content_type: bytes | None) -> bool:
 
 async def _refuse(send: Send, status: int, error: str, message: str,
                   extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"error": error, "message": message}, separators=(",", ":")).encode()
-    await send_bytes(send, status, body, [JSON, NO_STORE, *(extra or [])])
+    await send_bytes(send, status, admin_error(error, message), [JSON, NO_STORE, *(extra or [])])
 
 
 async def _too_large(send: Send) -> None:

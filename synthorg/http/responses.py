@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from starlette.types import Send
 
 from synthorg.generated.constants import ADMIN_ERROR_NOT_FOUND
+from synthorg.generated.models import AdminError, CardError, PushRefusal
 
 JSON = (b"content-type", b"application/json")
 CLOSE = (b"connection", b"close")
@@ -30,11 +30,26 @@ async def send_bytes(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def error_document(error: str, message: str) -> bytes:
-    return json.dumps({"error": error, "message": message}).encode()
+ErrorDocument = AdminError | CardError | PushRefusal
 
 
-NOT_FOUND = error_document(ADMIN_ERROR_NOT_FOUND, "No such path")
+def error_json(document: ErrorDocument) -> bytes:
+    """A served error body: the spec's error document, serialised once (unset members left
+    out, as the schema has them optional rather than nullable)."""
+    return document.model_dump_json(exclude_none=True).encode()
+
+
+def admin_error(error: str, message: str, key: object = None, allowed: object = None) -> bytes:
+    """An AdminError body (`error` one of the spec's codes: ADMIN_ERROR_*); `key` and
+    `allowed` when a refusal names them."""
+    return error_json(AdminError.model_validate({
+        "error": error, "message": message,
+        **({} if key is None else {"key": str(key)}),
+        **({} if allowed is None else {"allowed": str(allowed)}),
+    }))
+
+
+NOT_FOUND = admin_error(ADMIN_ERROR_NOT_FOUND, "No such path")
 
 
 async def send_not_found(send: Send) -> None:

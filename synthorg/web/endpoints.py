@@ -8,7 +8,6 @@ operation of its contract unserved, or serving one the contract does not have.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.responses import Response
@@ -30,6 +29,7 @@ from handlers.context import (
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
 from synthorg.generated import constants as spec
 from synthorg.generated.constants import ADMIN_ERROR_UNAUTHORIZED, OPERATIONS, Operation
+from synthorg.http.responses import admin_error
 from synthorg.web.router import Endpoint, HttpCall
 from synthorg.web.webhooks import SCOPE_PUSH_BODY
 
@@ -56,7 +56,7 @@ def _health(handler: HealthHandler, ctx: HealthContext) -> Endpoint:
 
 
 def _unauthorized() -> Response:
-    body = json.dumps({"error": ADMIN_ERROR_UNAUTHORIZED, "message": "Admin token required"})
+    body = admin_error(ADMIN_ERROR_UNAUTHORIZED, "Admin token required")
     return Response(body, 401, media_type="application/json", headers={
         "Cache-Control": "no-store", "WWW-Authenticate": 'Bearer realm="synthorg-admin"',
     })

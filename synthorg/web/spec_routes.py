@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from synthorg.contract.spec import SCHEMA_FILES, spec_dir
 from synthorg.generated.constants import ADMIN_ERROR_METHOD_NOT_ALLOWED, IF_NONE_MATCH_HEADER
 from synthorg.http.caching import none_match
+from synthorg.http.responses import admin_error
 
 OPENAPI_JSON_PATH = "/openapi.json"
 OPENAPI_YAML_PATH = "/openapi.yaml"
@@ -316,9 +317,7 @@ def _if_none_match(scope: Scope) -> str | None:
 
 
 async def _method_not_allowed(send: Send) -> None:
-    body = json.dumps(
-        {"error": ADMIN_ERROR_METHOD_NOT_ALLOWED, "message": "Only GET and HEAD are allowed here"}
-    ).encode()
+    body = admin_error(ADMIN_ERROR_METHOD_NOT_ALLOWED, "Only GET and HEAD are allowed here")
     headers = [
         (b"allow", ALLOW),
         (b"content-type", b"application/json"),

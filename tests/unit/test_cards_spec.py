@@ -67,9 +67,9 @@ def operation(path: str, method: str) -> dict[str, Any]:
     ("path", "operation_id", "statuses"),
     [
         ("/.well-known/agent-card.json", "handlers.cards.company_card",
-         {"200", "304", "404", *SERVER_REFUSALS}),
+         {"200", "304", "404", "405", *SERVER_REFUSALS}),
         ("/.well-known/agents/{agent_id}/agent-card.json", "handlers.cards.agent_card",
-         {"200", "304", "400", "404", *SERVER_REFUSALS}),
+         {"200", "304", "400", "404", "405", *SERVER_REFUSALS}),
     ],
 )
 def test_card_operations_are_public_and_document_every_answer(
