@@ -18,9 +18,9 @@ from synthorg.generated.constants import (
     A2A_VERSION_0_3,
     A2A_VERSION_1_0,
     API_KEY_HEADER,
+    GATEWAY_AGENT_RPC,
+    GATEWAY_RPC,
     PEER_NAME_HEADER,
-    RPC_POST,
-    RPC_POST_AGENT,
     SKILLS_NEGOTIATE,
     SKILLS_QUERY,
 )
@@ -29,8 +29,8 @@ from synthorg.generated.models import AgentCard, AgentConfig, CompanyConfig, Ski
 PROTOCOL_VERSION = "0.3.0"
 # supportedInterfaces: both dialects on the one JSON-RPC endpoint, the newer first.
 DIALECT_VERSIONS = (A2A_VERSION_1_0, A2A_VERSION_0_3)
-RPC_PATH = RPC_POST.path
-AGENT_RPC_PATH = RPC_POST_AGENT.path
+RPC_PATH = GATEWAY_RPC.path
+AGENT_RPC_PATH = GATEWAY_AGENT_RPC.path
 SKILLS_EXTENSION_URI = "https://synthorg.example/a2a/extensions/skills/v1"
 SKILLS_EXTENSION_METHODS = (SKILLS_QUERY, SKILLS_NEGOTIATE)
 # What message/send accepts and what the built-in executors answer with.

@@ -32,6 +32,7 @@ from synthorg.generated.constants import (
     A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
     API_KEY_HEADER,
+    GATEWAY_RPC,
     KIND_MESSAGE,
     KIND_TASK,
     MESSAGE_SEND,
@@ -40,7 +41,6 @@ from synthorg.generated.constants import (
     PEER_SCHEME_API_KEY,
     PEER_SCHEME_MTLS,
     ROLE_USER,
-    RPC_POST,
     STATE_COMPLETED,
     TASKS_CANCEL,
     TASKS_GET,
@@ -68,7 +68,7 @@ from synthorg.tls.outbound import PinMismatch, request_extensions
 
 RequestId = str | int | None
 P = TypeVar("P", bound=SpecModel)
-RPC_PATH = RPC_POST.path
+RPC_PATH = GATEWAY_RPC.path
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 VERSION_HEADER = A2A_VERSION_HEADER

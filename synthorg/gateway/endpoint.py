@@ -41,10 +41,10 @@ from synthorg.gateway.ratelimit import PeerRateLimiter, retry_after
 from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
     A2A_VERSION_HEADER,
+    GATEWAY_RPC,
     INVALID_REQUEST,
     LAST_EVENT_ID_HEADER,
     RATE_LIMITED,
-    RPC_POST,
     UNKNOWN_AGENT,
     V1_CONTENT_TYPE_NOT_SUPPORTED,
     RpcErrorSpec,
@@ -63,7 +63,7 @@ from synthorg.observability.events.a2a import (
 from synthorg.observability.log import emit
 from synthorg.tls.context import client_certificate
 
-RPC_PATH = RPC_POST.path  # "/api/v1/a2a/"
+RPC_PATH = GATEWAY_RPC.path  # "/api/v1/a2a/"
 RPC_PATHS = frozenset({RPC_PATH, RPC_PATH.rstrip("/")})
 AGENT_PATH_PREFIX = f"{RPC_PATH}agents/"
 LAST_EVENT_ID = LAST_EVENT_ID_HEADER.lower()  # header_map keys are lowercase

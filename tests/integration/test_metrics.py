@@ -72,9 +72,9 @@ def test_scrapes_count_every_workers_traffic(node: LiveNode) -> None:
         with httpx.Client(base_url=node.url, headers=api_key_headers(STRANGER, KEY)) as client:
             assert client.post("/api/v1/a2a/", json=body).status_code == 403
 
-    tasks_get = {"operation": "handlers.rpc.post", "method": "tasks/get", "dialect": "0.3",
+    tasks_get = {"operation": "gateway.rpc", "method": "tasks/get", "dialect": "0.3",
                  "status": "200"}
-    refused = {"operation": "handlers.rpc.post", "method": "none", "dialect": "0.3",
+    refused = {"operation": "gateway.rpc", "method": "none", "dialect": "0.3",
                "status": "403"}
     afters = [samples(node) for _ in range(4)]  # whichever worker answers, the same totals
     for after in afters:
@@ -132,7 +132,7 @@ def test_the_10_dialect_methods_are_labelled_by_name(node: LiveNode) -> None:
     with httpx.Client(base_url=node.url, headers=headers) as client:
         answer = client.post("/api/v1/a2a/", json=envelope("GetTask", {"id": "no-such-task"}))
         assert answer.status_code == 200, answer.text
-    labels = {"operation": "handlers.rpc.post", "method": "GetTask", "dialect": "1.0",
+    labels = {"operation": "gateway.rpc", "method": "GetTask", "dialect": "1.0",
               "status": "200"}
     # Whichever worker answers the scrape, the request it counted is there.
     after = samples(node)

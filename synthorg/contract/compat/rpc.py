@@ -18,9 +18,9 @@ from synthorg.contract.compat.document import (
     union_variants,
 )
 from synthorg.contract.compat.report import SpecShapeError
-from synthorg.generated.constants import RESULT_DEFINITIONS, RESULT_DEFINITIONS_V1, RPC_POST
+from synthorg.generated.constants import GATEWAY_RPC, RESULT_DEFINITIONS, RESULT_DEFINITIONS_V1
 
-RPC_PATH = RPC_POST.path
+RPC_PATH = GATEWAY_RPC.path
 # Which of our result definitions each of our methods returns (the spec's <Name>Result).
 RESULTS: Mapping[str, str] = {**RESULT_DEFINITIONS, **RESULT_DEFINITIONS_V1}
 _UNION_RESULTS = frozenset(RESULTS.values())
