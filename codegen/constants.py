@@ -135,16 +135,17 @@ def _states() -> list[str]:
     return lines
 
 
-def _enum(definition: str, prefix: str, member: str | None = None) -> list[str]:
+def _enum(definition: str, prefix: str, member: str | None = None,
+          plural: str | None = None) -> list[str]:
     """`<PREFIX>_<VALUE>` for each value of a string enum (or of one member's enum), and the
-    set of them as `<PREFIX>S`."""
+    set of them as `plural` (by default `<PREFIX>S`)."""
     schema = all_definitions()[definition][1]
     if member is not None:
         schema = schema["properties"][member]
     values = schema["enum"]
     names = [f"{prefix}_{upper_snake(value)}" for value in values]
     lines = [f"{name}: Final = {value!r}" for name, value in zip(names, values, strict=True)]
-    lines.append(f"{prefix}S: Final = frozenset({{{', '.join(names)}}})")
+    lines.append(f"{plural or prefix + 'S'}: Final = frozenset({{{', '.join(names)}}})")
     return lines
 
 
@@ -289,6 +290,24 @@ def render_constants() -> str:
         + "\n".join(_enum("CardError", "CARD_ERROR", "error"))
         + "\n"
         + "\n".join(_enum("PushRefusal", "PUSH_REFUSAL", "error"))
+    )
+    blocks.append(
+        "# The admin API's closed sets (spec/schemas/admin.json): audit events (AuditEvent) and\n"
+        "# the doors a change came through (AuditRecord.via), a task list's direction\n"
+        "# (AdminTaskList), what discovery knows of a peer's card (PeerCardState.status;\n"
+        "# PeerCardView.status is two of them) and its signature (PeerCardView), and the\n"
+        "# probes' answers (HealthStatus)\n"
+        + "\n".join(_enum("AuditEvent", "AUDIT_EVENT"))
+        + "\n"
+        + "\n".join(_enum("AuditRecord", "AUDIT_VIA", "via", "AUDIT_VIA_VALUES"))
+        + "\n"
+        + "\n".join(_enum("AdminTaskList", "TASK_DIRECTION", "direction"))
+        + "\n"
+        + "\n".join(_enum("PeerCardState", "CARD_STATUS", "status", "CARD_STATUSES"))
+        + "\n"
+        + "\n".join(_enum("PeerCardView", "CARD_SIGNATURE", "signature"))
+        + "\n"
+        + "\n".join(_enum("HealthStatus", "HEALTH_STATUS", "status", "HEALTH_STATUSES"))
     )
     blocks.append("# A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)\n"
                   + "\n".join(_versions()))

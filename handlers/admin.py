@@ -34,7 +34,10 @@ from synthorg.generated.constants import (
     ADMIN_ERROR_UNKNOWN_SETTING,
     ADMIN_ERROR_UNKNOWN_TASK,
     ADMIN_LIST_PEERS,
+    AUDIT_VIA_VALUES,
     PEER_NAME_PATTERN,
+    TASK_DIRECTION_INBOUND,
+    TASK_DIRECTIONS,
 )
 from synthorg.generated.models import (
     AuditEvent,
@@ -275,7 +278,7 @@ async def status(request: HttpRequest, ctx: AdminContext) -> Response:
 
 # -- tasks -------------------------------------------------------------------------------------
 
-_DIRECTIONS = ("inbound", "outbound")
+_DIRECTIONS = TASK_DIRECTIONS
 _TASK_STATES = frozenset(get_args(TaskState))
 _MAX_PAGE = 100
 _PEER_NAME = re.compile(PEER_NAME_PATTERN)
@@ -311,7 +314,7 @@ def _peer_param(values: dict[str, str]) -> str | None:
 def _task_query(request: HttpRequest) -> TaskListQuery:
     values = _query(request, frozenset(
         {"direction", "peer", "agent", "state", "since", "pageSize", "pageToken"}))
-    direction = values.get("direction", "inbound")
+    direction = values.get("direction", TASK_DIRECTION_INBOUND)
     if direction not in _DIRECTIONS:
         raise errors.InvalidValue("direction must be inbound or outbound", key="direction")
     state = values.get("state")
@@ -348,7 +351,7 @@ def _utc_time(text: str) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-_VIAS = ("admin_api", "cli")
+_VIAS = AUDIT_VIA_VALUES
 _AUDIT_EVENTS = frozenset(get_args(AuditEvent))
 _SETTING_NAMES = frozenset(get_args(SettingName))
 _MAX_AUDIT = 1000

@@ -6,15 +6,19 @@ of the node's store or setup.
 
 from __future__ import annotations
 
-import json
-
 from starlette.responses import Response
 
 from handlers.context import HealthContext, HttpRequest
+from synthorg.generated.constants import (
+    HEALTH_STATUS_OK,
+    HEALTH_STATUS_READY,
+    HEALTH_STATUS_UNAVAILABLE,
+)
+from synthorg.http.responses import health_json
 
-OK = json.dumps({"status": "ok"}).encode()
-READY = json.dumps({"status": "ready"}).encode()
-UNAVAILABLE = json.dumps({"status": "unavailable"}).encode()
+OK = health_json(HEALTH_STATUS_OK)
+READY = health_json(HEALTH_STATUS_READY)
+UNAVAILABLE = health_json(HEALTH_STATUS_UNAVAILABLE)
 _HEADERS = {"Cache-Control": "no-store"}
 
 

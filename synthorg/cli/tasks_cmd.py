@@ -50,7 +50,13 @@ from synthorg.config.company import ConfigError
 from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import SETTLED
 from synthorg.errors import TaskNotCancelable, TaskNotFound
-from synthorg.generated.constants import STATE_CANCELED, TASK_NOT_CANCELABLE, TERMINAL_STATES
+from synthorg.generated.constants import (
+    STATE_CANCELED,
+    TASK_DIRECTION_INBOUND,
+    TASK_DIRECTION_OUTBOUND,
+    TASK_NOT_CANCELABLE,
+    TERMINAL_STATES,
+)
 from synthorg.generated.models import Task
 from synthorg.store.delegations import Delegation
 
@@ -232,12 +238,12 @@ async def _list(out: Outbound, args: argparse.Namespace) -> int:
         if args.refresh:
             out.require_node_name()
             records, unreachable = await _refreshed(out, records)
-        result["outbound"] = [record_json(r) for r in records]
+        result[TASK_DIRECTION_OUTBOUND] = [record_json(r) for r in records]
         if not args.json:
             _print_outbound_list(records, args.refresh, unreachable)
     if args.inbound or both:
         tasks = await _inbound(out, args.limit)
-        result["inbound"] = [_inbound_json(peer, t) for peer, t in tasks]
+        result[TASK_DIRECTION_INBOUND] = [_inbound_json(peer, t) for peer, t in tasks]
         if not args.json:
             _print_inbound_list(tasks)
     if args.json:

@@ -185,6 +185,38 @@ PUSH_REFUSAL_REPLAYED: Final = 'replayed'
 PUSH_REFUSAL_TOO_LARGE: Final = 'too_large'
 PUSH_REFUSALS: Final = frozenset({PUSH_REFUSAL_INVALID_BODY, PUSH_REFUSAL_UNAUTHORIZED, PUSH_REFUSAL_REPLAYED, PUSH_REFUSAL_TOO_LARGE})
 
+# The admin API's closed sets (spec/schemas/admin.json): audit events (AuditEvent) and
+# the doors a change came through (AuditRecord.via), a task list's direction
+# (AdminTaskList), what discovery knows of a peer's card (PeerCardState.status;
+# PeerCardView.status is two of them) and its signature (PeerCardView), and the
+# probes' answers (HealthStatus)
+AUDIT_EVENT_ADMIN_SETTING_CHANGED: Final = 'admin.setting.changed'
+AUDIT_EVENT_ADMIN_SETTING_RESET: Final = 'admin.setting.reset'
+AUDIT_EVENT_ADMIN_PEER_CREATED: Final = 'admin.peer.created'
+AUDIT_EVENT_ADMIN_PEER_REPLACED: Final = 'admin.peer.replaced'
+AUDIT_EVENT_ADMIN_PEER_DELETED: Final = 'admin.peer.deleted'
+AUDIT_EVENT_ADMIN_PEERS_REKEYED: Final = 'admin.peers.rekeyed'
+AUDIT_EVENTS: Final = frozenset({AUDIT_EVENT_ADMIN_SETTING_CHANGED, AUDIT_EVENT_ADMIN_SETTING_RESET, AUDIT_EVENT_ADMIN_PEER_CREATED, AUDIT_EVENT_ADMIN_PEER_REPLACED, AUDIT_EVENT_ADMIN_PEER_DELETED, AUDIT_EVENT_ADMIN_PEERS_REKEYED})
+AUDIT_VIA_ADMIN_API: Final = 'admin_api'
+AUDIT_VIA_CLI: Final = 'cli'
+AUDIT_VIA_VALUES: Final = frozenset({AUDIT_VIA_ADMIN_API, AUDIT_VIA_CLI})
+TASK_DIRECTION_INBOUND: Final = 'inbound'
+TASK_DIRECTION_OUTBOUND: Final = 'outbound'
+TASK_DIRECTIONS: Final = frozenset({TASK_DIRECTION_INBOUND, TASK_DIRECTION_OUTBOUND})
+CARD_STATUS_OK: Final = 'ok'
+CARD_STATUS_REFUSED: Final = 'refused'
+CARD_STATUS_UNREACHABLE: Final = 'unreachable'
+CARD_STATUS_UNKNOWN: Final = 'unknown'
+CARD_STATUSES: Final = frozenset({CARD_STATUS_OK, CARD_STATUS_REFUSED, CARD_STATUS_UNREACHABLE, CARD_STATUS_UNKNOWN})
+CARD_SIGNATURE_VERIFIED: Final = 'verified'
+CARD_SIGNATURE_REFUSED: Final = 'refused'
+CARD_SIGNATURE_NOT_VERIFIED: Final = 'not_verified'
+CARD_SIGNATURES: Final = frozenset({CARD_SIGNATURE_VERIFIED, CARD_SIGNATURE_REFUSED, CARD_SIGNATURE_NOT_VERIFIED})
+HEALTH_STATUS_OK: Final = 'ok'
+HEALTH_STATUS_READY: Final = 'ready'
+HEALTH_STATUS_UNAVAILABLE: Final = 'unavailable'
+HEALTH_STATUSES: Final = frozenset({HEALTH_STATUS_OK, HEALTH_STATUS_READY, HEALTH_STATUS_UNAVAILABLE})
+
 # A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)
 A2A_VERSION_0_3: Final = '0.3'
 A2A_VERSION_1_0: Final = '1.0'

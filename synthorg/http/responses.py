@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from starlette.types import Send
 
 from synthorg.generated.constants import ADMIN_ERROR_NOT_FOUND
-from synthorg.generated.models import AdminError, CardError, PushRefusal
+from synthorg.generated.models import AdminError, CardError, HealthStatus, PushRefusal
 
 JSON = (b"content-type", b"application/json")
 CLOSE = (b"connection", b"close")
@@ -47,6 +47,11 @@ def admin_error(error: str, message: str, key: object = None, allowed: object = 
         **({} if key is None else {"key": str(key)}),
         **({} if allowed is None else {"allowed": str(allowed)}),
     }))
+
+
+def health_json(status: str) -> bytes:
+    """A probe's answer (HealthStatus; `status` one of HEALTH_STATUS_*)."""
+    return HealthStatus.model_validate({"status": status}).model_dump_json().encode()
 
 
 NOT_FOUND = admin_error(ADMIN_ERROR_NOT_FOUND, "No such path")

@@ -4,10 +4,14 @@ Every module of synthorg/ and handlers/ that codegen did not write is parsed; a 
 bytes) constant equal to one of the values below, or an integer equal to a JSON-RPC error code,
 fails the test with its file:line and the constant to use. The values are the spec's closed
 sets the code acts on and whose spellings are not ordinary words: every task state, peer
-credential scheme, refusal code (admin API, card operations, push receiver), JSON-RPC method of
-either dialect, header name of the spec (in any case), the stream events' kinds, the JSON-RPC
+credential scheme, refusal code (admin API, card operations, push receiver), audit event, door
+an audited change came through (`via`), task list direction, JSON-RPC method of either
+dialect, header name of the spec (in any case), the stream events' kinds, the JSON-RPC
 version, and the JSON-RPC error codes (the spec's, the standard ones and the -32000..-32099
-server range).
+server range). The card views' statuses and the probes' answers have constants too
+(CARD_STATUS_*, CARD_SIGNATURE_*, HEALTH_STATUS_*) and the code uses them, but they are words
+("ok", "refused", "verified") that other sets and member names spell as well, so they are not
+watched here.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # A version string's fallback when the package metadata is missing, not a task state.
     ("synthorg/release.py", "unknown"): "package version fallback",
     ("synthorg/web/spec_routes.py", "unknown"): "bundled Swagger UI version fallback",
-    # A peer card's status (admin.json, PeerCardState), another enum that spells it so too.
-    ("synthorg/admin/api.py", "unknown"): "peer card status",
+    # A static type of the audit doors: a Literal cannot name the constants (AUDIT_VIA_*).
+    ("synthorg/admin/audit.py", "admin_api"): "the Via type",
+    ("synthorg/admin/audit.py", "cli"): "the Via type",
     # An Authorization header's scheme word (RFC 9110), not the peer scheme `bearer`.
     ("synthorg/gateway/gates.py", "bearer"): "Authorization scheme",
     ("synthorg/admin/token.py", "bearer"): "Authorization scheme",
@@ -70,7 +75,7 @@ def _values() -> dict[str | int, str]:
             named.setdefault(value.code, f"{name}.code")
         elif isinstance(value, str) and (
             name.startswith(("STATE_", "PEER_SCHEME_", "ADMIN_ERROR_", "CARD_ERROR_",
-                             "PUSH_REFUSAL_"))
+                             "PUSH_REFUSAL_", "AUDIT_EVENT_", "AUDIT_VIA_", "TASK_DIRECTION_"))
             or value in spec.METHODS | spec.METHODS_V1
             or name in ("KIND_STATUS_UPDATE", "KIND_ARTIFACT_UPDATE", "JSONRPC_VERSION")
         ):
@@ -176,3 +181,17 @@ def test_the_check_finds_copies() -> None:
     # A docstring, a longer text that mentions a value, and an unrelated word pass.
     quiet = '"""input-required"""\nx = "state input-required"\ny = "name"\n'
     assert copies(quiet, "handlers/example.py", named) == []
+
+
+def test_the_check_finds_copies_of_the_admin_apis_sets() -> None:
+    named = _values()
+    handler = (
+        'def audit(log, query):\n'
+        '    log.record("admin.peer.created", via="cli")\n'
+        '    return query.direction == "outbound"\n'
+    )
+    assert sorted(copies(handler, "handlers/example.py", named)) == [
+        "handlers/example.py:2: 'admin.peer.created' -> AUDIT_EVENT_ADMIN_PEER_CREATED",
+        "handlers/example.py:2: 'cli' -> AUDIT_VIA_CLI",
+        "handlers/example.py:3: 'outbound' -> TASK_DIRECTION_OUTBOUND",
+    ]
