@@ -200,6 +200,27 @@ def _header_parameters(document: dict[str, Any]) -> list[str]:
     ]
 
 
+def _media_types(document: dict[str, Any]) -> list[str]:
+    """`MEDIA_TYPE_<TYPE>_<SUBTYPE>` for every media type a request or response body of the
+    spec is declared in (the `content` keys), in document order."""
+    found: dict[str, None] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            content = node.get("content")
+            if isinstance(content, dict):
+                found.update(dict.fromkeys(content))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document["paths"])
+    walk(document["components"])
+    return [f"MEDIA_TYPE_{upper_snake(media)}: Final = {media!r}" for media in found]
+
+
 def operations(document: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
     """(operationId, HTTP method, path, takes a body) in document order."""
     found = []
@@ -309,6 +330,8 @@ def render_constants() -> str:
         + "\n"
         + "\n".join(_enum("HealthStatus", "HEALTH_STATUS", "status", "HEALTH_STATUSES"))
     )
+    blocks.append("# Media types of the bodies (spec/openapi.yaml, each `content`)\n"
+                  + "\n".join(_media_types(document)))
     blocks.append("# A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)\n"
                   + "\n".join(_versions()))
     blocks.append("# Names\n" + "\n".join(_patterns()))

@@ -35,6 +35,8 @@ from synthorg.generated.constants import (
     ADMIN_ERROR_UNKNOWN_TASK,
     ADMIN_LIST_PEERS,
     AUDIT_VIA_VALUES,
+    MEDIA_TYPE_APPLICATION_JSON,
+    MEDIA_TYPE_TEXT_EVENT_STREAM,
     PEER_NAME_PATTERN,
     TASK_DIRECTION_INBOUND,
     TASK_DIRECTIONS,
@@ -82,7 +84,7 @@ def _refusal(status: int, error: str, message: str, key: object = None,
              allowed: object = None) -> Response:
     """An AdminError answer (the spec's model, serialised once)."""
     return Response(admin_error(error, message, key, allowed), status_code=status,
-                    media_type="application/json", headers={"Cache-Control": "no-store"})
+                    media_type=MEDIA_TYPE_APPLICATION_JSON, headers={"Cache-Control": "no-store"})
 
 
 def _answer(status: int, document: Any = None, headers: dict[str, str] | None = None
@@ -91,7 +93,7 @@ def _answer(status: int, document: Any = None, headers: dict[str, str] | None = 
     if document is None:
         return Response(status_code=status, headers=all_headers)
     body = json.dumps(document, separators=(",", ":")).encode()
-    return Response(body, status_code=status, media_type="application/json",
+    return Response(body, status_code=status, media_type=MEDIA_TYPE_APPLICATION_JSON,
                     headers=all_headers)
 
 
@@ -403,7 +405,7 @@ async def cancel_task(request: HttpRequest, ctx: AdminContext) -> Response:
 @_answered
 async def task_events(request: HttpRequest, ctx: AdminContext) -> Response:
     events = await ctx.follow_task(*_task_target(request))  # UnknownTask: 404, before any
-    return StreamingResponse(_sse(events), media_type="text/event-stream",
+    return StreamingResponse(_sse(events), media_type=MEDIA_TYPE_TEXT_EVENT_STREAM,
                              headers={"Cache-Control": "no-store"})
 
 

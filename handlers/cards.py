@@ -22,6 +22,7 @@ from synthorg.generated.constants import (
     CARD_ERROR_INVALID_AGENT_ID,
     CARD_ERROR_UNKNOWN_AGENT,
     IF_NONE_MATCH_HEADER,
+    MEDIA_TYPE_APPLICATION_JSON,
 )
 from synthorg.generated.models import CardError
 from synthorg.http.caching import none_match
@@ -78,7 +79,7 @@ def _card(
     # Several If-None-Match headers form one list, as if joined by commas.
     if none_match(", ".join(request.header_values(IF_NONE_MATCH_HEADER)), rendered.etag):
         return Response(status_code=304, headers=headers)
-    return Response(rendered.body, media_type="application/json", headers=headers)
+    return Response(rendered.body, media_type=MEDIA_TYPE_APPLICATION_JSON, headers=headers)
 
 
 def _disabled() -> Response:
@@ -90,6 +91,6 @@ def _error(status: int, error: str, message: str) -> Response:
     return Response(
         error_json(CardError.model_validate({"error": error, "message": message})),
         status_code=status,
-        media_type="application/json",
+        media_type=MEDIA_TYPE_APPLICATION_JSON,
         headers={"Cache-Control": "no-store"},
     )

@@ -14,6 +14,7 @@ from starlette.responses import Response
 
 from handlers.context import HttpRequest, PushReceiverContext
 from synthorg.generated.constants import (
+    MEDIA_TYPE_APPLICATION_JSON,
     PUSH_REFUSAL_INVALID_BODY,
     PUSH_REFUSAL_REPLAYED,
     PUSH_REFUSAL_UNAUTHORIZED,
@@ -61,4 +62,4 @@ async def receive(request: HttpRequest, ctx: PushReceiverContext) -> Response:
         return Response(status_code=204, headers=_HEADERS)
     body = error_json(PushRefusal.model_validate(
         {"error": _ERRORS[status], "message": _MESSAGES[status]}))
-    return Response(body, status, media_type="application/json", headers=_HEADERS)
+    return Response(body, status, media_type=MEDIA_TYPE_APPLICATION_JSON, headers=_HEADERS)

@@ -36,6 +36,7 @@ from synthorg.generated.constants import (
     ADMIN_ERROR_TOO_LARGE,
     ADMIN_ERROR_UNAUTHORIZED,
     ADMIN_ERROR_UNSUPPORTED_MEDIA_TYPE,
+    MEDIA_TYPE_APPLICATION_JSON,
     OPERATIONS,
 )
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
@@ -179,6 +180,9 @@ def _auth_failure(token_provider: Callable[[], AdminToken], scope: Scope) -> str
         return "auth_error"
 
 
+_JSON_TYPE = MEDIA_TYPE_APPLICATION_JSON.encode()
+
+
 def _raw_headers(scope: Scope) -> dict[bytes, bytes]:
     """Lower-cased names; a repeated header's values joined, so it cannot pass as one."""
     out: dict[bytes, bytes] = {}
@@ -191,7 +195,7 @@ def _raw_headers(scope: Scope) -> dict[bytes, bytes]:
 def _is_json(content_type: bytes | None) -> bool:
     if content_type is None:
         return False
-    return content_type.split(b";", 1)[0].strip().lower() == b"application/json"
+    return content_type.split(b";", 1)[0].strip().lower() == _JSON_TYPE
 
 
 async def _refuse(send: Send, status: int, error: str, message: str,

@@ -35,6 +35,7 @@ from synthorg.generated.constants import (
     GATEWAY_RPC,
     KIND_MESSAGE,
     KIND_TASK,
+    MEDIA_TYPE_APPLICATION_JSON,
     MESSAGE_SEND,
     MESSAGE_STREAM,
     PEER_NAME_HEADER,
@@ -410,7 +411,7 @@ class A2AClient:
 
     async def _post(self, body: bytes) -> tuple[int, Any, float | None]:
         """POST with a capped, streamed read: (status, parsed JSON or None, Retry-After)."""
-        headers = trace_headers({**self._headers, "Content-Type": "application/json"})
+        headers = trace_headers({**self._headers, "Content-Type": MEDIA_TYPE_APPLICATION_JSON})
         timeout = httpx.Timeout(self._timeout())
         async with (
             httpx.AsyncClient(transport=self._transport, timeout=timeout,

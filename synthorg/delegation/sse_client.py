@@ -27,12 +27,16 @@ from synthorg.delegation.client import (
     result_label,
 )
 from synthorg.dialects import v1
-from synthorg.generated.constants import LAST_EVENT_ID_HEADER
+from synthorg.generated.constants import (
+    LAST_EVENT_ID_HEADER,
+    MEDIA_TYPE_APPLICATION_JSON,
+    MEDIA_TYPE_TEXT_EVENT_STREAM,
+)
 from synthorg.generated.models import MessageStreamParams, StreamEvent, TasksResubscribeParams
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.tls.outbound import PinMismatch
 
-EVENT_STREAM = "text/event-stream"
+EVENT_STREAM = MEDIA_TYPE_TEXT_EVENT_STREAM
 STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is dead
 # (sequence number, event) per event; a 1.0 peer's events read back as the 0.3 ones
 Events = AsyncGenerator[tuple[int | None, StreamEvent], None]
@@ -115,7 +119,8 @@ async def stream_call(
     spoken = client.spoken(params)  # the same call in 1.0 for a 1.0 peer
     method = jsonrpc.method_of(spoken)
     body = jsonrpc.call(spoken, 1)
-    headers = {**client.headers, "Content-Type": "application/json", "Accept": EVENT_STREAM}
+    headers = {**client.headers, "Content-Type": MEDIA_TYPE_APPLICATION_JSON,
+               "Accept": EVENT_STREAM}
     if last_event_id is not None:
         headers[LAST_EVENT_ID_HEADER] = str(last_event_id)
     # One outbound call (counted, timed, a span when traces are on) for the stream's life.

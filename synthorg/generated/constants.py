@@ -217,6 +217,11 @@ HEALTH_STATUS_READY: Final = 'ready'
 HEALTH_STATUS_UNAVAILABLE: Final = 'unavailable'
 HEALTH_STATUSES: Final = frozenset({HEALTH_STATUS_OK, HEALTH_STATUS_READY, HEALTH_STATUS_UNAVAILABLE})
 
+# Media types of the bodies (spec/openapi.yaml, each `content`)
+MEDIA_TYPE_TEXT_PLAIN: Final = 'text/plain'
+MEDIA_TYPE_APPLICATION_JSON: Final = 'application/json'
+MEDIA_TYPE_TEXT_EVENT_STREAM: Final = 'text/event-stream'
+
 # A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)
 A2A_VERSION_0_3: Final = '0.3'
 A2A_VERSION_1_0: Final = '1.0'

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from starlette.types import Send
 
-from synthorg.generated.constants import ADMIN_ERROR_NOT_FOUND
+from synthorg.generated.constants import ADMIN_ERROR_NOT_FOUND, MEDIA_TYPE_APPLICATION_JSON
 from synthorg.generated.models import AdminError, CardError, HealthStatus, PushRefusal
 
-JSON = (b"content-type", b"application/json")
+JSON = (b"content-type", MEDIA_TYPE_APPLICATION_JSON.encode())
 CLOSE = (b"connection", b"close")
 
 

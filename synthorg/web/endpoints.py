@@ -28,7 +28,12 @@ from handlers.context import (
 )
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
 from synthorg.generated import constants as spec
-from synthorg.generated.constants import ADMIN_ERROR_UNAUTHORIZED, OPERATIONS, Operation
+from synthorg.generated.constants import (
+    ADMIN_ERROR_UNAUTHORIZED,
+    MEDIA_TYPE_APPLICATION_JSON,
+    OPERATIONS,
+    Operation,
+)
 from synthorg.http.responses import admin_error
 from synthorg.web.router import Endpoint, HttpCall
 from synthorg.web.webhooks import SCOPE_PUSH_BODY
@@ -57,7 +62,7 @@ def _health(handler: HealthHandler, ctx: HealthContext) -> Endpoint:
 
 def _unauthorized() -> Response:
     body = admin_error(ADMIN_ERROR_UNAUTHORIZED, "Admin token required")
-    return Response(body, 401, media_type="application/json", headers={
+    return Response(body, 401, media_type=MEDIA_TYPE_APPLICATION_JSON, headers={
         "Cache-Control": "no-store", "WWW-Authenticate": 'Bearer realm="synthorg-admin"',
     })
 

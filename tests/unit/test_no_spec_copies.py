@@ -5,7 +5,8 @@ bytes) constant equal to one of the values below, or an integer equal to a JSON-
 fails the test with its file:line and the constant to use. The values are the spec's closed
 sets the code acts on and whose spellings are not ordinary words: every task state, peer
 credential scheme, refusal code (admin API, card operations, push receiver), audit event, door
-an audited change came through (`via`), task list direction, JSON-RPC method of either
+an audited change came through (`via`), task list direction, the JSON and event-stream media
+types of the bodies, JSON-RPC method of either
 dialect, header name of the spec (in any case), the stream events' kinds, the JSON-RPC
 version, and the JSON-RPC error codes (the spec's, the standard ones and the -32000..-32099
 server range). The card views' statuses and the probes' answers have constants too
@@ -31,6 +32,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     # A version string's fallback when the package metadata is missing, not a task state.
     ("synthorg/release.py", "unknown"): "package version fallback",
     ("synthorg/web/spec_routes.py", "unknown"): "bundled Swagger UI version fallback",
+    # The modes an agent takes by default (its card's defaultInputModes), not a body's type.
+    ("synthorg/cards/projection.py", "application/json"): "agent card default mode",
     # A static type of the audit doors: a Literal cannot name the constants (AUDIT_VIA_*).
     ("synthorg/admin/audit.py", "admin_api"): "the Via type",
     ("synthorg/admin/audit.py", "cli"): "the Via type",
@@ -77,7 +80,8 @@ def _values() -> dict[str | int, str]:
             name.startswith(("STATE_", "PEER_SCHEME_", "ADMIN_ERROR_", "CARD_ERROR_",
                              "PUSH_REFUSAL_", "AUDIT_EVENT_", "AUDIT_VIA_", "TASK_DIRECTION_"))
             or value in spec.METHODS | spec.METHODS_V1
-            or name in ("KIND_STATUS_UPDATE", "KIND_ARTIFACT_UPDATE", "JSONRPC_VERSION")
+            or name in ("KIND_STATUS_UPDATE", "KIND_ARTIFACT_UPDATE", "JSONRPC_VERSION",
+                        "MEDIA_TYPE_APPLICATION_JSON", "MEDIA_TYPE_TEXT_EVENT_STREAM")
         ):
             named.setdefault(value, name)
         elif isinstance(value, str) and name.endswith("_HEADER"):
