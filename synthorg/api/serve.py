@@ -87,6 +87,7 @@ def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
         # failed before anyone can ask about it. This node is the data dir's only server,
         # so every earlier runner is gone.
         asyncio.run(node.recover(others_gone=True))
+        flush_log()  # its lines before anything printed from here
         node.warn_at_start(host)
         tls = served_tls(node.config, data_dir)
         _say_at_start(data_dir, node.config.source, node.admin_token, host, tls is not None)
@@ -263,7 +264,9 @@ def _server(app: Any, server_config: Any, tls: TlsFiles | None,
     # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
     import uvicorn
 
-    class Server(uvicorn.Server):
+    from synthorg.api.supervisor import FlushingServer
+
+    class Server(FlushingServer):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             # uvicorn ends a shutdown that a signal asked for by raising the signal again, so
