@@ -28,10 +28,11 @@ class _Flushed(threading.Event):
 
 
 class LineWriter:
-    def __init__(self, stream: TextIO, window: float = WINDOW, limit: int = MAX_QUEUED) -> None:
+    def __init__(self, stream: TextIO, window: float | None = None,
+                 limit: int | None = None) -> None:
         self.stream = stream
-        self._window = window
-        self._limit = limit
+        self._window = WINDOW if window is None else window  # the module's, when made
+        self._limit = MAX_QUEUED if limit is None else limit
         self._queue: deque[str | _Flushed] = deque()
         self._wake = threading.Event()  # something is queued
         self._hurry = threading.Event()  # someone waits: no window
