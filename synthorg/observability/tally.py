@@ -149,9 +149,10 @@ class Sync:
         loop.call_soon(self.write)
 
     def write(self) -> None:
-        self._scheduled = False
+        self._scheduled = True  # what `before` marks is written now, not at another turn
         if self.before is not None:
             self.before()
+        self._scheduled = False
         dirty, self._dirty = self._dirty, set()
         for family, key, index in dirty:
             target = self._file(family.kind)
