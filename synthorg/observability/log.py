@@ -2,7 +2,9 @@
 
 Every event is one JSON object on one line, written through the stdlib logger
 ``synthorg.events`` so tests and operators can attach their own handlers.
-Logging is never allowed to break a request: every failure is swallowed.
+Logging is never allowed to break a request: every failure is swallowed. Nor to slow one
+down: stderr's lines are queued for one writer thread (writer.py), which writes them in
+batches; a request never waits for stderr.
 
 Records of every other logger (uvicorn, Connexion, asyncio, Python warnings) reach the same
 stream as ``server.log`` events once ``configure_logging`` has run: level, logger name and the
@@ -259,6 +261,13 @@ def flush() -> None:
 def dropped_lines() -> int:
     """Event lines this process dropped because stderr did not take them in time."""
     return sum(h.writer.dropped for h in _logger.handlers if isinstance(h, _EventHandler))
+
+
+def watch_dropped_lines(callback: Callable[[int], None]) -> None:
+    """`callback(total)` whenever a line is dropped (from whichever thread dropped it)."""
+    for handler in _logger.handlers:
+        if isinstance(handler, _EventHandler):
+            handler.writer.on_drop = callback
 
 
 def _flush_at_exit() -> None:

@@ -1,12 +1,13 @@
 """Prometheus metrics, correct across the workers of one node.
 
 A request adds to plain per-process counters and histogram buckets (`tally.py`: no lock, no
-file); a scrape folds them into the Prometheus families (prometheus-client renders them).
-With several workers, `serve` points `PROMETHEUS_MULTIPROC_DIR` at a fresh directory before it
-starts them (`prepare_multiprocess`); each worker copies what a loop turn changed into its
-memory-mapped files there, in the client library's format, and a scrape, answered by whichever
-worker the kernel hands the connection to, sums every worker's files
-(`MultiProcessCollector`). prometheus_client is imported only when /metrics is scraped.
+system call); a scrape folds them into the Prometheus families (prometheus-client renders
+them). With several workers, `serve` points `PROMETHEUS_MULTIPROC_DIR` at a fresh directory
+before it starts them (`prepare_multiprocess`); each worker keeps its numbers in
+memory-mapped files there, in the client library's format, and a scrape, answered by
+whichever worker the kernel hands the connection to, sums every worker's files
+(`MultiProcessCollector`). prometheus_client is imported only when /metrics is scraped (and
+for its file keys, when a worker first counts a series).
 
 Label values are bounded: an operation, method, dialect or refusal reason the node does not
 know is `other`, and so is a peer outside the allowlist.
@@ -24,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from synthorg.observability.access import OTHER, RequestRecord
-from synthorg.observability.log import dropped_lines
-from synthorg.observability.tally import Counter, Histogram, Sync
+from synthorg.observability.log import dropped_lines, watch_dropped_lines
+from synthorg.observability.tally import Counter, Histogram, Shared
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -97,14 +98,14 @@ class _Families:
         self.all: tuple[Counter | Histogram, ...] = (
             self.requests, self.refusals, self.latency, self.outbound, self.outbound_latency,
             self.store, self.push, self.dropped_lines)
-        self.sync: Sync | None = None
+        self.shared: Shared | None = None
         directory = os.environ.get(MULTIPROC_ENV)
-        if directory:  # several workers: each one's values go to its files, summed at a scrape
-            self.sync = Sync(directory)
-            self.sync.before = self.count_dropped_lines
+        if directory:  # several workers: each one's values in its files, summed at a scrape
+            self.shared = Shared(directory)
             for family in self.all:
-                family.sync = self.sync
-        self.dropped_lines.set_total((), dropped_lines())
+                family.share(self.shared)
+        self.count_dropped_lines()
+        watch_dropped_lines(lambda _: self.count_dropped_lines())  # (rare) as they happen
 
     def count_dropped_lines(self) -> None:
         self.dropped_lines.set_total((), dropped_lines())
@@ -170,12 +171,11 @@ class Metrics:
 
         families = self._families
         registry = CollectorRegistry(auto_describe=False)
-        if families.sync is not None:
+        if families.shared is not None:
             from prometheus_client.multiprocess import MultiProcessCollector
 
             families.count_dropped_lines()
-            families.sync.write()  # this worker's latest, before every worker's files are read
-            MultiProcessCollector(registry, families.sync.directory)  # type: ignore[no-untyped-call]
+            MultiProcessCollector(registry, families.shared.directory)  # type: ignore[no-untyped-call]
         else:
             registry.register(families)
         text = generate_latest(registry)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import TextIO
 
 WINDOW = 0.002  # seconds a woken writer waits for more lines, so that a burst is one write
@@ -41,6 +42,7 @@ class LineWriter:
         self._start_lock = threading.Lock()
         self._drop_lock = threading.Lock()  # only a full queue takes it
         self.dropped = 0
+        self.on_drop: Callable[[int], None] | None = None  # told the total at each drop
 
     def put(self, line: str) -> None:
         """Queue one line (without its newline). Never blocks; drops it when the queue is full."""
@@ -48,6 +50,9 @@ class LineWriter:
         if len(queue) >= self._limit:
             with self._drop_lock:
                 self.dropped += 1
+                if self.on_drop is not None:
+                    with contextlib.suppress(Exception):
+                        self.on_drop(self.dropped)
             return
         queue.append(line)
         # Appended first, then the flag read: a writer that cleared it takes this line later.

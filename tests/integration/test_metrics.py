@@ -43,7 +43,9 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
 
 def scrape(node: LiveNode, token: str | None = TOKEN) -> httpx.Response:
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=node.url) as client:  # a new connection: any worker answers
+    # A new connection: any worker answers; one still starting (on a busy machine, seconds
+    # after the node said it started) answers once it serves.
+    with httpx.Client(base_url=node.url, timeout=60) as client:
         return client.get("/metrics", headers=headers)
 
 

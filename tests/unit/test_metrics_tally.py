@@ -71,23 +71,20 @@ def test_one_process_folds_into_the_same_samples_as_the_library() -> None:
 
 
 RECORD = """
-import asyncio, json, sys
+import json, sys
 from synthorg.observability.metrics import LATENCY_BUCKETS, families
 from synthorg.observability.tally import Counter, Histogram
 
 durations, methods = json.loads(sys.argv[1])
 requests = Counter("synthorg_t_requests", "Requests.", ("method", "status"))
 latency = Histogram("synthorg_t_seconds", "Latency.", ("method",), LATENCY_BUCKETS)
-requests.sync = latency.sync = families().sync  # this worker's files
-
-async def serve():
-    for i, seconds in enumerate(durations):  # one loop turn each, as requests come
-        method = methods[i % len(methods)]
-        requests.inc((method, "200"))
-        latency.observe((method,), seconds)
-        await asyncio.sleep(0)
-
-asyncio.run(serve())
+shared = families().shared  # this worker's files
+requests.share(shared)
+latency.share(shared)
+for i, seconds in enumerate(durations):
+    method = methods[i % len(methods)]
+    requests.inc((method, "200"))
+    latency.observe((method,), seconds)
 """
 
 
@@ -110,6 +107,30 @@ def test_several_workers_files_sum_to_the_librarys_totals(tmp_path: Path) -> Non
         for key, value in oracle(durations, methods).items():
             expected[key] = expected.get(key, 0.0) + value
     ours = {k: v for k, v in summed.items() if k[0].startswith("synthorg_t_")}
+    assert ours.keys() == expected.keys()
+    for key, value in expected.items():
+        assert abs(ours[key] - value) < 1e-9, key
+
+
+def test_a_worker_file_grows_past_its_first_mapping(tmp_path: Path) -> None:
+    """Enough series that a worker's files outgrow their first 64 KiB: values written before
+    and after the file grew are all there."""
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    methods = [f"method-{i:03d}" for i in range(80)]
+    durations = [DURATIONS[i % len(DURATIONS)] for i in range(240)]
+    subprocess.run([sys.executable, "-c", textwrap.dedent(RECORD),
+                    json.dumps([durations, methods])],
+                   cwd=ROOT, env=env, check=True, timeout=60)
+    [histograms] = tmp_path.glob("histogram_*.db")
+    assert histograms.stat().st_size > 1 << 16
+
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, str(tmp_path))  # type: ignore[no-untyped-call]
+    summed = samples(generate_latest(registry).decode())
+    ours = {k: v for k, v in summed.items() if k[0].startswith("synthorg_t_")}
+    expected = oracle(durations, methods)
     assert ours.keys() == expected.keys()
     for key, value in expected.items():
         assert abs(ours[key] - value) < 1e-9, key
