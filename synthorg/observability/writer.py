@@ -41,6 +41,8 @@ class LineWriter:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._drop_lock = threading.Lock()  # only a full queue takes it
+        self._flush_lock = threading.Lock()
+        self._flushes = 0  # markers queued and not yet written past
         self.dropped = 0
         self.on_drop: Callable[[int], None] | None = None  # told the total at each drop
 
@@ -67,10 +69,12 @@ class LineWriter:
         if self._thread is None and not self._queue:
             return True
         marker = _Flushed()
-        self._queue.append(marker)
+        with self._flush_lock:  # `hurry` is set while a flush waits, and only then
+            self._flushes += 1
+            self._queue.append(marker)
+            self._hurry.set()
         self._start()
         self._armed = True
-        self._hurry.set()
         self._wake.set()
         return marker.wait(timeout)
 
@@ -91,7 +95,6 @@ class LineWriter:
             self._armed = False
             if self._window:
                 hurry.wait(self._window)  # gather the rest of the burst, unless asked to flush
-            hurry.clear()
             self._drain()
 
     def _drain(self) -> None:
@@ -106,8 +109,13 @@ class LineWriter:
                 markers.append(item)  # type: ignore[arg-type]
         if lines:
             self._write(lines)
-        for marker in markers:
-            marker.set()
+        if markers:
+            with self._flush_lock:
+                self._flushes -= len(markers)
+                if not self._flushes:
+                    self._hurry.clear()
+            for marker in markers:
+                marker.set()
 
     def _write(self, lines: list[str]) -> None:
         lines.append("")  # the last line's newline
@@ -128,6 +136,8 @@ class LineWriter:
         self._thread = None
         self._start_lock = threading.Lock()
         self._drop_lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._flushes = 0
         self._wake = threading.Event()
         self._hurry = threading.Event()
         self._armed = False

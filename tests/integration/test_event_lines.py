@@ -135,6 +135,7 @@ def test_a_stderr_nobody_reads_costs_counted_drops_not_a_stall() -> None:
     blocked write and the queue (10,000) hold some more, the rest is dropped and counted, in
     the process's count and its metric; emit never blocked (the script got to its report)."""
     script = PRELUDE + """
+import logging
 from synthorg.observability.metrics import Metrics, parse
 
 log.configure_logging("info")
@@ -147,6 +148,9 @@ async def main():
     print(log.dropped_lines(), family.samples[0].value, flush=True)
 
 asyncio.run(main())
+for handler in logging.getLogger(log.LOGGER_NAME).handlers:  # until the test reads stderr
+    if hasattr(handler, "writer"):
+        handler.writer.flush(timeout=None)
 """
     env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
@@ -154,7 +158,7 @@ asyncio.run(main())
     try:
         assert proc.stdout is not None
         report = proc.stdout.readline()  # stderr still unread
-        _, stderr = proc.communicate(timeout=60)  # now read: the exit's flush completes
+        _, stderr = proc.communicate(timeout=60)  # now read: the last flush completes
     finally:
         if proc.poll() is None:
             proc.kill()
