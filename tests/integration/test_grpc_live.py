@@ -186,6 +186,24 @@ def test_push_config_operations(node: LiveNode) -> None:
     run(node, body)
 
 
+def test_extended_card_lists_the_grpc_interface(node: LiveNode) -> None:
+    card = run(node, lambda stub: stub.GetExtendedAgentCard(pb.GetExtendedAgentCardRequest(),
+                                                            metadata=A))
+    bindings = {i.protocol_binding: i.url for i in card.supported_interfaces}
+    assert bindings["JSONRPC"].startswith(f"http://127.0.0.1:{node.port}/")
+    assert bindings["GRPC"] == _target(node)
+
+
+
+def test_the_public_card_lists_the_grpc_interface_beside_json_rpc(node: LiveNode) -> None:
+    with node.client() as http:
+        card = http.get("/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}).json()
+    interfaces = card["supportedInterfaces"]
+    assert {"url": _target(node), "protocolBinding": "GRPC", "protocolVersion": "1.0"} in (
+        interfaces)
+    assert interfaces[0]["protocolBinding"] == "JSONRPC"  # still the preferred one
+
+
 # -- streams -------------------------------------------------------------------------------
 
 
