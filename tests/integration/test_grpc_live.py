@@ -15,16 +15,19 @@ import pytest
 from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2, status_pb2
 
+from examples.make_test_ca import issue, make_ca, write_node
 from synthorg.generated.grpc import a2a_pb2 as pb
 from synthorg.generated.grpc.a2a_pb2_grpc import A2AServiceStub
 from tests.integration.helpers import unique
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
+from tests.support.node import cli
 
 T = TypeVar("T")
 PEER_A, KEY_A = "grpc-a", "key-grpc-a-5d1e9c3b7f2a"
 PEER_B, KEY_B = "grpc-b", "key-grpc-b-8a2c4e6f0b1d"
 PEER_UNLISTED, KEY_UNLISTED = "grpc-unlisted", "key-grpc-unlisted-3c5e7a9b1d"
+PEER_SLOW, KEY_SLOW = "grpc-slow", "key-grpc-slow-6b8d0f2a4c6e"  # one call per 100 s
 LIMIT = 16 * 1024
 StatusCode = grpc.StatusCode
 
@@ -41,8 +44,9 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
     config = f"""\
 a2a:
   enabled: true
-  allowed_peers: [{PEER_A}, {PEER_B}]
+  allowed_peers: [{PEER_A}, {PEER_B}, {PEER_SLOW}]
   max_request_body_bytes: {LIMIT}
+  peer_rate_limit_burst: 1
   push_allow_private_networks: true
 server:
   grpc_port: {_free_port()}
@@ -58,6 +62,8 @@ agents:
 """
     for peer, key in ((PEER_A, KEY_A), (PEER_B, KEY_B), (PEER_UNLISTED, KEY_UNLISTED)):
         add_peer(data_dir, peer, key)
+    cli(data_dir, "peers", "add", PEER_SLOW, "--endpoint", "http://127.0.0.1:9",
+        "--rate-limit", "0.01/s", stdin=KEY_SLOW)
     with LiveNode(data_dir, config) as live:
         live.wait_for_event("a2a.grpc.listening")
         yield live
@@ -352,3 +358,54 @@ def test_a_refused_call_never_reaches_the_parser(node: LiveNode) -> None:
             return await raw(b"\xff\xff\xff", metadata=[])
 
     assert refusal(node, body).code() == StatusCode.UNAUTHENTICATED
+
+
+def test_over_the_rate_limit_is_resource_exhausted_with_retry_info(node: LiveNode) -> None:
+    slow = _metadata(PEER_SLOW, KEY_SLOW)
+    answer = run(node, lambda stub: send(stub, "the one call", metadata=slow))
+    assert answer.task.status.state == pb.TASK_STATE_COMPLETED
+    error = refusal(node, lambda stub: send(stub, "one too many", metadata=slow))
+    assert error.code() == StatusCode.RESOURCE_EXHAUSTED
+    [retry] = [d for d in details(error) if isinstance(d, error_details_pb2.RetryInfo)]
+    assert retry.retry_delay.seconds >= 1
+    event = node.wait_for_event("a2a.inbound.rejected", reason="rate_limited",
+                                peer_name=PEER_SLOW)
+    assert event["path"] == "/grpc"
+
+
+def test_with_server_tls_grpc_is_served_over_tls_only(tmp_path: Path) -> None:
+    ca = make_ca()
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    write_node(data_dir, "node", issue(ca, "node"))  # relative paths: the config's directory
+    port = _free_port()
+    config = f"""\
+a2a:
+  enabled: true
+  allowed_peers: [{PEER_A}]
+server:
+  grpc_port: {port}
+  tls: {{cert_file: node.pem, key_file: node.key}}
+agents:
+  - {{id: echo, name: Echo, executor: {{kind: echo}}}}
+"""
+    add_peer(data_dir, PEER_A, KEY_A)
+
+    async def secure() -> pb.SendMessageResponse:
+        credentials = grpc.ssl_channel_credentials(root_certificates=ca.pem)
+        async with grpc.aio.secure_channel(f"127.0.0.1:{port}", credentials) as channel:
+            return await send(A2AServiceStub(channel), "over tls")
+
+    async def plain() -> grpc.StatusCode:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            try:
+                await send(A2AServiceStub(channel), "in the clear")
+            except grpc.aio.AioRpcError as error:
+                return error.code()
+        raise AssertionError("answered in the clear")
+
+    with LiveNode(data_dir, config) as live:
+        assert live.wait_for_event("a2a.grpc.listening")["tls"] is True
+        answer = asyncio.run(secure())
+        assert answer.task.status.state == pb.TASK_STATE_COMPLETED
+        assert asyncio.run(plain()) == StatusCode.UNAVAILABLE
