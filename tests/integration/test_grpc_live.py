@@ -28,6 +28,7 @@ PEER_A, KEY_A = "grpc-a", "key-grpc-a-5d1e9c3b7f2a"
 PEER_B, KEY_B = "grpc-b", "key-grpc-b-8a2c4e6f0b1d"
 PEER_UNLISTED, KEY_UNLISTED = "grpc-unlisted", "key-grpc-unlisted-3c5e7a9b1d"
 PEER_SLOW, KEY_SLOW = "grpc-slow", "key-grpc-slow-6b8d0f2a4c6e"  # one call per 100 s
+PEER_GONE, KEY_GONE = "grpc-gone", "key-grpc-gone-1a3c5e7b9d0f"  # removed while it streams
 LIMIT = 16 * 1024
 StatusCode = grpc.StatusCode
 
@@ -44,7 +45,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
     config = f"""\
 a2a:
   enabled: true
-  allowed_peers: [{PEER_A}, {PEER_B}, {PEER_SLOW}]
+  allowed_peers: [{PEER_A}, {PEER_B}, {PEER_SLOW}, {PEER_GONE}]
   max_request_body_bytes: {LIMIT}
   peer_rate_limit_burst: 1
   push_allow_private_networks: true
@@ -60,7 +61,8 @@ agents:
       entrypoint: examples.slow_writer:factory
       options: {{seconds: 60, chunks: 60}}
 """
-    for peer, key in ((PEER_A, KEY_A), (PEER_B, KEY_B), (PEER_UNLISTED, KEY_UNLISTED)):
+    for peer, key in ((PEER_A, KEY_A), (PEER_B, KEY_B), (PEER_UNLISTED, KEY_UNLISTED),
+                      (PEER_GONE, KEY_GONE)):
         add_peer(data_dir, peer, key)
     cli(data_dir, "peers", "add", PEER_SLOW, "--endpoint", "http://127.0.0.1:9",
         "--rate-limit", "0.01/s", stdin=KEY_SLOW)
@@ -262,6 +264,26 @@ def test_a_parked_task_is_answered_as_it_is_and_the_stream_ends(node: LiveNode) 
 
     [event] = run(node, body)
     assert state_of(event) == pb.TASK_STATE_INPUT_REQUIRED
+
+
+def test_a_stream_ends_unauthenticated_when_its_peer_is_removed(node: LiveNode) -> None:
+    gone = _metadata(PEER_GONE, KEY_GONE)
+
+    async def body(stub: A2AServiceStub) -> grpc.StatusCode:
+        stream = stub.SendStreamingMessage(
+            pb.SendMessageRequest(message=user_message("long", agent="slow")), metadata=gone)
+        first = await stream.read()
+        assert first.task.status.state in (pb.TASK_STATE_SUBMITTED, pb.TASK_STATE_WORKING)
+        cli(node.data_dir, "peers", "remove", PEER_GONE)
+        try:
+            await _collect(stream)  # ends: this returns
+        except grpc.aio.AioRpcError as error:
+            return error.code()
+        raise AssertionError("the stream ended without a refusal")
+
+    assert run(node, body) == StatusCode.UNAUTHENTICATED
+    event = node.wait_for_event("a2a.stream.revoked", peer_name=PEER_GONE)
+    assert event["reason"] == "no_credential_record"
 
 
 def test_subscribe_to_a_final_task_is_failed_precondition(node: LiveNode) -> None:
