@@ -9,6 +9,7 @@ Each call, in the order of the JSON-RPC pipeline (`gateway/endpoint.py`):
 |      | the message is within a2a.max_request_body_bytes       | RESOURCE_EXHAUSTED   |
 | 3-5  | the gates, on the call's metadata (`gates.py`)         | UNAUTHENTICATED,     |
 |      |                                                        | PERMISSION_DENIED    |
+|      | an `a2a-version` present names 1.0                    | FAILED_PRECONDITION  |
 |      | the peer's rate limit (`ratelimit.py`)                 | RESOURCE_EXHAUSTED   |
 | 8    | the request message parses                             | INVALID_ARGUMENT     |
 | 11   | its ProtoJSON document is the method's params          | INVALID_ARGUMENT     |
@@ -38,7 +39,7 @@ from synthorg.errors import SynthorgError
 from synthorg.gateway import dialect, pipeline
 from synthorg.gateway.context import CallContext
 from synthorg.gateway.dispatch import Route
-from synthorg.gateway.endpoint import LAST_EVENT_ID, GatewayConfig
+from synthorg.gateway.endpoint import A2A_VERSION, LAST_EVENT_ID, GatewayConfig
 from synthorg.gateway.gates import Admitted, Refused
 from synthorg.gateway.ratelimit import retry_after
 from synthorg.gateway.replies import RPC_ERRORS, rpc_error
@@ -47,6 +48,7 @@ from synthorg.generated.constants import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     RATE_LIMITED,
+    VERSION_NOT_SUPPORTED,
 )
 from synthorg.generated.grpc import a2a_pb2
 from synthorg.grpc.status import abort
@@ -181,6 +183,9 @@ class A2AServicer:
                  **({"detail": result.detail} if result.detail else {}))
             await abort(context, result.error, result.message)
         peer = result.peer
+        version = headers.get(A2A_VERSION)
+        if version is not None and not dialect.speaks_v1(version):  # this binding is 1.0's
+            await abort(context, VERSION_NOT_SUPPORTED)
         if config.limiter is not None:
             wait = config.limiter.admit(peer)
             if wait is None:

@@ -320,6 +320,14 @@ def test_the_gates_refuse_with_grpc_statuses(
     assert KEY_A not in (error.details() or "")
 
 
+def test_a2a_version_other_than_1_0_is_version_not_supported(node: LiveNode) -> None:
+    answer = run(node, lambda stub: send(stub, "1.0.1", metadata=[*A, ("a2a-version", "1.0")]))
+    assert answer.task.status.state == pb.TASK_STATE_COMPLETED
+    error = refusal(node, lambda stub: send(stub, "0.3", metadata=[*A, ("a2a-version", "0.3")]))
+    assert error.code() == StatusCode.FAILED_PRECONDITION
+    assert details(error)[0].reason == "VERSION_NOT_SUPPORTED"
+
+
 def test_the_credential_alone_names_its_peer(node: LiveNode) -> None:
     answer = run(node, lambda stub: send(stub, "by key", metadata=[("x-api-key", KEY_A)]))
     assert answer.task.status.state == pb.TASK_STATE_COMPLETED
