@@ -3,6 +3,7 @@ so it serves in the same event loop as the HTTP server, over the same gateway co
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -44,14 +45,21 @@ class GrpcListener:
         server = grpc.aio.server(options=self._options())
         server.add_generic_rpc_handlers((self._servicer.handler(),))
         where = address(self._host, self._port)
-        if self._tls is not None:
-            credentials = grpc.ssl_server_credentials(
-                [(self._tls.key.read_bytes(), self._tls.cert.read_bytes())]
-            )
-            bound = server.add_secure_port(where, credentials)
-        else:
-            bound = server.add_insecure_port(where)
+        try:
+            if self._tls is not None:
+                credentials = grpc.ssl_server_credentials(
+                    [(self._tls.key.read_bytes(), self._tls.cert.read_bytes())]
+                )
+                bound = server.add_secure_port(where, credentials)
+            else:
+                bound = server.add_insecure_port(where)
+        except (RuntimeError, OSError):  # grpcio raises RuntimeError for a port in use
+            bound = 0
         if not bound:
+            # The process stops (its lifespan fails): never serve HTTP without the binding
+            # the cards announce.
+            print(f"error: cannot listen for gRPC on {where} (server.grpc_port): in use, or "
+                  "not an address of this machine", file=sys.stderr, flush=True)
             raise OSError(f"cannot listen for gRPC on {where}")
         await server.start()
         self._server = server

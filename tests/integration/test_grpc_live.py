@@ -439,3 +439,43 @@ agents:
         answer = asyncio.run(secure())
         assert answer.task.status.state == pb.TASK_STATE_COMPLETED
         assert asyncio.run(plain()) == StatusCode.UNAVAILABLE
+
+
+def test_with_several_workers_each_serves_the_grpc_port(tmp_path: Path) -> None:
+    port = _free_port()
+    config = f"""\
+a2a:
+  enabled: true
+  allowed_peers: [{PEER_A}]
+server:
+  grpc_port: {port}
+agents:
+  - {{id: echo, name: Echo, executor: {{kind: echo}}}}
+"""
+    add_peer(tmp_path, PEER_A, KEY_A)
+
+    async def calls() -> list[int]:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = A2AServiceStub(channel)
+            answers = [await send(stub, f"call {n}") for n in range(4)]
+            return [int(a.task.status.state) for a in answers]
+
+    with LiveNode(tmp_path, config, env={"SYNTHORG_WORKERS": "2"}) as live:
+        listening = live.wait_for_events("a2a.grpc.listening", 2, timeout=30)
+        assert {event["port"] for event in listening} == {port}
+        assert asyncio.run(calls()) == [pb.TASK_STATE_COMPLETED] * 4
+
+
+def test_a_grpc_port_in_use_stops_the_node(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        config = (f"a2a:\n  enabled: true\n  allowed_peers: [{PEER_A}]\n"
+                  f"server:\n  grpc_port: {port}\n")
+        node = LiveNode(tmp_path, config).start()
+        try:
+            assert node.proc is not None and node.proc.wait(timeout=30) != 0
+            node.wait_for_line(f"error: cannot listen for gRPC on 127.0.0.1:{port}")
+        finally:
+            node.stop()
