@@ -353,7 +353,8 @@ class Node:
         host, http_port = listen
         tls = tls_files(self.config.server.tls, _dir_of(self.config, self.data_dir))
         scope = {"scheme": "https" if tls is not None else "http", "server": (host, http_port)}
-        return GrpcListener(config, host, port, tls, scope, shared_port=_workers() > 1)
+        return GrpcListener(config, host, port, tls, scope, shared_port=_workers() > 1,
+                            max_metadata_bytes=self.config.server.max_header_bytes)
 
     def _task_owners(self) -> list[str]:
         """Every peer that may own an inbound task: the catalog's and the allowlisted."""

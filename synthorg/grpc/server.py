@@ -24,8 +24,10 @@ def address(host: str, port: int) -> str:
 
 class GrpcListener:
     def __init__(self, config: GatewayConfig, host: str, port: int, tls: TlsFiles | None,
-                 scope: Mapping[str, Any], shared_port: bool = False) -> None:
+                 scope: Mapping[str, Any], shared_port: bool = False,
+                 max_metadata_bytes: int = 32 * 1024) -> None:
         self._servicer = A2AServicer(config, scope)
+        self._max_metadata = max_metadata_bytes
         self._config, self._host, self._port = config, host, port
         self._tls, self._shared_port = tls, shared_port
         self._server: grpc.aio.Server | None = None
@@ -35,7 +37,10 @@ class GrpcListener:
         return [
             # A message over the JSON-RPC body's ceiling is refused before it is read.
             ("grpc.max_receive_message_length", limit),
-            ("grpc.max_metadata_size", 64 * 1024),
+            # The call's metadata is its headers: the HTTP server's bound on them, as a hard
+            # limit (grpc refuses between its soft and hard limits only at random).
+            ("grpc.max_metadata_size", self._max_metadata),
+            ("grpc.absolute_max_metadata_size", self._max_metadata),
             # Several workers share the port on purpose; a lone process must not share it
             # with another node by accident.
             ("grpc.so_reuseport", 1 if self._shared_port else 0),

@@ -479,3 +479,12 @@ def test_a_grpc_port_in_use_stops_the_node(tmp_path: Path) -> None:
             node.wait_for_line(f"error: cannot listen for gRPC on 127.0.0.1:{port}")
         finally:
             node.stop()
+
+
+def test_metadata_over_the_header_bound_is_refused(node: LiveNode) -> None:
+    padded = [*A, ("x-padding", "p" * 33_000)]  # over server.max_header_bytes (32 KiB)
+    error = refusal(node, lambda stub: send(stub, "padded", metadata=padded))
+    assert error.code() == StatusCode.RESOURCE_EXHAUSTED
+    assert "p" * 100 not in (error.details() or "")  # sizes are named, never values
+    assert run(node, lambda stub: send(stub, "still served")).task.status.state == (
+        pb.TASK_STATE_COMPLETED)
