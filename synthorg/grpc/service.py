@@ -39,7 +39,7 @@ from synthorg.errors import SynthorgError
 from synthorg.gateway import dialect, pipeline
 from synthorg.gateway.context import CallContext
 from synthorg.gateway.dispatch import Route
-from synthorg.gateway.endpoint import A2A_VERSION, LAST_EVENT_ID, GatewayConfig
+from synthorg.gateway.endpoint import A2A_VERSION, GatewayConfig
 from synthorg.gateway.gates import Admitted, Refused
 from synthorg.gateway.ratelimit import retry_after
 from synthorg.gateway.replies import RPC_ERRORS, rpc_error
@@ -115,11 +115,11 @@ class A2AServicer:
         self, name: str, route: Route, request_cls: type[Message], response_cls: type[Message]
     ) -> Callable[[bytes, Context], Any]:
         async def call(request: bytes, context: Context) -> Message:
-            headers, _, peer = await self._admit(context)
+            _, _, peer = await self._admit(context)
             params = await self._params(name, request, request_cls, peer, context)
             assert route.handler is not None
             try:
-                result = await route.handler(params, self._call(peer, headers))
+                result = await route.handler(params, self._call(peer))
                 return result_message(result, response_cls)
             except SynthorgError as error:
                 await _refuse_error(context, error, name, peer)
@@ -136,7 +136,7 @@ class A2AServicer:
             headers, cert, peer = await self._admit(context)
             params = await self._params(name, request, request_cls, peer, context)
             assert route.stream is not None
-            events_ = route.stream(params, self._call(peer, headers))
+            events_ = route.stream(params, self._call(peer))
             watch = self.config.admission
             revoked = watch.watch(headers, cert) if watch is not None else None
             try:
@@ -219,10 +219,12 @@ class A2AServicer:
             await abort(context, INVALID_PARAMS, None, {"errors": issues})
         return params
 
-    def _call(self, peer: str, headers: Mapping[str, str]) -> CallContext:
+    def _call(self, peer: str) -> CallContext:
+        # No last-event-id: a StreamResponse carries no event id a caller could resume from,
+        # so a stream starts from the task as it is.
         services = self.config.services
         return CallContext(peer, None, None, services.tasks, services.skills, services.push,
-                           headers.get(LAST_EVENT_ID), services.cards, self.scope)
+                           None, services.cards, self.scope)
 
 
 async def _until_revoked(
