@@ -488,3 +488,23 @@ def test_metadata_over_the_header_bound_is_refused(node: LiveNode) -> None:
     assert "p" * 100 not in (error.details() or "")  # sizes are named, never values
     assert run(node, lambda stub: send(stub, "still served")).task.status.state == (
         pb.TASK_STATE_COMPLETED)
+
+
+def test_free_form_metadata_round_trips_and_is_bounded_in_depth(node: LiveNode) -> None:
+    message = user_message("metadata")
+    message.metadata.update({"snake_case_key": {"tenant": "free-form, not a tenant"}})
+    answer = run(node, lambda stub: stub.SendMessage(pb.SendMessageRequest(message=message),
+                                                     metadata=A))
+    echoed = answer.task.history[0].metadata
+    assert echoed["snake_case_key"]["tenant"] == "free-form, not a tenant"
+    deep: dict[str, Any] = {}
+    # Deeper than the JSON-RPC endpoint's bound (32, from the params), though protobuf's own
+    # (64 message levels: two per object) still parses it.
+    for _ in range(31):
+        deep = {"d": deep}
+    nested = user_message("too deep")
+    nested.metadata.update({"deep": deep})
+    error = refusal(node, lambda stub: stub.SendMessage(pb.SendMessageRequest(message=nested),
+                                                        metadata=A))
+    assert error.code() == StatusCode.INVALID_ARGUMENT
+    assert "deeper than" in (error.details() or "")
