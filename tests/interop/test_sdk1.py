@@ -97,7 +97,7 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, mode: st
     # Newest first, the caller's own (the streamed task came after these two).
     assert listed.index(parked["id"]) == listed.index(echo["id"]) - 1
     assert out["canceled"]["status"]["state"] == "TASK_STATE_CANCELED"
-    assert out["missing"] != "found"
+    assert out["missing"] == "TaskNotFoundError"  # the SDK read our refusal as A2A's own
     # Streams, as its streaming client reads them.
     assert out["streamed"], out
     last = out["streamed"][-1]
