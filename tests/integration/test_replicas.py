@@ -12,6 +12,7 @@ runs out, and never before.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -21,10 +22,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TypeVar
 
+import asyncpg
 import httpx
 import pytest
 from cryptography.fernet import Fernet
 
+from synthorg.store.postgres.listener import APPLICATION_NAME as LISTENER_NAME
 from tests.integration.conftest import AGENTS_YAML, KEY_A, KEY_B, PEER_A, PEER_B, api_key_headers
 from tests.integration.helpers import (
     INVALID_PARAMS,
@@ -256,6 +259,54 @@ def test_a_peer_removed_through_one_replica_is_refused_by_the_other_at_once(
         finally:
             replicas.add_peer(PEER_B, KEY_B)
         expect_result(send(b, message("back")))
+
+
+def terminate_listeners(url: str) -> int:
+    """Kill every replica's listening connection, as a lost link or a database restart would
+    (`pg_terminate_backend`); how many there were."""
+    async def terminate() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            return int(await conn.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = $1",
+                LISTENER_NAME))
+        finally:
+            await conn.close()
+
+    return asyncio.run(terminate())
+
+
+def test_a_replica_whose_listener_is_killed_still_refuses_a_removed_peer_and_listens_again(
+    replicas: Replicas, pair: tuple[LiveNode, LiveNode],
+) -> None:
+    """Changes reach a replica by notification; with its listening connection killed, it
+    reads the change counters itself (`store.revisions.polling`) until it listens again
+    (`store.revisions.listening`), and a removed peer is refused at its next request
+    whichever way the replica learnt of it."""
+    first, second = pair
+    with admin(first) as api, client(second, PEER_B, KEY_B) as b:
+        expect_result(send(b, message("before")))
+        second.wait_for_event("store.revisions.listening")
+        listened = len(second.events("store.revisions.listening"))
+        lost = len(second.events("store.revisions.polling"))
+        assert terminate_listeners(replicas.env["SYNTHORG_DATABASE_URL"]) >= 2
+        second.wait_for_events("store.revisions.polling", lost + 1)
+        assert api.delete(f"/peers/{PEER_B}").status_code == 204
+        try:
+            refused = send(b, message("after"))
+            assert refused.status_code == 401
+            assert refused.json()["error"]["code"] == UNAUTHENTICATED
+        finally:
+            replicas.add_peer(PEER_B, KEY_B)
+        expect_result(send(b, message("back")))
+        second.wait_for_events("store.revisions.listening", listened + 1)
+        assert api.delete(f"/peers/{PEER_B}").status_code == 204
+        try:
+            assert send(b, message("after again")).status_code == 401
+        finally:
+            replicas.add_peer(PEER_B, KEY_B)
+        expect_result(send(b, message("back again")))
 
 
 def test_a_peers_rate_limit_holds_across_both_replicas(

@@ -90,7 +90,7 @@ class RevisionListener:
                 waiter.set_result(None)
 
     def watch(self, callback: Callable[[str, int], None]) -> None:
-        """Call `callback(name, revision)` for each change announced while listening."""
+        """Call `callback(name, revision)` for each change announced to this process."""
         self._watchers.append(callback)
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -102,11 +102,24 @@ class RevisionListener:
     def _drop(self) -> None:
         task, conn = self._task, self._conn
         self._task, self._conn, self._live = None, None, False
-        if task is not None and not task.done() and not task.get_loop().is_closed():
-            task.get_loop().call_soon_threadsafe(task.cancel)
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.terminate()
+
+        def stop() -> None:  # each may find its loop closed meanwhile: nothing is left then
+            if task is not None:
+                with contextlib.suppress(Exception):
+                    task.cancel()
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.terminate()
+
+        loop = None if task is None else task.get_loop()
+        try:
+            here = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            here = False
+        if loop is not None and not here and loop.is_running():
+            loop.call_soon_threadsafe(stop)  # a connection is only touched from its loop
+        else:
+            stop()
 
     def close(self) -> None:
         self._drop()
