@@ -13,7 +13,9 @@ Gate 3: the presented credential matches the peer's catalog record,
 
 The verdict of an admitted request (`Admitted`) carries the catalog record gate 3 matched:
 the steps after the gates (the rate limit) read the peer's settings from it, so a request
-costs one catalog lookup. Everything fails closed. The one exception is ``catalog=None`` (a node started with no
+costs one catalog lookup.
+
+Everything fails closed. The one exception is ``catalog=None`` (a node started with no
 catalog at all, development only): gate 3 checks no credential and the allowlist is the
 sole gate (the admin token is still refused).
 """
