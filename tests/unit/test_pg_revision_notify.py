@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 import asyncpg
 from cryptography.fernet import Fernet
@@ -22,14 +23,17 @@ from synthorg.store.postgres.listener import APPLICATION_NAME, RevisionListener
 from synthorg.store.postgres.options import PgOptions
 from synthorg.store.postgres.revisions import CATALOG, SETTINGS
 from synthorg.store.secretbox import SecretBox
+from tests.support.tcp_proxy import TcpProxy
 
 BOUND = 30.0  # seconds: a wait that takes longer has failed (never a pace)
 
 
 @asynccontextmanager
-async def replicas(url: str) -> AsyncIterator[tuple[PgStores, PgStores]]:
+async def replicas(url: str, reader_url: str | None = None
+                   ) -> AsyncIterator[tuple[PgStores, PgStores]]:
     key = Fernet.generate_key().decode()
-    reader, writer = (PgStores(PgOptions(url), SecretBox(key)) for _ in range(2))
+    reader = PgStores(PgOptions(reader_url or url, statement_timeout=1.0), SecretBox(key))
+    writer = PgStores(PgOptions(url), SecretBox(key))
     writer.migrate()
     try:
         yield reader, writer
@@ -155,3 +159,34 @@ def test_a_killed_listener_falls_back_to_reading_and_comes_back(
             assert reader.revisions.reads == reads
 
     asyncio.run(scenario())
+
+
+def test_a_listener_gone_silent_is_dropped_by_its_heartbeat(postgres_database: str) -> None:
+    """The reader reaches the database through a relay that stops passing bytes but keeps
+    the connections open (a silent network): no announcement, no closed connection. The
+    heartbeat gives up on it within its bound, so the reader is not left serving what it last
+    heard; once the network is back it listens again and hears the next change."""
+    parts = urlsplit(postgres_database)
+
+    async def scenario(relay: TcpProxy) -> None:
+        netloc = f"{parts.username}@127.0.0.1:{relay.port}" if parts.username \
+            else f"127.0.0.1:{relay.port}"
+        through = parts._replace(netloc=netloc).geturl()
+        async with replicas(postgres_database, through) as (reader, writer):
+            writer.catalog.put("peer-a", "http://a.example", "api_key", "secret-a-0123456789")
+            await listening(reader)
+            assert await secret_seen(reader, "peer-a") == "secret-a-0123456789"
+            relay.hold()
+            async with asyncio.timeout(BOUND):
+                await listener(reader).until(False)
+            relay.cut()  # the network comes back: the held connections are gone
+            relay.restore()
+            async with asyncio.timeout(BOUND):
+                await listener(reader).until(True)
+            queue = announcements(reader)
+            writer.catalog.remove("peer-a")
+            await announced_up_to(queue(CATALOG), writer.revisions.read_blocking()[CATALOG])
+            assert await secret_seen(reader, "peer-a") is None
+
+    with TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432) as relay:
+        asyncio.run(scenario(relay))
