@@ -370,12 +370,7 @@ class Node:
                              config.session_minutes)
 
     def _rate_limiter(self) -> PeerRateLimiter:
-        settings, gate_catalog = self.settings, self.gate.catalog
-
-        def override(peer: str) -> float | None:
-            record = None if gate_catalog is None else gate_catalog.get(peer)
-            return getattr(record, "rate_limit", None)
-
+        settings = self.settings
         share = process_share()
         # Several processes serve these peers (workers, or replicas of a shared store): the
         # buckets are shared, taken in leases. A lone process keeps them in memory.
@@ -383,7 +378,6 @@ class Node:
         return PeerRateLimiter(
             lambda: settings.peer_rate_limit_per_second,
             lambda: settings.peer_rate_limit_burst,
-            override,
             share,
             shared=shared,
         )
