@@ -187,9 +187,10 @@ class A2AServicer:
         if version is not None and not dialect.speaks_v1(version):  # this binding is 1.0's
             await abort(context, VERSION_NOT_SUPPORTED)
         if config.limiter is not None:
-            wait = config.limiter.admit(peer)
+            own = result.rate_limit
+            wait = config.limiter.admit(peer, own)
             if wait is None:
-                wait = await config.limiter.take(peer)
+                wait = await config.limiter.take(peer, own)
             if wait:
                 seconds = retry_after(wait)
                 emit(events.INBOUND_REJECTED, level="warning", reason="rate_limited",
