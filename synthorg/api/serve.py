@@ -103,7 +103,7 @@ def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
         _started(node, host, port, data_dir, workers)
         stopped = _stopped(host, port, workers)
         if workers == 1:
-            return _run_one(node.app(), node.config.server, tls, sockets[0], stopped)
+            return _run_one(node.app((host, port)), node.config.server, tls, sockets[0], stopped)
     finally:
         node.close()
     code = _run_workers(data_dir, host, workers, node.config.server, tls, sockets)
@@ -184,7 +184,7 @@ async def boot_shared(setup: NodeSetup, stores: Stores, host: str, port: int,
     if found != now:
         emit(store_events.MIGRATED, backend=stores.backend, from_version=found, to_version=now)
     node.warn_at_start(host)
-    return node.app(), lambda: _started(node, host, port, setup.data_dir, workers)
+    return node.app((host, port)), lambda: _started(node, host, port, setup.data_dir, workers)
 
 
 def _say_at_start(data_dir: Path, config_source: Path | None, token: AdminToken,

@@ -41,7 +41,7 @@ def create_app() -> NodeApp | StartingApp:
         return _shared(data_dir, host)
     node = Node.build(data_dir, host)
     LimitedHttpToolsProtocol.limits = ServerLimits.from_config(node.config.server)
-    app = node.app()
+    app = node.app((host, int(os.environ.get("SYNTHORG_BACKEND_PORT") or 0)))
     settle_memory()
     return app
 
