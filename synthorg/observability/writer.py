@@ -1,8 +1,9 @@
 """Event lines off the request's path: a bounded queue and one writer thread.
 
-`put` only appends a rendered line to a queue (no system call, no lock); a thread of its own
-takes everything queued, encodes it once and writes it in one call, at most once per
-`WINDOW` (a burst of lines, from many requests, is one write). A stream nobody reads (a full
+`put` only appends a rendered line to a queue (no write, no lock; the first line after a
+batch sets an event that wakes the writer); a thread of its own takes everything queued,
+encodes it once and writes it in one call, at most once per `WINDOW` unless a flush waits (a
+burst of lines, from many requests, is one write). A stream nobody reads (a full
 pipe) blocks only that thread: the queue is bounded, and a line that finds it full is
 dropped and counted (`dropped`, the `synthorg_event_lines_dropped_total` metric).
 
