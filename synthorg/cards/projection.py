@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
+from urllib.parse import urlsplit
 
 from synthorg.cards.v1 import scheme_v1, security_requirements_v1
 from synthorg.config.company import NodeConfig
@@ -90,7 +91,21 @@ def company_card(
     return _card(
         company, name=company.name, description=company.description,
         url=base_url + RPC_PATH, version=version, skills=skills,
+        grpc=grpc_interface(config, base_url),
     )
+
+
+def grpc_interface(config: NodeConfig, base_url: str) -> dict[str, str] | None:
+    """The gRPC binding (`server.grpc_port`) as an interface: `host:port`, a gRPC target, on
+    the host of the card's base URL. The company card's only: the binding has no agent path
+    (a message names its agent as on the company endpoint)."""
+    port = config.server.grpc_port
+    if port is None or not config.a2a.enabled:
+        return None
+    host = urlsplit(base_url).hostname or "localhost"
+    host = f"[{host}]" if ":" in host else host
+    return {"url": f"{host}:{port}", "protocolBinding": "GRPC",
+            "protocolVersion": A2A_VERSION_1_0}
 
 
 def agent_card(
@@ -107,7 +122,7 @@ def agent_card(
 
 def _card(
     company: CompanyConfig, *, name: str, description: str, url: str, version: str,
-    skills: list[dict[str, Any]],
+    skills: list[dict[str, Any]], grpc: dict[str, str] | None = None,
 ) -> AgentCard:
     card: dict[str, Any] = {
         "name": name,
@@ -119,7 +134,7 @@ def _card(
         "supportedInterfaces": [
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": version}
             for version in DIALECT_VERSIONS
-        ],
+        ] + ([grpc] if grpc is not None else []),
         "supportsAuthenticatedExtendedCard": True,
         "capabilities": {
             "streaming": True,  # message/stream and tasks/resubscribe

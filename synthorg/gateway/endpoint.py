@@ -7,7 +7,7 @@ one plain ASGI app. Read top to bottom, it is the request pipeline:
 | 1    | the method is POST                                      | 405, Allow: POST      |
 | 2    | a declared Content-Length is well formed and in bounds  | 400 / 413, -32600     |
 | 3-5  | the three gates, on headers alone (`gates.py`)          | 401 / 403             |
-|      | the peer's rate limit (`ratelimit.py`)                  | 429, -32005           |
+|      | the peer's rate limit (`ratelimit.py`), by its record   | 429, -32005           |
 |      | an agent endpoint's id is well formed                   | 404, -32012           |
 | 6    | Content-Type is application/json                        | 415, -32600 / -32005  |
 | 7    | the body streams in under the same ceiling              | 413, -32600           |
@@ -165,10 +165,11 @@ class Gateway:
             return
         peer, agent = result.peer, target.agent
         note_admitted(peer)
-        if config.limiter is not None:
-            wait = config.limiter.admit(peer)
+        if config.limiter is not None:  # by the record the gates read: no second lookup
+            own = result.rate_limit
+            wait = config.limiter.admit(peer, own)
             if wait is None:  # this process's lease is spent: ask the shared bucket
-                wait = await config.limiter.take(peer)
+                wait = await config.limiter.take(peer, own)
             if wait:
                 await _rate_limited(send, path, peer, wait, v1)
                 return

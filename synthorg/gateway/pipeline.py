@@ -97,6 +97,16 @@ def _check_structure(value: Any, check_strings: bool) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
+def too_deep(value: Any) -> str | None:
+    """The refusal of a document nested deeper than MAX_DEPTH (parsed by another binding's
+    parser), else None."""
+    try:
+        _check_structure(value, False)
+    except _Reject as reject:
+        return reject.message
+    return None
+
+
 def _parse(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
@@ -196,6 +206,32 @@ def _validation_issues(error: ValidationError) -> list[dict[str, Any]]:
     return issues
 
 
+def validated(
+    spoken: dialect.Dialect, method: str, raw_params: dict[str, Any], body: bytes | None = None
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Step 11: the params as `method`'s model of `spoken`, or the issues that refuse them
+    (-32602 / INVALID_ARGUMENT, each issue's `loc` free of the caller's own names). `body`:
+    the request's bytes, when they can tell that nothing needs renaming (every binding
+    validates here, so each refuses the same params the same way)."""
+    # Envelope precedence: the envelope's method is copied over params.method, so the
+    # params are validated as the envelope's method. A different params.method is also
+    # reported, as the spec's const says, instead of passing silently.
+    issues = _smuggled_method(raw_params, method)
+    v1 = spoken is dialect.V1
+    # A proto field name holds an underscore: a body without one has none to rename.
+    if v1 and (body is None or b"_" in body):
+        raw_params, renamed = json_names(raw_params)
+        issues += renamed
+    if v1 and (body is None or b"tenant" in body):
+        issues += tenant_issues(raw_params)
+    params = None
+    try:
+        params = spoken.params.validate_python({**raw_params, "method": method})
+    except ValidationError as exc:
+        issues = _validation_issues(exc) + issues
+    return params, issues
+
+
 async def answer(
     body: bytes, peer: str, agent_id: str | None, services: Services,
     last_event_id: str | None = None,
@@ -236,20 +272,7 @@ async def answer(
             return 200, refused(METHOD_NOT_FOUND, None, None)
         route, spoken = found
         v1 = spoken is dialect.V1
-        # Envelope precedence: the envelope's method is copied over params.method, so the
-        # params are validated as the envelope's method. A different params.method is also
-        # reported, as the spec's const says, instead of passing silently.
-        issues = _smuggled_method(raw_params, method)
-        # A proto field name holds an underscore: a body without one has none to rename.
-        if v1 and b"_" in body:
-            raw_params, renamed = json_names(raw_params)
-            issues += renamed
-        if v1 and b"tenant" in body:
-            issues += tenant_issues(raw_params)
-        try:
-            params = spoken.params.validate_python({**raw_params, "method": method})
-        except ValidationError as exc:
-            issues = _validation_issues(exc) + issues
+        params, issues = validated(spoken, method, raw_params, body)
         if issues:
             emit(
                 events.BOUNDARY_VALIDATION_FAILED,

@@ -3,6 +3,7 @@ tests in `test_sdk1.py`, which run this file as a subprocess with that venv's py
 1.x SDK shares the `a2a` import name with the 0.3 SDK of the dev venv.
 
     python sdk1_driver.py client URL PEER KEY   the 1.x client against a node; prints JSON
+    python sdk1_driver.py grpc-client URL PEER KEY   the same over the card's GRPC interface
     python sdk1_driver.py server PEER KEY       a 1.x server on 127.0.0.1 (prints "PORT n",
                                                 serves until stdin closes)
 
@@ -35,7 +36,8 @@ def _dict(message: Any) -> dict[str, Any]:
 # -- the client -------------------------------------------------------------------------------
 
 
-async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
+async def client_run(url: str, peer: str, key: str, grpc: bool = False) -> dict[str, Any]:
+    import grpc as grpc_lib
     from a2a.client import ClientCallContext, ClientConfig, ClientFactory
     from a2a.client.interceptors import AfterArgs, BeforeArgs, ClientCallInterceptor
     from a2a.types.a2a_pb2 import (
@@ -62,7 +64,16 @@ async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(timeout=30) as http:
-        factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
+
+        def config(streaming: bool) -> ClientConfig:
+            if not grpc:
+                return ClientConfig(streaming=streaming, httpx_client=http)
+            return ClientConfig(  # the card's GRPC interface, its url a gRPC target
+                streaming=streaming, httpx_client=http, supported_protocol_bindings=["GRPC"],
+                grpc_channel_factory=grpc_lib.aio.insecure_channel,
+            )
+
+        factory = ClientFactory(config(False))
         client = await factory.create_from_url(url, interceptors=[PeerHeaders()])
 
         async def send(text: str, agent: str) -> dict[str, Any]:
@@ -84,9 +95,9 @@ async def client_run(url: str, peer: str, key: str) -> dict[str, Any]:
 
         out["echo"] = await send("hello from sdk 1.x", "echo")
         parked = (await send("park me", "parker"))["task"]
-        streaming = await ClientFactory(
-            ClientConfig(streaming=True, httpx_client=http)
-        ).create_from_url(url, interceptors=[PeerHeaders()])
+        streaming = await ClientFactory(config(True)).create_from_url(
+            url, interceptors=[PeerHeaders()]
+        )
         message = ParseDict(
             {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
              "parts": [{"text": "stream me"}], "metadata": {"agentId": "echo"}},
@@ -225,6 +236,9 @@ def server_run(peer: str, key: str) -> None:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["client"] and len(argv) == 4:
         print(json.dumps(asyncio.run(client_run(*argv[1:]))))
+        return 0
+    if argv[:1] == ["grpc-client"] and len(argv) == 4:
+        print(json.dumps(asyncio.run(client_run(*argv[1:], grpc=True))))
         return 0
     if argv[:1] == ["server"] and len(argv) == 3:
         server_run(*argv[1:])

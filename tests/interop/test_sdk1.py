@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,13 +75,18 @@ def driver(*args: str, timeout: float = 120) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
     data_dir: Path = tmp_path_factory.mktemp("sdk1-client")
-    with NodeProcess(data_dir, CONFIG) as running:
+    with socket.socket() as sock:  # a free port for the gRPC binding
+        sock.bind(("127.0.0.1", 0))
+        grpc_port = sock.getsockname()[1]
+    with NodeProcess(data_dir, CONFIG + f"server: {{grpc_port: {grpc_port}}}\n") as running:
         cli(data_dir, "peers", "add", PEER, "--endpoint", "http://127.0.0.1:9", stdin=KEY)
         yield running
 
 
-def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
-    out = driver("client", node.url, PEER, KEY)
+@pytest.mark.parametrize("mode", ["client", "grpc-client"])
+def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, mode: str) -> None:
+    """Over JSON-RPC, and over gRPC (the card's GRPC interface, the SDK's gRPC transport)."""
+    out = driver(mode, node.url, PEER, KEY)
     echo = out["echo"]["task"]
     assert echo["status"]["state"] == "TASK_STATE_COMPLETED"
     assert echo["artifacts"][0]["parts"][0]["text"] == "hello from sdk 1.x"
@@ -92,7 +98,7 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
     # Newest first, the caller's own (the streamed task came after these two).
     assert listed.index(parked["id"]) == listed.index(echo["id"]) - 1
     assert out["canceled"]["status"]["state"] == "TASK_STATE_CANCELED"
-    assert out["missing"] != "found"
+    assert out["missing"] == "TaskNotFoundError"  # the SDK read our refusal as A2A's own
     # Streams, as its streaming client reads them.
     assert out["streamed"], out
     last = out["streamed"][-1]
@@ -105,7 +111,8 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess) -> None:
     api_key = out["extended"]["securitySchemes"]["ApiKey"]["apiKeySecurityScheme"]
     assert (api_key["location"], api_key["name"]) == ("header", "X-API-Key")
     # It spoke 1.0 (its card choice), not 0.3 through the SDK's compatibility layer.
-    methods = {event["method"] for event in node.events("a2a.inbound.received")}
+    received = node.events("a2a.inbound.received")
+    methods = {e["method"] for e in received if (e.get("path") == "/grpc") == (mode != "client")}
     assert {
         "SendMessage", "GetTask", "ListTasks", "CancelTask", "GetExtendedAgentCard",
         "SendStreamingMessage", "SubscribeToTask",

@@ -1704,6 +1704,8 @@ export interface components {
              */
             max_connections: number;
             tls?: components["schemas"]["ServerTlsConfig"];
+            /** @description Serve A2A 1.0 over gRPC (the A2AService of A2A 1.0's a2a.proto) on this TCP port too, on the same host as HTTP and in the same process, while a2a is enabled; absent, there is no gRPC listener. The same gates as the JSON-RPC endpoint, by metadata under the same (lower-case) header names, the same rate limits, messages up to a2a.max_request_body_bytes and metadata up to max_header_bytes; with tls set it serves TLS with the same certificate (server authentication only: no client certificate is asked for, so a peer of scheme mtls is refused there). The cards list it in supportedInterfaces (protocolBinding GRPC). With several workers each process listens on it (SO_REUSEPORT). */
+            grpc_port?: number;
         };
         /** @description Serve HTTPS, and request a client certificate for mutual TLS. Paths are PEM files; a relative one is relative to the directory of this file. The same certificate and key are this node's client certificate on its outbound calls to peers (delegation, card fetches), so one certificate, pinned by its SPKI SHA-256, is the node in both directions. Read at start: a change needs a restart. */
         ServerTlsConfig: {
