@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
+
+from pydantic import ValidationError
 
 from synthorg.generated.constants import TERMINAL_STATES
 from synthorg.generated.models import Task
+from synthorg.store.task_codec import loads
 
 
 @dataclass(frozen=True)
@@ -22,6 +26,30 @@ class Delegation:
     task: Task  # last known remote task (artifacts included)
     created_at: str
     updated_at: str
+
+
+_OLD_BYTES_KEY = "bytes_"  # the model's field name, not its alias "bytes"
+
+
+def _renamed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {("bytes" if key == _OLD_BYTES_KEY and "bytes" not in value else key):
+                _renamed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamed(item) for item in value]
+    return value
+
+
+def load_task(body: str) -> Task:
+    """A delegation's stored task. Earlier releases' push receiver stored a pushed task by
+    field names, so a file part's bytes may sit under `bytes_`: such a body is read with
+    the key put right, never lost."""
+    try:
+        return loads(body)
+    except ValidationError:
+        if _OLD_BYTES_KEY not in body:
+            raise
+        return Task.model_validate(_renamed(json.loads(body)))
 
 
 def _status_time(task: Task) -> datetime | None:

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from cryptography.fernet import Fernet
+from pydantic import ValidationError
 
 from synthorg.errors import SecretUnreadable
 from synthorg.generated.models import Task
 from synthorg.store.backend import Stores
-from synthorg.store.delegations import Delegation
+from synthorg.store.delegations import Delegation, load_task
 from synthorg.store.postgres.backend import PgStores
 from synthorg.store.postgres.options import PgOptions
 from synthorg.store.secretbox import SecretBox
@@ -613,3 +615,18 @@ def test_push_receipts_refuse_a_delivery_id_seen_before(bundles: Bundles) -> Non
     assert run(two.push_receipts.first("peer-b", "d-1", 101.0, None))  # per peer
     # receipts older than the window are forgotten
     assert run(one.push_receipts.first("peer-a", "d-1", 500.0, 200.0))
+
+
+def test_a_task_an_earlier_release_stored_by_field_name_reads_back() -> None:
+    """Earlier releases' push receiver stored a pushed task by field names: a file part's
+    bytes under `bytes_`. Such a body reads back with its bytes, nothing lost."""
+    body = json.dumps({
+        "kind": "task", "id": "r-1", "contextId": "c-1", "status": {"state": "completed"},
+        "artifacts": [{"artifactId": "a-1", "parts": [
+            {"kind": "file", "file": {"bytes_": "aGk=", "mimeType": "text/plain"}}]}],
+    })
+    task = load_task(body)
+    part = task.model_dump(by_alias=True, exclude_none=True)["artifacts"][0]["parts"][0]
+    assert part["file"] == {"bytes": "aGk=", "mimeType": "text/plain"}
+    with pytest.raises(ValidationError):
+        load_task(body.replace("aGk=", "").replace('"bytes_": ""', '"other": 1'))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from synthorg.clock import utc_now
 from synthorg.generated.models import Task
-from synthorg.store.delegations import Delegation, supersedes
+from synthorg.store.delegations import Delegation, load_task, supersedes
 from synthorg.store.postgres.database import Connection, PgDatabase, Row
-from synthorg.store.task_codec import dumps, loads
+from synthorg.store.task_codec import dumps
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
@@ -17,7 +17,7 @@ _COLUMNS = (
 def _record(row: Row) -> Delegation:
     local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated = row
     return Delegation(
-        local_id, peer, remote_id, context_id, message_id, state, origin, loads(body),
+        local_id, peer, remote_id, context_id, message_id, state, origin, load_task(body),
         created, updated,
     )
 
@@ -42,7 +42,7 @@ class PgDelegationStore:
             row: Row | None = await conn.fetchrow(
                 f"SELECT {_COLUMNS} FROM delegations WHERE id = $1 FOR UPDATE", local_id
             )
-            if row is None or not supersedes(loads(row[7]), task):
+            if row is None or not supersedes(load_task(row[7]), task):
                 return row
             row = await conn.fetchrow(
                 f"UPDATE delegations SET state = $1, body = $2, updated_at = $3 WHERE id = $4 "

@@ -7,9 +7,9 @@ from typing import Any
 
 from synthorg.clock import utc_now
 from synthorg.generated.models import Task
-from synthorg.store.delegations import Delegation, supersedes
+from synthorg.store.delegations import Delegation, load_task, supersedes
 from synthorg.store.sqlite.database import Database
-from synthorg.store.task_codec import dumps, loads
+from synthorg.store.task_codec import dumps
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
@@ -20,7 +20,7 @@ _COLUMNS = (
 def _record(row: tuple[Any, ...]) -> Delegation:
     local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated = row
     return Delegation(
-        local_id, peer, remote_id, context_id, message_id, state, origin, loads(body),
+        local_id, peer, remote_id, context_id, message_id, state, origin, load_task(body),
         created, updated,
     )
 
@@ -49,7 +49,7 @@ class SqliteDelegationStore:
             ).fetchone()
             if row is None:
                 raise LookupError(f"no delegation {local_id}")
-            if not supersedes(loads(row[7]), task):
+            if not supersedes(load_task(row[7]), task):
                 return _record(row)
             conn.execute(
                 "UPDATE delegations SET state = ?, body = ?, updated_at = ? WHERE id = ?",
