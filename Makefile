@@ -13,10 +13,10 @@ venv: $(STAMP)
 
 # The official a2a-sdk 1.x for the interop tests (tests/interop/test_sdk1.py): it shares the
 # `a2a` import name with the 0.3 SDK of .venv, so it gets a virtualenv of its own, driven as
-# a subprocess. Small: the SDK with its HTTP server and signing extras, and uvicorn.
+# a subprocess. Small: the SDK with its HTTP server, signing and gRPC extras, and uvicorn.
 SDK1_VENV := .venv-sdk1
 SDK1_STAMP := $(SDK1_VENV)/.installed
-SDK1_PACKAGES := 'a2a-sdk[http-server,signing]==1.3.0' 'uvicorn==0.54.0'
+SDK1_PACKAGES := 'a2a-sdk[http-server,signing,grpc]==1.3.0' 'uvicorn==0.54.0'
 
 sdk1-venv: $(SDK1_STAMP)
 

@@ -53,10 +53,10 @@ def _resp(*parts: str) -> bytes:
 
 
 def local(n: int) -> float:
-    limiter = PeerRateLimiter(lambda: 1e6, lambda: 1_000_000, lambda _: None, 1)
+    limiter = PeerRateLimiter(lambda: 1e6, lambda: 1_000_000, 1)
     started = time.perf_counter()
     for _ in range(n):
-        limiter.admit("peer-a")
+        limiter.admit("peer-a", None)
     return (time.perf_counter() - started) / n * 1e6
 
 
@@ -100,12 +100,12 @@ async def leased(n: int, take: Take, rate: float) -> tuple[float, float]:
     """Decisions for one peer at `rate` (its burst `n`, so none is refused: each is an
     admitted request's cost) through the limiter with the shared bucket, as the gateway
     makes them."""
-    limiter = PeerRateLimiter(lambda: rate, lambda: n, lambda _: None, 2, shared=take)
+    limiter = PeerRateLimiter(lambda: rate, lambda: n, 2, shared=take)
     peer = f"peer-{rate:g}-{secrets.token_hex(4)}"  # a fresh bucket, even in a kept database
     started, cpu = time.perf_counter(), time.process_time()
     for _ in range(n):
-        if limiter.admit(peer) is None:
-            await limiter.take(peer)
+        if limiter.admit(peer, None) is None:
+            await limiter.take(peer, None)
     return ((time.perf_counter() - started) / n * 1e6, (time.process_time() - cpu) / n * 1e6)
 
 

@@ -1,5 +1,5 @@
 """`python -m codegen [--check]`: write (or verify) the generated models, constants and dispatch
-table."""
+table, and the gRPC modules of the vendored A2A 1.0 proto."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from codegen.constants import UNION_V1, methods, render_constants
 from codegen.dispatch import ADAPTERS_V1, render_dispatch
 from codegen.models import render_models
 from codegen.naming import adapter_function, handler_module
+from codegen.protos import render_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUTS = {
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if output is stale")
     args = parser.parse_args(argv)
     rendered = {path: render() for path, render in OUTPUTS.items()}
+    rendered.update(render_grpc(ROOT))  # the gRPC binding's modules, from spec/proto
     fingerprint_path, rendered[fingerprint_path], version_problems = _fingerprint()
     if args.check:
         stale = [p for p, text in rendered.items() if not p.exists() or p.read_text() != text]

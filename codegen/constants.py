@@ -135,16 +135,17 @@ def _states() -> list[str]:
     return lines
 
 
-def _enum(definition: str, prefix: str, member: str | None = None) -> list[str]:
+def _enum(definition: str, prefix: str, member: str | None = None,
+          plural: str | None = None) -> list[str]:
     """`<PREFIX>_<VALUE>` for each value of a string enum (or of one member's enum), and the
-    set of them as `<PREFIX>S`."""
+    set of them as `plural` (by default `<PREFIX>S`)."""
     schema = all_definitions()[definition][1]
     if member is not None:
         schema = schema["properties"][member]
     values = schema["enum"]
     names = [f"{prefix}_{upper_snake(value)}" for value in values]
     lines = [f"{name}: Final = {value!r}" for name, value in zip(names, values, strict=True)]
-    lines.append(f"{prefix}S: Final = frozenset({{{', '.join(names)}}})")
+    lines.append(f"{plural or prefix + 'S'}: Final = frozenset({{{', '.join(names)}}})")
     return lines
 
 
@@ -197,6 +198,27 @@ def _header_parameters(document: dict[str, Any]) -> list[str]:
         f"{re.sub(r'^X_', '', name.replace('-', '_').upper())}_HEADER: Final = {name!r}"
         for name in names
     ]
+
+
+def _media_types(document: dict[str, Any]) -> list[str]:
+    """`MEDIA_TYPE_<TYPE>_<SUBTYPE>` for every media type a request or response body of the
+    spec is declared in (the `content` keys), in document order."""
+    found: dict[str, None] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            content = node.get("content")
+            if isinstance(content, dict):
+                found.update(dict.fromkeys(content))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document["paths"])
+    walk(document["components"])
+    return [f"MEDIA_TYPE_{upper_snake(media)}: Final = {media!r}" for media in found]
 
 
 def operations(document: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
@@ -290,6 +312,26 @@ def render_constants() -> str:
         + "\n"
         + "\n".join(_enum("PushRefusal", "PUSH_REFUSAL", "error"))
     )
+    blocks.append(
+        "# The admin API's closed sets (spec/schemas/admin.json): audit events (AuditEvent) and\n"
+        "# the doors a change came through (AuditRecord.via), a task list's direction\n"
+        "# (AdminTaskList), what discovery knows of a peer's card (PeerCardState.status;\n"
+        "# PeerCardView.status is two of them) and its signature (PeerCardView), and the\n"
+        "# probes' answers (HealthStatus)\n"
+        + "\n".join(_enum("AuditEvent", "AUDIT_EVENT"))
+        + "\n"
+        + "\n".join(_enum("AuditRecord", "AUDIT_VIA", "via", "AUDIT_VIA_VALUES"))
+        + "\n"
+        + "\n".join(_enum("AdminTaskList", "TASK_DIRECTION", "direction"))
+        + "\n"
+        + "\n".join(_enum("PeerCardState", "CARD_STATUS", "status", "CARD_STATUSES"))
+        + "\n"
+        + "\n".join(_enum("PeerCardView", "CARD_SIGNATURE", "signature"))
+        + "\n"
+        + "\n".join(_enum("HealthStatus", "HEALTH_STATUS", "status", "HEALTH_STATUSES"))
+    )
+    blocks.append("# Media types of the bodies (spec/openapi.yaml, each `content`)\n"
+                  + "\n".join(_media_types(document)))
     blocks.append("# A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)\n"
                   + "\n".join(_versions()))
     blocks.append("# Names\n" + "\n".join(_patterns()))

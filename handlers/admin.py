@@ -34,7 +34,12 @@ from synthorg.generated.constants import (
     ADMIN_ERROR_UNKNOWN_SETTING,
     ADMIN_ERROR_UNKNOWN_TASK,
     ADMIN_LIST_PEERS,
+    AUDIT_VIA_VALUES,
+    MEDIA_TYPE_APPLICATION_JSON,
+    MEDIA_TYPE_TEXT_EVENT_STREAM,
     PEER_NAME_PATTERN,
+    TASK_DIRECTION_INBOUND,
+    TASK_DIRECTIONS,
 )
 from synthorg.generated.models import (
     AuditEvent,
@@ -48,6 +53,7 @@ from synthorg.generated.models import (
     TaskState,
 )
 from synthorg.http.numbers import NumberTooLong, json_int
+from synthorg.http.responses import admin_error
 from synthorg.observability.events.admin import INTERNAL_ERROR, REQUEST_REFUSED
 from synthorg.observability.log import emit
 from synthorg.store.catalog import MIN_SECRET_LENGTH
@@ -74,14 +80,11 @@ class InvalidBody(errors.SynthorgError):
 _REFUSALS[InvalidBody] = (400, ADMIN_ERROR_INVALID_BODY)
 
 
-def _document(error: str, message: str, key: object = None, allowed: object = None
-              ) -> dict[str, Any]:
-    document: dict[str, Any] = {"error": error, "message": message}
-    if key is not None:
-        document["key"] = key
-    if allowed is not None:
-        document["allowed"] = allowed
-    return document
+def _refusal(status: int, error: str, message: str, key: object = None,
+             allowed: object = None) -> Response:
+    """An AdminError answer (the spec's model, serialised once)."""
+    return Response(admin_error(error, message, key, allowed), status_code=status,
+                    media_type=MEDIA_TYPE_APPLICATION_JSON, headers={"Cache-Control": "no-store"})
 
 
 def _answer(status: int, document: Any = None, headers: dict[str, str] | None = None
@@ -90,7 +93,7 @@ def _answer(status: int, document: Any = None, headers: dict[str, str] | None = 
     if document is None:
         return Response(status_code=status, headers=all_headers)
     body = json.dumps(document, separators=(",", ":")).encode()
-    return Response(body, status_code=status, media_type="application/json",
+    return Response(body, status_code=status, media_type=MEDIA_TYPE_APPLICATION_JSON,
                     headers=all_headers)
 
 
@@ -106,14 +109,14 @@ def _answered(operation: Operation) -> Operation:
             if isinstance(problem, errors.SecretUnreadable):  # safe to show the operator
                 emit(INTERNAL_ERROR, level="error", operation=operation.__name__,
                      reason="secretbox", detail=str(problem))
-                return _answer(500, _document(ADMIN_ERROR_INTERNAL_ERROR, str(problem)))
+                return _refusal(500, ADMIN_ERROR_INTERNAL_ERROR, str(problem))
             if refusal is None:
                 return _fault(operation, problem)
             status, error = refusal
             key, allowed = problem.detail.get("key"), problem.detail.get("allowed")
             emit(REQUEST_REFUSED, level="warning", operation=operation.__name__,
                  status=status, error=error, key=key)
-            return _answer(status, _document(error, str(problem), key, allowed))
+            return _refusal(status, error, str(problem), key, allowed)
         except Exception as exc:
             return _fault(operation, exc)
 
@@ -122,7 +125,7 @@ def _answered(operation: Operation) -> Operation:
 
 def _fault(operation: Operation, exc: Exception) -> Response:
     emit(INTERNAL_ERROR, level="error", operation=operation.__name__, reason=type(exc).__name__)
-    return _answer(500, _document(ADMIN_ERROR_INTERNAL_ERROR, "Internal error"))
+    return _refusal(500, ADMIN_ERROR_INTERNAL_ERROR, "Internal error")
 
 
 def _reject_constant(name: str) -> Any:
@@ -277,7 +280,7 @@ async def status(request: HttpRequest, ctx: AdminContext) -> Response:
 
 # -- tasks -------------------------------------------------------------------------------------
 
-_DIRECTIONS = ("inbound", "outbound")
+_DIRECTIONS = TASK_DIRECTIONS
 _TASK_STATES = frozenset(get_args(TaskState))
 _MAX_PAGE = 100
 _PEER_NAME = re.compile(PEER_NAME_PATTERN)
@@ -313,7 +316,7 @@ def _peer_param(values: dict[str, str]) -> str | None:
 def _task_query(request: HttpRequest) -> TaskListQuery:
     values = _query(request, frozenset(
         {"direction", "peer", "agent", "state", "since", "pageSize", "pageToken"}))
-    direction = values.get("direction", "inbound")
+    direction = values.get("direction", TASK_DIRECTION_INBOUND)
     if direction not in _DIRECTIONS:
         raise errors.InvalidValue("direction must be inbound or outbound", key="direction")
     state = values.get("state")
@@ -350,7 +353,7 @@ def _utc_time(text: str) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-_VIAS = ("admin_api", "cli")
+_VIAS = AUDIT_VIA_VALUES
 _AUDIT_EVENTS = frozenset(get_args(AuditEvent))
 _SETTING_NAMES = frozenset(get_args(SettingName))
 _MAX_AUDIT = 1000
@@ -402,7 +405,7 @@ async def cancel_task(request: HttpRequest, ctx: AdminContext) -> Response:
 @_answered
 async def task_events(request: HttpRequest, ctx: AdminContext) -> Response:
     events = await ctx.follow_task(*_task_target(request))  # UnknownTask: 404, before any
-    return StreamingResponse(_sse(events), media_type="text/event-stream",
+    return StreamingResponse(_sse(events), media_type=MEDIA_TYPE_TEXT_EVENT_STREAM,
                              headers={"Cache-Control": "no-store"})
 
 

@@ -12,8 +12,6 @@ cache keeps them apart.
 
 from __future__ import annotations
 
-import json
-
 from starlette.responses import Response
 
 from handlers.context import CardDocument, CardsContext, HttpRequest
@@ -24,8 +22,11 @@ from synthorg.generated.constants import (
     CARD_ERROR_INVALID_AGENT_ID,
     CARD_ERROR_UNKNOWN_AGENT,
     IF_NONE_MATCH_HEADER,
+    MEDIA_TYPE_APPLICATION_JSON,
 )
+from synthorg.generated.models import CardError
 from synthorg.http.caching import none_match
+from synthorg.http.responses import error_json
 from synthorg.http.version import major_minor
 from synthorg.names import is_agent_id
 
@@ -78,7 +79,7 @@ def _card(
     # Several If-None-Match headers form one list, as if joined by commas.
     if none_match(", ".join(request.header_values(IF_NONE_MATCH_HEADER)), rendered.etag):
         return Response(status_code=304, headers=headers)
-    return Response(rendered.body, media_type="application/json", headers=headers)
+    return Response(rendered.body, media_type=MEDIA_TYPE_APPLICATION_JSON, headers=headers)
 
 
 def _disabled() -> Response:
@@ -88,8 +89,8 @@ def _disabled() -> Response:
 
 def _error(status: int, error: str, message: str) -> Response:
     return Response(
-        json.dumps({"error": error, "message": message}).encode(),
+        error_json(CardError.model_validate({"error": error, "message": message})),
         status_code=status,
-        media_type="application/json",
+        media_type=MEDIA_TYPE_APPLICATION_JSON,
         headers={"Cache-Control": "no-store"},
     )

@@ -10,16 +10,17 @@ verified body that is not a Task; each refusal is an event naming its reason.
 
 from __future__ import annotations
 
-import json
-
 from starlette.responses import Response
 
 from handlers.context import HttpRequest, PushReceiverContext
 from synthorg.generated.constants import (
+    MEDIA_TYPE_APPLICATION_JSON,
     PUSH_REFUSAL_INVALID_BODY,
     PUSH_REFUSAL_REPLAYED,
     PUSH_REFUSAL_UNAUTHORIZED,
 )
+from synthorg.generated.models import PushRefusal
+from synthorg.http.responses import error_json
 from synthorg.push.signing import (
     DELIVERY_ID_HEADER,
     SIGNATURE_HEADER,
@@ -59,5 +60,6 @@ async def receive(request: HttpRequest, ctx: PushReceiverContext) -> Response:
     )
     if status == 204:
         return Response(status_code=204, headers=_HEADERS)
-    body = json.dumps({"error": _ERRORS[status], "message": _MESSAGES[status]})
-    return Response(body, status, media_type="application/json", headers=_HEADERS)
+    body = error_json(PushRefusal.model_validate(
+        {"error": _ERRORS[status], "message": _MESSAGES[status]}))
+    return Response(body, status, media_type=MEDIA_TYPE_APPLICATION_JSON, headers=_HEADERS)

@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from synthorg.generated.constants import JSONRPC_VERSION, RpcErrorSpec
 
 RequestId = str | int | None
@@ -18,6 +20,8 @@ RequestId = str | int | None
 # A result's envelope around bytes already serialised (a model, an event as logged): one
 # %-format fills it, so the result is neither parsed again nor copied more than once.
 _RESULT = b'{"jsonrpc": %s, "id": %%s, "result": %%s}' % json.dumps(JSONRPC_VERSION).encode()
+_REQUEST = (b'{"jsonrpc": %s, "id": %%s, "method": %%s, "params": %%s}'
+            % json.dumps(JSONRPC_VERSION).encode())
 
 
 def encoded_id(request_id: RequestId) -> bytes:
@@ -44,7 +48,24 @@ def error(
 
 
 def request(method: str, params: Mapping[str, Any], request_id: str | int) -> bytes:
-    """A request envelope, as the node sends its calls to a peer."""
+    """A request envelope around params given as JSON values."""
     return json.dumps(
         {"jsonrpc": JSONRPC_VERSION, "id": request_id, "method": method, "params": params}
     ).encode()
+
+
+def method_of(params: BaseModel) -> str:
+    """The method a generated params model is for: its `method` member (the discriminator
+    the spec gives every params object; on the wire it is the envelope's, not a param)."""
+    method = getattr(params, "method", None)
+    if not isinstance(method, str):
+        raise TypeError(f"{type(params).__name__} names no method")
+    return method
+
+
+def call(params: BaseModel, request_id: str | int) -> bytes:
+    """A request envelope around a generated params model, as the node sends its calls to a
+    peer: the model serialised once, without its `method` (the envelope's member)."""
+    encoded = params.model_dump_json(by_alias=True, exclude_none=True, exclude={"method"})
+    return _REQUEST % (encoded_id(request_id), json.dumps(method_of(params)).encode(),
+                       encoded.encode())

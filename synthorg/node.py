@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from synthorg.admin.activity import ActivityView
 from synthorg.admin.api import AdminApi
@@ -82,6 +82,9 @@ from synthorg.tls.context import problems as problems_of_tls
 from synthorg.web.app import NodeApp
 from synthorg.web.endpoints import operation_endpoints
 from synthorg.web.router import Endpoint
+
+if TYPE_CHECKING:
+    from synthorg.grpc.server import GrpcListener
 
 
 def is_loopback(host: str) -> bool:
@@ -295,20 +298,21 @@ class Node:
             traced=traced,
         )
 
-    def app(self) -> NodeApp:
-        """The ASGI app serving this node."""
-        gateway = Gateway(
-            GatewayConfig(
-                enabled=self.enabled,
-                max_request_body_bytes=self.config.a2a.max_request_body_bytes,
-                gate=self.gate,
-                agent_ids=frozenset(agent.id for agent in self.config.agents),
-                services=Services(self.tasks, self.skills, self.push, self.cards),
-                request_started=self.stores.request_started,
-                limiter=self._rate_limiter(),
-                admission=AdmissionWatch(self.gate, self.stores.request_started),
-            )
+    def app(self, listen: tuple[str, int] | None = None) -> NodeApp:
+        """The ASGI app serving this node. `listen`: the HTTP listener's (host, port); with
+        it, and `server.grpc_port` set, the app's lifespan runs the gRPC listener too."""
+        gateway_config = GatewayConfig(
+            enabled=self.enabled,
+            max_request_body_bytes=self.config.a2a.max_request_body_bytes,
+            gate=self.gate,
+            agent_ids=frozenset(agent.id for agent in self.config.agents),
+            services=Services(self.tasks, self.skills, self.push, self.cards),
+            request_started=self.stores.request_started,
+            limiter=self._rate_limiter(),
+            admission=AdmissionWatch(self.gate, self.stores.request_started),
         )
+        gateway = Gateway(gateway_config)
+        listener = self._grpc(gateway_config, listen)
         activity = ActivityView(self.admin, self.discovery, self.activity, self.stores.tasks,
                                 self.stores.delegations)
         tasks = AdminTasks(self.tasks, self.stores.tasks, self.stores.delegations,
@@ -326,7 +330,10 @@ class Node:
                                          ReceiverContext(receiver), (route, route.admits))
         app = NodeApp(gateway, operations, self.admin_token, bundled_openapi(),
                       max_push_body=self.config.a2a.max_request_body_bytes,
-                      on_start=self.start_background, on_stop=self.stop_background,
+                      on_start=self.start_background if listener is None else listener.started(
+                          self.start_background),
+                      on_stop=self.stop_background if listener is None else listener.stopped(
+                          self.stop_background),
                       console=self._console(operations))
         observers: list[Observer] = [self.activity]
         if self.metrics is not None:
@@ -334,6 +341,20 @@ class Node:
         if self.traced:
             observers.append(Tracing())
         return app.observed(lambda inner: Observed(inner, observers))
+
+    def _grpc(self, config: GatewayConfig,
+              listen: tuple[str, int] | None) -> GrpcListener | None:
+        """The gRPC listener on `server.grpc_port`, beside the HTTP one at `listen`."""
+        port = self.config.server.grpc_port
+        if port is None or listen is None or not self.enabled:
+            return None
+        from synthorg.grpc.server import GrpcListener  # grpc is loaded only when it serves
+
+        host, http_port = listen
+        tls = tls_files(self.config.server.tls, _dir_of(self.config, self.data_dir))
+        scope = {"scheme": "https" if tls is not None else "http", "server": (host, http_port)}
+        return GrpcListener(config, host, port, tls, scope, shared_port=_workers() > 1,
+                            max_metadata_bytes=self.config.server.max_header_bytes)
 
     def _task_owners(self) -> list[str]:
         """Every peer that may own an inbound task: the catalog's and the allowlisted."""
@@ -349,12 +370,7 @@ class Node:
                              config.session_minutes)
 
     def _rate_limiter(self) -> PeerRateLimiter:
-        settings, gate_catalog = self.settings, self.gate.catalog
-
-        def override(peer: str) -> float | None:
-            record = None if gate_catalog is None else gate_catalog.get(peer)
-            return getattr(record, "rate_limit", None)
-
+        settings = self.settings
         share = process_share()
         # Several processes serve these peers (workers, or replicas of a shared store): the
         # buckets are shared, taken in leases. A lone process keeps them in memory.
@@ -362,7 +378,6 @@ class Node:
         return PeerRateLimiter(
             lambda: settings.peer_rate_limit_per_second,
             lambda: settings.peer_rate_limit_burst,
-            override,
             share,
             shared=shared,
         )

@@ -8,6 +8,13 @@ from typing import Any
 
 from synthorg.admin.service import AdminService, peer_json
 from synthorg.cards.discovery import CardDiscovery, PeerCardStatus
+from synthorg.generated.constants import (
+    CARD_SIGNATURE_NOT_VERIFIED,
+    CARD_SIGNATURE_REFUSED,
+    CARD_SIGNATURE_VERIFIED,
+    CARD_STATUS_OK,
+    CARD_STATUS_UNREACHABLE,
+)
 from synthorg.generated.models import Task
 from synthorg.observability.activity import Activity
 from synthorg.store.delegations import Delegation, DelegationStore
@@ -44,7 +51,7 @@ def card_view(status: PeerCardStatus | None) -> dict[str, Any]:
     card = None if status is None or status.card is None else status.card.model_dump(
         mode="json", exclude_none=True)
     return {
-        "status": "ok" if card is not None else "unreachable",
+        "status": CARD_STATUS_OK if card is not None else CARD_STATUS_UNREACHABLE,
         "reason": None if status is None else status.reason,
         "detail": (status.detail or None) if status is not None else None,
         "card": card,
@@ -54,10 +61,10 @@ def card_view(status: PeerCardStatus | None) -> dict[str, Any]:
 
 def _signature(status: PeerCardStatus | None) -> str:
     if status is not None and status.verified:
-        return "verified"
+        return CARD_SIGNATURE_VERIFIED
     if status is not None and status.reason == "card_refused":
-        return "refused"
-    return "not_verified"
+        return CARD_SIGNATURE_REFUSED
+    return CARD_SIGNATURE_NOT_VERIFIED
 
 
 class ActivityView:

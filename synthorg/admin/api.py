@@ -1,7 +1,7 @@
 """The admin API's side of the node: `handlers.context.AdminContext`, over the admin service.
 
 Answers are the spec's admin.json documents (SettingView, AdminPeer, AdminStatus); every
-change is made and audited by the same service the CLI uses, with `via="admin_api"` and the
+change is made and audited by the same service the CLI uses, with `via=AUDIT_VIA_ADMIN_API` and the
 operator's client address.
 """
 
@@ -17,6 +17,7 @@ from synthorg.admin.status import NodeStatus
 from synthorg.admin.task_query import TaskListQuery
 from synthorg.admin.tasks import AdminTasks
 from synthorg.cards.discovery import CardDiscovery
+from synthorg.generated.constants import AUDIT_VIA_ADMIN_API, CARD_STATUS_UNKNOWN
 from synthorg.generated.models import StreamEvent
 from synthorg.sequenced import Sequenced
 from synthorg.settings.runtime import RuntimeSettings, setting_definition
@@ -54,11 +55,11 @@ class AdminApi:
         return setting_definition(name).describe_range()
 
     def set_setting(self, name: str, value: float | int, client: str | None) -> dict[str, Any]:
-        change = self._service.settings.set(name, value, via="admin_api", client=client)
+        change = self._service.settings.set(name, value, via=AUDIT_VIA_ADMIN_API, client=client)
         return setting_json(change.after)
 
     def reset_setting(self, name: str, client: str | None) -> dict[str, Any]:
-        change = self._service.settings.reset(name, via="admin_api", client=client)
+        change = self._service.settings.reset(name, via=AUDIT_VIA_ADMIN_API, client=client)
         return setting_json(change.after)
 
     def list_peers(self) -> list[dict[str, Any]]:
@@ -72,7 +73,7 @@ class AdminApi:
         a refused card says why."""
         status = self._discovery.cached(peer["name"])
         if status is None:
-            return {**peer, "card": {"status": "unknown", "verified": False}}
+            return {**peer, "card": {"status": CARD_STATUS_UNKNOWN, "verified": False}}
         shown = status.to_json()
         card = {"status": shown["status"], "verified": status.verified}
         if status.reason is not None:
@@ -87,31 +88,31 @@ class AdminApi:
     def create_peer(
         self, name: str, endpoint: str, scheme: str, secret: str, client: str | None
     ) -> dict[str, Any]:
-        record = self._service.peers.create(name, endpoint, scheme, secret, via="admin_api",
+        record = self._service.peers.create(name, endpoint, scheme, secret, via=AUDIT_VIA_ADMIN_API,
                                             client=client)
         return self._with_card(peer_json(record))
 
     def replace_peer(
         self, name: str, endpoint: str, scheme: str, secret: str, client: str | None
     ) -> dict[str, Any]:
-        record = self._service.peers.replace(name, endpoint, scheme, secret, via="admin_api",
-                                             client=client)
+        record = self._service.peers.replace(name, endpoint, scheme, secret,
+                                             via=AUDIT_VIA_ADMIN_API, client=client)
         return self._with_card(peer_json(record))
 
     def set_peer_rate_limit(self, name: str, per_second: float | None, client: str | None
                             ) -> dict[str, Any]:
-        record = self._service.peers.set_rate_limit(name, per_second, via="admin_api",
+        record = self._service.peers.set_rate_limit(name, per_second, via=AUDIT_VIA_ADMIN_API,
                                                     client=client)
         return self._with_card(peer_json(record))
 
     def set_peer_card_key(self, name: str, card_key: str | None, client: str | None
                           ) -> dict[str, Any]:
-        record = self._service.peers.set_card_key(name, card_key, via="admin_api",
+        record = self._service.peers.set_card_key(name, card_key, via=AUDIT_VIA_ADMIN_API,
                                                   client=client)
         return self._with_card(peer_json(record))
 
     def delete_peer(self, name: str, client: str | None) -> None:
-        self._service.peers.delete(name, via="admin_api", client=client)
+        self._service.peers.delete(name, via=AUDIT_VIA_ADMIN_API, client=client)
 
     async def list_tasks(self, query: TaskListQuery) -> dict[str, Any]:
         return await self._tasks.list(query)

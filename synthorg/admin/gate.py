@@ -21,7 +21,6 @@ closed.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,10 +36,11 @@ from synthorg.generated.constants import (
     ADMIN_ERROR_TOO_LARGE,
     ADMIN_ERROR_UNAUTHORIZED,
     ADMIN_ERROR_UNSUPPORTED_MEDIA_TYPE,
+    MEDIA_TYPE_APPLICATION_JSON,
     OPERATIONS,
 )
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body, replay_body
-from synthorg.http.responses import CLOSE, JSON, send_bytes
+from synthorg.http.responses import CLOSE, JSON, admin_error, send_bytes
 from synthorg.observability.events.admin import AUTH_FAILED, REQUEST_REJECTED
 from synthorg.observability.log import emit
 
@@ -180,6 +180,9 @@ def _auth_failure(token_provider: Callable[[], AdminToken], scope: Scope) -> str
         return "auth_error"
 
 
+_JSON_TYPE = MEDIA_TYPE_APPLICATION_JSON.encode()
+
+
 def _raw_headers(scope: Scope) -> dict[bytes, bytes]:
     """Lower-cased names; a repeated header's values joined, so it cannot pass as one."""
     out: dict[bytes, bytes] = {}
@@ -192,13 +195,12 @@ def _raw_headers(scope: Scope) -> dict[bytes, bytes]:
 def _is_json(content_type: bytes | None) -> bool:
     if content_type is None:
         return False
-    return content_type.split(b";", 1)[0].strip().lower() == b"application/json"
+    return content_type.split(b";", 1)[0].strip().lower() == _JSON_TYPE
 
 
 async def _refuse(send: Send, status: int, error: str, message: str,
                   extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"error": error, "message": message}, separators=(",", ":")).encode()
-    await send_bytes(send, status, body, [JSON, NO_STORE, *(extra or [])])
+    await send_bytes(send, status, admin_error(error, message), [JSON, NO_STORE, *(extra or [])])
 
 
 async def _too_large(send: Send) -> None:

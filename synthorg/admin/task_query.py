@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from synthorg.generated.constants import TASK_DIRECTION_INBOUND
+
 DEFAULT_PAGE = 25
 
 
 class TaskListQuery(NamedTuple):
-    direction: str = "inbound"  # or outbound
+    direction: str = TASK_DIRECTION_INBOUND  # or TASK_DIRECTION_OUTBOUND
     peer: str | None = None
     agent: str | None = None
     state: str | None = None

@@ -15,7 +15,7 @@ from typing import Any
 from synthorg import errors
 from synthorg.admin.activity import delegation_summary, task_summary
 from synthorg.admin.task_query import TaskListQuery
-from synthorg.generated.constants import TERMINAL_STATES
+from synthorg.generated.constants import TASK_DIRECTION_OUTBOUND, TERMINAL_STATES
 from synthorg.generated.models import StreamEvent, Task
 from synthorg.sequenced import Sequenced
 from synthorg.store.delegations import DelegationStore
@@ -39,7 +39,7 @@ class AdminTasks:
                                       key="pageToken")
         tasks: list[dict[str, Any]] = []
         delegations: list[dict[str, Any]] = []
-        if query.direction == "outbound":
+        if query.direction == TASK_DIRECTION_OUTBOUND:
             rows = [delegation_summary(d) for d in await self._delegations.recent(MAX_SCANNED)
                     if (query.peer is None or d.peer == query.peer)
                     and (query.state is None or d.state == query.state)

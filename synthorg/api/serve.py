@@ -87,6 +87,7 @@ def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
         # failed before anyone can ask about it. This node is the data dir's only server,
         # so every earlier runner is gone.
         asyncio.run(node.recover(others_gone=True))
+        flush_log()  # its lines before anything printed from here
         node.warn_at_start(host)
         tls = served_tls(node.config, data_dir)
         _say_at_start(data_dir, node.config.source, node.admin_token, host, tls is not None)
@@ -102,7 +103,7 @@ def _serve_local(data_dir: Path, host: str, port: int, workers: int) -> int:
         _started(node, host, port, data_dir, workers)
         stopped = _stopped(host, port, workers)
         if workers == 1:
-            return _run_one(node.app(), node.config.server, tls, sockets[0], stopped)
+            return _run_one(node.app((host, port)), node.config.server, tls, sockets[0], stopped)
     finally:
         node.close()
     code = _run_workers(data_dir, host, workers, node.config.server, tls, sockets)
@@ -183,7 +184,7 @@ async def boot_shared(setup: NodeSetup, stores: Stores, host: str, port: int,
     if found != now:
         emit(store_events.MIGRATED, backend=stores.backend, from_version=found, to_version=now)
     node.warn_at_start(host)
-    return node.app(), lambda: _started(node, host, port, setup.data_dir, workers)
+    return node.app((host, port)), lambda: _started(node, host, port, setup.data_dir, workers)
 
 
 def _say_at_start(data_dir: Path, config_source: Path | None, token: AdminToken,
@@ -263,7 +264,9 @@ def _server(app: Any, server_config: Any, tls: TlsFiles | None,
     # Imported here: the web stack is heavy and CLI commands that do not serve skip it.
     import uvicorn
 
-    class Server(uvicorn.Server):
+    from synthorg.api.supervisor import FlushingServer
+
+    class Server(FlushingServer):
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             # uvicorn ends a shutdown that a signal asked for by raising the signal again, so

@@ -12,10 +12,39 @@ uvicorn's supervisor's.
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Iterator
 
+from uvicorn import Server
 from uvicorn.config import STARTUP_FAILURE, Config
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
+
+from synthorg.observability.log import flush as flush_log
+
+
+class FlushingServer(Server):
+    """uvicorn's server, whose queued event lines are written before it ends: a shutdown that
+    a signal asked for ends by raising the signal again, and the process dies of it without
+    running its exit handlers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                flush_log()
+
+
+class _Worker(Process):
+    """One worker process, serving with a `FlushingServer`."""
+
+    @property
+    def server(self) -> Server:
+        if self._server is None:
+            self._server = FlushingServer(config=self.config)
+        return self._server
 
 
 def listen_many(first: socket.socket, count: int, backlog: int) -> list[socket.socket]:
@@ -41,7 +70,7 @@ class SocketPerWorker(Multiprocess):
         self.processes_num = len(sockets)
 
     def _process(self, index: int) -> Process:
-        return Process(self.config, [self.sockets[index]])
+        return _Worker(self.config, [self.sockets[index]])
 
     def init_processes(self) -> None:
         for index in range(self.processes_num):

@@ -23,6 +23,7 @@ from synthorg.http.limits import ServerLimits
 from synthorg.http.protocol import LimitedHttpToolsProtocol
 from synthorg.node import Node, prepare
 from synthorg.observability.log import configure_logging
+from synthorg.observability.log import flush as flush_log
 from synthorg.paths import data_dir_from_env
 from synthorg.store.select import open_stores, runner_from_env, uses_postgres
 from synthorg.web.app import NodeApp
@@ -40,7 +41,7 @@ def create_app() -> NodeApp | StartingApp:
         return _shared(data_dir, host)
     node = Node.build(data_dir, host)
     LimitedHttpToolsProtocol.limits = ServerLimits.from_config(node.config.server)
-    app = node.app()
+    app = node.app((host, int(os.environ.get("SYNTHORG_BACKEND_PORT") or 0)))
     settle_memory()
     return app
 
@@ -56,6 +57,7 @@ def _shared(data_dir: Path, host: str) -> StartingApp:
     workers = int(os.environ.get(WORKERS_ENV) or 1)
 
     def fatal(message: str) -> None:
+        flush_log()  # the lines before it: os._exit runs no exit handlers
         print(f"error: {message}", file=sys.stderr, flush=True)
         os._exit(STARTUP_FAILURE)  # the supervisor stops rather than restart it in a loop
 

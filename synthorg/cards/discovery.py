@@ -32,6 +32,11 @@ from synthorg.cards.lru import LruCache
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.cards.pins import CardPin, parse_pin, verify_pinned
 from synthorg.cards.signing import CardSignatureError
+from synthorg.generated.constants import (
+    CARD_STATUS_OK,
+    CARD_STATUS_REFUSED,
+    CARD_STATUS_UNREACHABLE,
+)
 from synthorg.generated.models import PeerCard
 from synthorg.observability.log import emit
 from synthorg.observability.outbound import outbound_call
@@ -103,8 +108,9 @@ class PeerCardStatus:
     def to_json(self) -> dict[str, Any]:
         return {
             "peer": self.peer,
-            "status": ("ok" if self.card is not None
-                       else "refused" if self.reason == "card_refused" else "unreachable"),
+            "status": (CARD_STATUS_OK if self.card is not None
+                       else CARD_STATUS_REFUSED if self.reason == "card_refused"
+                       else CARD_STATUS_UNREACHABLE),
             "verified": self.verified,
             "reason": self.reason,
             "detail": self.detail or None,

@@ -18,7 +18,11 @@ from typing import Any, Literal
 
 import httpx
 
-from synthorg.generated.constants import CARDS_COMPANY_CARD, IF_NONE_MATCH_HEADER
+from synthorg.generated.constants import (
+    CARDS_COMPANY_CARD,
+    IF_NONE_MATCH_HEADER,
+    MEDIA_TYPE_APPLICATION_JSON,
+)
 from synthorg.http.caching import DEFAULT_MAX_AGE, freshness_seconds, usable_etag
 from synthorg.http.headers import content_length
 from synthorg.http.numbers import json_int
@@ -103,7 +107,7 @@ async def _fetch(
     tls: ssl.SSLContext | None = None,
     extensions: dict[str, Any] | None = None,
 ) -> Fetched:
-    headers = {"Accept": "application/json", "Accept-Encoding": "identity",
+    headers = {"Accept": MEDIA_TYPE_APPLICATION_JSON, "Accept-Encoding": "identity",
                "User-Agent": USER_AGENT}
     if etag is not None:
         headers[IF_NONE_MATCH_HEADER] = etag

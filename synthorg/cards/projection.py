@@ -12,6 +12,7 @@ import posixpath
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
+from urllib.parse import urlsplit
 
 from synthorg.cards.v1 import scheme_v1, security_requirements_v1
 from synthorg.config.company import NodeConfig
@@ -19,11 +20,11 @@ from synthorg.generated.constants import (
     A2A_VERSION_0_3,
     A2A_VERSION_1_0,
     API_KEY_HEADER,
+    GATEWAY_AGENT_RPC,
+    GATEWAY_REST_AGENT_LIST_TASKS,
+    GATEWAY_REST_LIST_TASKS,
+    GATEWAY_RPC,
     PEER_NAME_HEADER,
-    REST_AGENT_LIST_TASKS,
-    REST_LIST_TASKS,
-    RPC_POST,
-    RPC_POST_AGENT,
     SKILLS_NEGOTIATE,
     SKILLS_QUERY,
 )
@@ -32,11 +33,11 @@ from synthorg.generated.models import AgentCard, AgentConfig, CompanyConfig, Ski
 PROTOCOL_VERSION = "0.3.0"
 # supportedInterfaces: both dialects on the one JSON-RPC endpoint, the newer first.
 DIALECT_VERSIONS = (A2A_VERSION_1_0, A2A_VERSION_0_3)
-RPC_PATH = RPC_POST.path
-AGENT_RPC_PATH = RPC_POST_AGENT.path
+RPC_PATH = GATEWAY_RPC.path
+AGENT_RPC_PATH = GATEWAY_AGENT_RPC.path
 # The HTTP+JSON binding's base (a client appends `/message:send`, `/tasks`...): 1.0 only.
-REST_PATH = posixpath.dirname(REST_LIST_TASKS.path)
-AGENT_REST_PATH = posixpath.dirname(REST_AGENT_LIST_TASKS.path)
+REST_PATH = posixpath.dirname(GATEWAY_REST_LIST_TASKS.path)
+AGENT_REST_PATH = posixpath.dirname(GATEWAY_REST_AGENT_LIST_TASKS.path)
 SKILLS_EXTENSION_URI = "https://synthorg.example/a2a/extensions/skills/v1"
 SKILLS_EXTENSION_METHODS = (SKILLS_QUERY, SKILLS_NEGOTIATE)
 # What message/send accepts and what the built-in executors answer with.
@@ -96,8 +97,21 @@ def company_card(
     return _card(
         company, name=company.name, description=company.description,
         url=base_url + RPC_PATH, version=version, skills=skills,
-        rest_url=base_url + REST_PATH,
+        rest_url=base_url + REST_PATH, grpc=grpc_interface(config, base_url),
     )
+
+
+def grpc_interface(config: NodeConfig, base_url: str) -> dict[str, str] | None:
+    """The gRPC binding (`server.grpc_port`) as an interface: `host:port`, a gRPC target, on
+    the host of the card's base URL. The company card's only: the binding has no agent path
+    (a message names its agent as on the company endpoint)."""
+    port = config.server.grpc_port
+    if port is None or not config.a2a.enabled:
+        return None
+    host = urlsplit(base_url).hostname or "localhost"
+    host = f"[{host}]" if ":" in host else host
+    return {"url": f"{host}:{port}", "protocolBinding": "GRPC",
+            "protocolVersion": A2A_VERSION_1_0}
 
 
 def agent_card(
@@ -115,7 +129,7 @@ def agent_card(
 
 def _card(
     company: CompanyConfig, *, name: str, description: str, url: str, version: str,
-    skills: list[dict[str, Any]], rest_url: str,
+    skills: list[dict[str, Any]], rest_url: str, grpc: dict[str, str] | None = None,
 ) -> AgentCard:
     card: dict[str, Any] = {
         "name": name,
@@ -128,6 +142,7 @@ def _card(
             *({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": version}
               for version in DIALECT_VERSIONS),
             {"url": rest_url, "protocolBinding": "HTTP+JSON", "protocolVersion": A2A_VERSION_1_0},
+            *([grpc] if grpc is not None else []),
         ],
         "supportsAuthenticatedExtendedCard": True,
         "capabilities": {

@@ -17,6 +17,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from synthorg.generated.constants import MEDIA_TYPE_APPLICATION_JSON
 from synthorg.store.catalog import canonical_endpoint
 
 ADMIN_PATH = "/api/v1/admin"
@@ -102,7 +103,7 @@ class AdminClient:
         content = None if body is None else json.dumps(body).encode()
         headers = dict(self._headers)
         if content is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = MEDIA_TYPE_APPLICATION_JSON
         try:
             with httpx.Client(timeout=self._timeout, trust_env=False, follow_redirects=False,
                               transport=self._transport, verify=self._verify) as http:

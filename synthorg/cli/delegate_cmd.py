@@ -22,9 +22,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from pydantic import ValidationError
 
 from synthorg.cli.common import (
     EXIT_NOT_FOUND,
@@ -36,6 +38,7 @@ from synthorg.cli.common import (
     open_local,
     print_json,
     shown,
+    task_json,
 )
 from synthorg.config.company import ConfigError, NodeConfig, load_config
 from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
@@ -43,6 +46,7 @@ from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator, p
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
 from synthorg.generated.constants import KIND_TEXT, STATE_COMPLETED, TERMINAL_STATES
+from synthorg.generated.models import DataPart, FileWithUri, Part, Task, TextPart
 from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.store.backend import Stores
@@ -214,12 +218,14 @@ def peer_failure(peer: str, exc: PeerError) -> NoReturn:
 
 
 def record_json(record: Delegation) -> dict[str, Any]:
-    return asdict(record)
+    """A delegation record as JSON: its fields, its task as the wire carries it."""
+    return {**{f.name: getattr(record, f.name) for f in fields(record)},
+            "task": task_json(record.task)}
 
 
-def status_text(task: dict[str, Any]) -> str | None:
-    message = (task.get("status") or {}).get("message") or {}
-    texts = [p.get("text", "") for p in message.get("parts", []) if p.get("kind") == KIND_TEXT]
+def status_text(task: Task) -> str | None:
+    message = task.status.message
+    texts = [p.text for p in message.parts if isinstance(p, TextPart)] if message else []
     return "\n".join(texts) or None
 
 
@@ -236,24 +242,21 @@ def _indented(text: str, prefix: str = "  ") -> str:
     return "\n".join(prefix + line for line in safe_lines(text))
 
 
-def _part_text(part: dict[str, Any]) -> str:
-    kind = part.get("kind")
-    if kind == "text":
-        return str(part.get("text", ""))
-    if kind == "data":
-        return json.dumps(part.get("data"), indent=2, ensure_ascii=False)
-    if kind == "file":
-        file = part.get("file") or {}
-        what = file.get("name") or file.get("uri") or "unnamed"
-        return f"(file {what}, {file.get('mimeType') or 'no media type'})"
-    return f"(a {kind} part)"
+def _part_text(part: Part) -> str:
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, DataPart):
+        return json.dumps(part.data, indent=2, ensure_ascii=False)
+    file = part.file
+    what = file.name or (file.uri if isinstance(file, FileWithUri) else None) or "unnamed"
+    return f"(file {what}, {file.mimeType or 'no media type'})"
 
 
-def print_artifacts(task: dict[str, Any]) -> None:
-    for artifact in task.get("artifacts") or []:
-        label = artifact.get("name") or artifact.get("artifactId", "")
+def print_artifacts(task: Task) -> None:
+    for artifact in task.artifacts or []:
+        label = artifact.name or artifact.artifactId
         print(f"artifact {safe_line(shown(label))}:")
-        for part in artifact.get("parts") or []:
+        for part in artifact.parts:
             print(_indented(_part_text(part)))
 
 
@@ -315,14 +318,14 @@ class Progress:
             self._state, self._message = record.state, text
             detail = f": {' / '.join(safe_lines(text))}" if text else ""
             print(f"{self._stamp()} {safe_line(record.state)}{detail}", flush=True)
-        for artifact in record.task.get("artifacts") or []:
-            key = str(artifact.get("artifactId", ""))
-            parts = artifact.get("parts") or []
+        for artifact in record.task.artifacts or []:
+            key = artifact.artifactId
+            parts = artifact.parts
             shown_before = self._parts.get(key, 0)
             if len(parts) <= shown_before:
                 continue
             self._parts[key] = len(parts)
-            label = safe_line(shown(artifact.get("name") or key))
+            label = safe_line(shown(artifact.name or key))
             for part in parts[shown_before:]:
                 lines = safe_lines(_part_text(part).rstrip("\n"))
                 print(f"{self._stamp()} artifact {label}: {lines[0]}", flush=True)
@@ -431,7 +434,10 @@ def run_delegate(args: argparse.Namespace) -> int:
 async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
     node_name = out.require_node_name()
     peer = out.require_peer(args.peer)
-    parts = [{"kind": KIND_TEXT, "text": args.text}]
+    try:
+        parts: list[Part] = [TextPart(kind=KIND_TEXT, text=args.text)]
+    except ValidationError:
+        fail(f"the text is longer than a message part may be ({len(args.text)} characters)")
     # This node is the first hop: a peer that forwards the task back here is refused.
     metadata = {VISITED_KEY: [node_name]}
     message_id = str(uuid.uuid4())  # fixed: a second attempt lands on the same task

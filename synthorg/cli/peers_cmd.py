@@ -42,7 +42,12 @@ from synthorg.cli.common import (
 from synthorg.cli.delegate_cmd import client_tls, load_node_config
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
 from synthorg.errors import SynthorgError, UnknownPeer
-from synthorg.generated.constants import PEER_SCHEME_API_KEY
+from synthorg.generated.constants import (
+    AUDIT_VIA_CLI,
+    CARD_STATUS_OK,
+    CARD_STATUS_REFUSED,
+    PEER_SCHEME_API_KEY,
+)
 from synthorg.names import canonical_peer_name
 from synthorg.push.sealing import SealedConfigs, Sealer
 from synthorg.store.catalog import (
@@ -214,7 +219,7 @@ def run_update(args: argparse.Namespace) -> int:
     with open_local(directory) as stores:
         peers = PeersAdmin(stores.catalog, AuditLog(stores.audit), [])
         try:
-            record = peers.set_rate_limit(args.name, _override(args.rate_limit), via="cli",
+            record = peers.set_rate_limit(args.name, _override(args.rate_limit), via=AUDIT_VIA_CLI,
                                           user=cli_user())
         except UnknownPeer:
             _not_found(args.name)
@@ -258,12 +263,12 @@ def run_add(args: argparse.Namespace) -> int:
             peers = PeersAdmin(stores.catalog, AuditLog(stores.audit), known_tokens(directory))
             try:
                 record, created = peers.put(name, args.endpoint, args.scheme, secret,
-                                            via="cli", user=cli_user())
+                                            via=AUDIT_VIA_CLI, user=cli_user())
                 if args.rate_limit is not None:
                     record = peers.set_rate_limit(name, _override(args.rate_limit),
-                                                  via="cli", user=cli_user())
+                                                  via=AUDIT_VIA_CLI, user=cli_user())
                 if args.card_key is not None:
-                    record = peers.set_card_key(name, _pin(args.card_key), via="cli",
+                    record = peers.set_card_key(name, _pin(args.card_key), via=AUDIT_VIA_CLI,
                                                 user=cli_user())
             except SynthorgError as problem:  # its messages never echo the secret
                 fail(str(problem))
@@ -415,10 +420,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 def _describe(card: dict[str, Any]) -> str:
     """Reachability and skill count, as `ok, 3 skills` or `unreachable: timeout`."""
-    if card["status"] == "ok":
+    if card["status"] == CARD_STATUS_OK:
         trust = "signature verified" if card["verified"] else "unverified"
         return f"ok, {card['skills']} skill{'' if card['skills'] == 1 else 's'}, {trust}"
-    if card["status"] == "refused":
+    if card["status"] == CARD_STATUS_REFUSED:
         return f"refused: {card['detail']}"
     if card["detail"] == PIN_MISMATCH:  # an mtls peer answering with another key: say so
         return f"unreachable: {card['reason']} ({PIN_MISMATCH})"
@@ -462,7 +467,7 @@ def run_remove(args: argparse.Namespace) -> int:
         with open_local(directory) as stores:
             peers = PeersAdmin(stores.catalog, AuditLog(stores.audit), [])
             try:
-                peers.delete(name, via="cli", user=cli_user())
+                peers.delete(name, via=AUDIT_VIA_CLI, user=cli_user())
             except SynthorgError:
                 _not_found(args.name)
     print(f"removed peer {name}")
@@ -473,7 +478,7 @@ def run_rekey(args: argparse.Namespace) -> int:
     with open_local(data_dir(args)) as stores:
         push_secrets = SealedConfigs(stores.push_configs, Sealer(stores.box))
         done = PeersAdmin(stores.catalog, AuditLog(stores.audit), [], push_secrets).rekey(
-            via="cli", user=cli_user()
+            via=AUDIT_VIA_CLI, user=cli_user()
         )
         running = asyncio.run(stores.tasks.live_runners()) if stores.box.key_count > 1 else 0
     print(f"re-encrypted {done.peers} peer record{'' if done.peers == 1 else 's'} and "

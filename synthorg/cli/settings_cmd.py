@@ -55,6 +55,7 @@ from synthorg.generated.constants import (
     ADMIN_ERROR_NOT_FOUND,
     ADMIN_ERROR_UNKNOWN_PEER,
     ADMIN_ERROR_UNKNOWN_SETTING,
+    AUDIT_VIA_CLI,
 )
 from synthorg.settings.definitions.a2a import SettingDefinition, definitions
 from synthorg.settings.runtime import RuntimeSettings, setting_definition
@@ -342,7 +343,7 @@ def run_set(args: argparse.Namespace) -> int:
         view = call_remote(lambda: client.set_setting(definition.name, value))
     else:
         with _local(data_dir(args)) as admin:
-            change = admin.set(definition.name, value, via="cli", user=cli_user())
+            change = admin.set(definition.name, value, via=AUDIT_VIA_CLI, user=cli_user())
             view = setting_json(change.after)
             old, old_source = change.before.value, change.before.source
     return _report(args, view, old, old_source)
@@ -357,7 +358,7 @@ def run_reset(args: argparse.Namespace) -> int:
         view = call_remote(lambda: client.reset_setting(definition.name))
     else:
         with _local(data_dir(args)) as admin:
-            change = admin.reset(definition.name, via="cli", user=cli_user())
+            change = admin.reset(definition.name, via=AUDIT_VIA_CLI, user=cli_user())
             view = setting_json(change.after)
             old, old_source = change.before.value, change.before.source
     return _report(args, view, old, old_source)

@@ -50,7 +50,14 @@ from synthorg.config.company import ConfigError
 from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import SETTLED
 from synthorg.errors import TaskNotCancelable, TaskNotFound
-from synthorg.generated.constants import STATE_CANCELED, TASK_NOT_CANCELABLE, TERMINAL_STATES
+from synthorg.generated.constants import (
+    STATE_CANCELED,
+    TASK_DIRECTION_INBOUND,
+    TASK_DIRECTION_OUTBOUND,
+    TASK_NOT_CANCELABLE,
+    TERMINAL_STATES,
+)
+from synthorg.generated.models import Task
 from synthorg.store.delegations import Delegation
 
 if TYPE_CHECKING:
@@ -127,43 +134,42 @@ def _known_peers(out: Outbound) -> list[str]:
     return sorted({r.name for r in out.catalog.list()} | set(out.config.allowed_peers))
 
 
-async def _inbound(out: Outbound, limit: int) -> list[tuple[str | None, dict[str, Any]]]:
+async def _inbound(out: Outbound, limit: int) -> list[tuple[str | None, Task]]:
     store = out.tasks
     owner: dict[str, str] = {}
     for peer in _known_peers(out):
         for task in await store.list(peer, limit):
             owner[task.id] = peer
-    return [(owner.get(t.id), task_json(t)) for t in await store.list(None, limit)]
+    return [(owner.get(t.id), t) for t in await store.list(None, limit)]
 
 
-async def _find_inbound(out: Outbound, task_id: str) -> tuple[str, dict[str, Any]] | None:
+async def _find_inbound(out: Outbound, task_id: str) -> tuple[str, Task] | None:
     for peer in _known_peers(out):
         stored = await out.tasks.get(peer, task_id)
         if stored is not None:
-            return peer, task_json(stored.task)
+            return peer, stored.task
     return None
 
 
-def _agent_of(task: dict[str, Any]) -> str:
-    return str((task.get("metadata") or {}).get("agentId", "-"))
+def _agent_of(task: Task) -> str:
+    return str((task.metadata or {}).get("agentId", "-"))
 
 
-def _print_inbound(peer: str, task: dict[str, Any]) -> None:
+def _print_inbound(peer: str, task: Task) -> None:
     print(f"inbound task (from {peer}, agent {_agent_of(task)})")
-    status = task.get("status") or {}
     print_fields([
-        ("id", task["id"]),
-        ("context", task.get("contextId")),
-        ("state", status.get("state")),
+        ("id", task.id),
+        ("context", task.contextId),
+        ("state", task.status.state),
         ("message", status_text(task)),
-        ("updated", status.get("timestamp")),
-        ("history", f"{len(task.get('history') or [])} messages"),
+        ("updated", task.status.timestamp),
+        ("history", f"{len(task.history or [])} messages"),
     ])
     print_artifacts(task)
 
 
-def _inbound_json(peer: str | None, task: dict[str, Any]) -> dict[str, Any]:
-    return {"peer": peer, "task": task}
+def _inbound_json(peer: str | None, task: Task) -> dict[str, Any]:
+    return {"peer": peer, "task": task_json(task)}
 
 
 # -- list -------------------------------------------------------------------------------
@@ -206,14 +212,13 @@ async def _refreshed(out: Outbound, records: list[Delegation]
     return fresh, unreachable
 
 
-def _print_inbound_list(tasks: list[tuple[str | None, dict[str, Any]]]) -> None:
+def _print_inbound_list(tasks: list[tuple[str | None, Task]]) -> None:
     print("inbound (delegated to this node by peers)")
     if not tasks:
         print("  none")
         return
     rows = (
-        (t["id"], peer or "?", _agent_of(t), t["status"]["state"],
-         str(t["status"].get("timestamp", "")))
+        (t.id, peer or "?", _agent_of(t), t.status.state, t.status.timestamp or "")
         for peer, t in tasks
     )
     _table(rows, ("TASK ID", "PEER", "AGENT", "STATE", "UPDATED"))
@@ -233,12 +238,12 @@ async def _list(out: Outbound, args: argparse.Namespace) -> int:
         if args.refresh:
             out.require_node_name()
             records, unreachable = await _refreshed(out, records)
-        result["outbound"] = [record_json(r) for r in records]
+        result[TASK_DIRECTION_OUTBOUND] = [record_json(r) for r in records]
         if not args.json:
             _print_outbound_list(records, args.refresh, unreachable)
     if args.inbound or both:
         tasks = await _inbound(out, args.limit)
-        result["inbound"] = [_inbound_json(peer, t) for peer, t in tasks]
+        result[TASK_DIRECTION_INBOUND] = [_inbound_json(peer, t) for peer, t in tasks]
         if not args.json:
             _print_inbound_list(tasks)
     if args.json:
@@ -262,7 +267,7 @@ async def _resolved(out: Outbound, raw: str, *, outbound_only: bool = False) -> 
         return raw
     ids = [r.id for r in await out.delegator.store.recent(PREFIX_SCAN)]
     if not outbound_only:
-        ids += [task["id"] for _, task in await _inbound(out, PREFIX_SCAN)]
+        ids += [task.id for _, task in await _inbound(out, PREFIX_SCAN)]
     matches = sorted({task_id for task_id in ids if task_id.startswith(raw)})
     if len(matches) == 1:
         return matches[0]
@@ -370,10 +375,10 @@ async def _cancel_outbound(out: Outbound, record: Delegation, as_json: bool) -> 
     return EXIT_OK if record.state == STATE_CANCELED else EXIT_UNSUCCESSFUL
 
 
-async def _cancel_inbound(out: Outbound, peer: str, task: dict[str, Any], as_json: bool) -> int:
-    state = task["status"]["state"]
+async def _cancel_inbound(out: Outbound, peer: str, task: Task, as_json: bool) -> int:
+    state = task.status.state
     if state in TERMINAL_STATES:
-        fail(f"task {task['id']} cannot be canceled: it is already {state}", EXIT_UNSUCCESSFUL)
+        fail(f"task {task.id} cannot be canceled: it is already {state}", EXIT_UNSUCCESSFUL)
     # The node's own service, so the rules and the downstream cancel are the node's.
     from synthorg.node import Node  # heavy: only this command needs it
 
@@ -382,22 +387,22 @@ async def _cancel_inbound(out: Outbound, peer: str, task: dict[str, Any], as_jso
     except ConfigError as exc:
         fail(str(exc))
     try:
-        updated = task_json(await node.tasks.cancel(peer, task["id"]))
+        updated = await node.tasks.cancel(peer, task.id)
     except TaskNotCancelable:
-        fail(f"task {task['id']} cannot be canceled: it is already final", EXIT_UNSUCCESSFUL)
+        fail(f"task {task.id} cannot be canceled: it is already final", EXIT_UNSUCCESSFUL)
     except TaskNotFound:
-        fail(f"task {task['id']} cannot be canceled: it is gone", EXIT_NOT_FOUND)
+        fail(f"task {task.id} cannot be canceled: it is gone", EXIT_NOT_FOUND)
     except PeerError as exc:  # a forwarding agent could not cancel its downstream task
-        downstream = await out.delegator.store.by_origin(task["id"])
+        downstream = await out.delegator.store.by_origin(task.id)
         line = peer_error_line(downstream.peer if downstream else "downstream", exc)
-        fail(f"task {task['id']} was not canceled: {line}", EXIT_PEER)
+        fail(f"task {task.id} was not canceled: {line}", EXIT_PEER)
     finally:
         node.close()
     if as_json:
         print_json(_inbound_json(peer, updated))
     else:
         _print_inbound(peer, updated)
-    return EXIT_OK if updated["status"]["state"] == STATE_CANCELED else EXIT_UNSUCCESSFUL
+    return EXIT_OK if updated.status.state == STATE_CANCELED else EXIT_UNSUCCESSFUL
 
 
 def _not_found(task_id: str) -> NoReturn:

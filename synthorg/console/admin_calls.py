@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from starlette.responses import Response
 
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
-from synthorg.generated.constants import Operation
+from synthorg.generated.constants import MEDIA_TYPE_APPLICATION_JSON, Operation
 from synthorg.web.router import Endpoint
 
 
@@ -62,7 +62,8 @@ class AdminCalls:
         scope: dict[str, Any] = {
             "type": "http", "method": operation.method, "path": path,
             "query_string": urlencode(query or {}).encode("ascii"),
-            "headers": [(b"content-type", b"application/json")] if body is not None else [],
+            "headers": ([(b"content-type", MEDIA_TYPE_APPLICATION_JSON.encode())]
+                        if body is not None else []),
             "client": (client, 0) if client else None,
             SCOPE_ADMIN: True,
             SCOPE_ADMIN_BODY: raw,

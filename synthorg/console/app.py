@@ -27,6 +27,7 @@ from synthorg.console.admin_calls import AdminCalls
 from synthorg.console.sessions import COOKIE, Session, Sessions
 from synthorg.errors import StoreError
 from synthorg.generated import constants as spec
+from synthorg.generated.constants import MEDIA_TYPE_TEXT_PLAIN
 from synthorg.http.body import BodyTooLarge, ClientDisconnected, read_body
 from synthorg.store.console_sessions import ConsoleSessionStore
 from synthorg.web.app import CONSOLE_PREFIX, is_console_path
@@ -188,7 +189,7 @@ class Console:
         body = self._static.get(name)
         if body is None:
             return Response(b"Not found", 404, headers=SECURITY_HEADERS,
-                            media_type="text/plain")
+                            media_type=MEDIA_TYPE_TEXT_PLAIN)
         return Response(body, 200, headers={**SECURITY_HEADERS, "Cache-Control": "no-cache"},
                         media_type=STATIC_TYPES[Path(name).suffix])
 

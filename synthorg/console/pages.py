@@ -20,6 +20,7 @@ from synthorg.console.admin_calls import AdminCalls, Answer
 from synthorg.console.app import PREFIX, SECURITY_HEADERS, Console, Request
 from synthorg.console.charts import line_chart
 from synthorg.generated import constants as spec
+from synthorg.generated.constants import HEALTH_STATUS_UNAVAILABLE, TASK_DIRECTION_OUTBOUND
 from synthorg.generated.models import AuditEvent, TaskState
 from synthorg.store.console_sessions import ConsoleSessionStore
 
@@ -110,7 +111,7 @@ class Pages:
         ready = await self._call(request, spec.HEALTH_READY)
         samples = await self._call(request, spec.ADMIN_METRICS_SAMPLES)
         facts = [(label(k), shown(v)) for k, v in (status.document or {}).items()]
-        readiness = shown((ready.document or {}).get("status", "unavailable"))
+        readiness = shown((ready.document or {}).get("status", HEALTH_STATUS_UNAVAILABLE))
         rows = (samples.document or {}).get("samples", [])
         minutes = len(rows) * (samples.document or {}).get("intervalSeconds", 10) / 60
         return self._render("overview.html", request, facts=facts, readiness=readiness,
@@ -189,7 +190,7 @@ class Pages:
     async def task(self, request: Request, params: Mapping[str, str],
                    error: Answer | None = None) -> Response:
         query = self._task_query(request)
-        if request.query().get("direction") == "outbound":
+        if request.query().get("direction") == TASK_DIRECTION_OUTBOUND:
             return await self.outbound_task(request, params, query)
         answer = await self._call(request, spec.ADMIN_GET_TASK, params=params, query=query)
         if answer.status == 404:  # not a peer's task: perhaps one this node gave a peer
@@ -207,7 +208,7 @@ class Pages:
                             query: Mapping[str, str]) -> Response:
         """A task this node gave a peer: its delegation record, found in the outbound list
         (the admin API reads one only there), newest first, page by page."""
-        asked = {"direction": "outbound", "pageSize": str(OUTBOUND_PAGE), **query}
+        asked = {"direction": TASK_DIRECTION_OUTBOUND, "pageSize": str(OUTBOUND_PAGE), **query}
         while True:
             answer = await self._call(request, spec.ADMIN_LIST_TASKS, query=asked)
             if not answer.ok:

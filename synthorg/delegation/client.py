@@ -5,7 +5,9 @@ secret under the record's scheme. Transient failures (connect errors, 429 with R
 502/503/504) are retried with bounded exponential backoff and full jitter; that is safe for
 `message/send` because its `messageId` is fixed before the first attempt and the peer treats
 `(peer, messageId)` as an idempotency key. A peer's JSON-RPC error surfaces with its code and
-message whatever the HTTP status; results are validated with the generated models.
+message whatever the HTTP status. Each call is built as the spec's params model
+(synthorg/generated/models.py; a 1.0 peer's mapped by synthorg/dialects/v1.py) and
+serialised once; results are validated with the generated models and kept as them.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import json
 import random
 import ssl
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import ValidationError
@@ -30,36 +32,47 @@ from synthorg.generated.constants import (
     A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
     API_KEY_HEADER,
+    GATEWAY_RPC,
     KIND_MESSAGE,
     KIND_TASK,
+    MEDIA_TYPE_APPLICATION_JSON,
     MESSAGE_SEND,
+    MESSAGE_STREAM,
     PEER_NAME_HEADER,
     PEER_SCHEME_API_KEY,
     PEER_SCHEME_MTLS,
     ROLE_USER,
-    RPC_POST,
     STATE_COMPLETED,
     TASKS_CANCEL,
     TASKS_GET,
     TASKS_PUSH_NOTIFICATION_CONFIG_SET,
-    V1_CANCEL_TASK,
-    V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
-    V1_GET_TASK,
-    V1_SEND_MESSAGE,
 )
-from synthorg.generated.models import Message, Task, TaskStatus
+from synthorg.generated.models import (
+    Message,
+    MessageSendConfiguration,
+    MessageSendParams,
+    MessageStreamParams,
+    Part,
+    PushNotificationConfig,
+    SpecModel,
+    StreamEvent,
+    Task,
+    TasksCancelParams,
+    TasksGetParams,
+    TasksPushNotificationConfigSetParams,
+    TaskStatus,
+)
 from synthorg.http.numbers import ascii_int
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.store.catalog import PeerRecord
 from synthorg.tls.outbound import PinMismatch, request_extensions
 
 RequestId = str | int | None
-RPC_PATH = RPC_POST.path
+P = TypeVar("P", bound=SpecModel)
+RPC_PATH = GATEWAY_RPC.path
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 VERSION_HEADER = A2A_VERSION_HEADER
-# The 1.0 method that stands for each 0.3 method this client calls.
-V1_METHODS = {MESSAGE_SEND: V1_SEND_MESSAGE, TASKS_GET: V1_GET_TASK, TASKS_CANCEL: V1_CANCEL_TASK}
 _ANSWERED = uuid.UUID("0b6f2d8e-4c1a-4e3b-9f57-a2d4c6e8b013")  # ids of tasks a Message stands for
 MAX_RETRY_AFTER = 30.0
 
@@ -82,6 +95,11 @@ class PeerUnavailable(PeerError):
 
 class PeerProtocolError(PeerError):
     """The peer answered something that is not a valid response to our request."""
+
+
+class RequestInvalid(PeerError):
+    """The call this node would make is not valid by the spec (a message past a bound): it
+    is not sent, as the peer would refuse it."""
 
 
 # The result label of an outbound call that failed (synthorg.observability.outbound).
@@ -134,31 +152,56 @@ def default_rpc_url(endpoint: str) -> str:
 
 
 def build_message(
-    parts: list[dict[str, Any]],
+    parts: Sequence[Part],
     *,
     agent_id: str | None = None,
     task_id: str | None = None,
     context_id: str | None = None,
     message_id: str | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    metadata: Mapping[str, Any] | None = None,
+) -> Message:
     """The user message of a message/send (or message/stream), in 0.3."""
-    message: dict[str, Any] = {
-        "kind": KIND_MESSAGE,
-        "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
-        "role": ROLE_USER,
-        "parts": parts,
-    }
-    if task_id:
-        message["taskId"] = task_id
-    if context_id:
-        message["contextId"] = context_id
     meta = dict(metadata or {})
     if agent_id:
         meta["agentId"] = agent_id
-    if meta:
-        message["metadata"] = meta
-    return message
+    try:
+        return Message.model_validate({
+            "kind": KIND_MESSAGE,
+            "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
+            "role": ROLE_USER,
+            "parts": list(parts),
+            **({"taskId": task_id} if task_id else {}),
+            **({"contextId": context_id} if context_id else {}),
+            **({"metadata": meta} if meta else {}),
+        })
+    except ValidationError as exc:
+        raise RequestInvalid(
+            f"the message is not valid ({exc.error_count()} problems)"
+        ) from None
+
+
+def call_params(model: type[P], **fields: Any) -> P:
+    """A call's params as the generated model (fields that are None left out: the spec's
+    models refuse an explicit null); RequestInvalid for a value the spec does not allow."""
+    try:
+        return model.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        raise RequestInvalid(
+            f"{model.__name__} is not valid ({exc.error_count()} problems)"
+        ) from None
+
+
+def send_params(message: Message, *, blocking: bool = True) -> MessageSendParams:
+    """message/send's params; blocking=False asks the peer to answer as soon as its agent
+    has started."""
+    configuration = None if blocking else MessageSendConfiguration(blocking=False)
+    return call_params(MessageSendParams, method=MESSAGE_SEND, message=message,
+                       configuration=configuration)
+
+
+def stream_params(message: Message) -> MessageStreamParams:
+    """message/stream's params."""
+    return call_params(MessageStreamParams, method=MESSAGE_STREAM, message=message)
 
 
 class A2AClient:
@@ -224,131 +267,126 @@ class A2AClient:
 
     async def send_message(
         self,
-        parts: list[dict[str, Any]],
+        parts: Sequence[Part],
         *,
         agent_id: str | None = None,
         task_id: str | None = None,
         context_id: str | None = None,
         message_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
         blocking: bool = True,
     ) -> Task:
         """blocking=False asks the peer to answer as soon as its agent has started."""
         message = build_message(parts, agent_id=agent_id, task_id=task_id,
                                 context_id=context_id, message_id=message_id, metadata=metadata)
-        params: dict[str, Any] = {"message": message}
+        return self.task_of(await self.call(send_params(message, blocking=blocking)))
+
+    def spoken(self, params: v1.OutboundParams) -> v1.OutboundParams | v1.V1OutboundParams:
+        """A call as the peer's dialect makes it: 1.0's method and params for a 1.0 peer
+        (RequestInvalid, and nothing sent, for a call 1.0 cannot carry)."""
+        if not self.speaks_v1:
+            return params
+        try:
+            return v1.params_v1(params)
+        except ValidationError as exc:
+            raise RequestInvalid(
+                f"{self.record.name}: the call is not valid in 1.0 ({exc.error_count()} "
+                "problems)"
+            ) from None
+
+    def task_of(self, result: Any) -> Task:
+        """A peer's answer to message/send as a Task: a Task, or a Message standing for a
+        completed one; from a 1.0 peer, {task} or {message}."""
+        method = self.wire_method(MESSAGE_SEND)
         if self.speaks_v1:
-            return await self._send_message_v1(message, blocking)
-        if not blocking:
-            params["configuration"] = {"blocking": False}
-        return self.task_of(MESSAGE_SEND, await self.call(MESSAGE_SEND, params))
-
-    def task_of(self, method: str, result: Any) -> Task:
-        """A 0.3 answer (a Task, or a Message standing for a completed one) as a Task."""
-        if isinstance(result, dict) and result.get("kind") == KIND_MESSAGE:
-            return self._message_as_task(result)
-        return self._as_task(method, result)
-
-    def _message_as_task(self, result: dict[str, Any]) -> Task:
-        """A peer may answer message/send with a Message (an agent that keeps no task, as
-        agents built on the official SDK may): it stands for a task completed with it."""
+            if isinstance(result, dict) and set(result) == {"task"}:
+                return self._as_task(MESSAGE_SEND, result["task"])
+            if not isinstance(result, dict) or set(result) != {"message"}:
+                raise PeerProtocolError(
+                    f"{self.record.name}: {method} answered neither a task nor a message"
+                )
+            try:
+                result = v1.message_v03(result["message"])
+            except (ValueError, KeyError, TypeError, AttributeError):
+                raise PeerProtocolError(
+                    f"{self.record.name}: {method} result is not a valid message"
+                ) from None
+        elif not isinstance(result, dict) or result.get("kind") != KIND_MESSAGE:
+            return self._as_task(MESSAGE_SEND, result)
         try:
             reply = Message.model_validate(result)
         except ValidationError as exc:
             raise PeerProtocolError(
-                f"{self.record.name}: message/send result is not a valid Message "
+                f"{self.record.name}: {method} result is not a valid Message "
                 f"({exc.error_count()} problems)"
             ) from None
-        stable = uuid.uuid5(_ANSWERED, f"{self.record.name}\n{reply.messageId}")
-        task_id = reply.taskId or str(stable)
-        context_id = reply.contextId or task_id
-        reply = reply.model_copy(update={"taskId": task_id, "contextId": context_id})
-        return Task(
-            kind=KIND_TASK, id=task_id, contextId=context_id,
-            status=TaskStatus(state=STATE_COMPLETED, message=reply, timestamp=utc_now()),
-            history=[reply], artifacts=[],
+        # A peer may answer with a Message (an agent that keeps no task, as agents built on
+        # the official SDK may): it stands for a task completed with it.
+        return message_task(self.record.name, reply)
+
+    def task_of_event(self, event: StreamEvent) -> Task:
+        """The first event of message/stream as a Task (a Message stands for one completed
+        with it, as in `task_of`)."""
+        if isinstance(event, Task):
+            return event
+        if isinstance(event, Message):
+            return message_task(self.record.name, event)
+        raise PeerProtocolError(
+            f"{self.record.name}: {self.wire_method(MESSAGE_STREAM)} began with neither a task "
+            "nor a message"
         )
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
-        params: dict[str, Any] = {"id": task_id}
-        if history_length is not None:
-            params["historyLength"] = history_length
-        return await self._task_call(TASKS_GET, params)
+        params = call_params(TasksGetParams, method=TASKS_GET, id=task_id,
+                             historyLength=history_length)
+        return self._as_task(TASKS_GET, await self.call(params))
 
     async def cancel_task(self, task_id: str) -> Task:
-        return await self._task_call(TASKS_CANCEL, {"id": task_id})
+        params = call_params(TasksCancelParams, method=TASKS_CANCEL, id=task_id)
+        return self._as_task(TASKS_CANCEL, await self.call(params))
 
-    async def set_push_config(self, task_id: str, config: dict[str, Any]) -> None:
-        """Ask the peer to push its task to `config` (0.3's PushNotificationConfig), in the
-        peer's dialect: 1.0 names the method and flattens the config."""
-        if self.speaks_v1:
-            flat = {"taskId": task_id, **v1.push_config_v1_json(config)}
-            await self.call(V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG, flat)
-            return
-        await self.call(TASKS_PUSH_NOTIFICATION_CONFIG_SET,
-                        {"taskId": task_id, "pushNotificationConfig": config})
+    async def set_push_config(self, task_id: str, config: PushNotificationConfig) -> None:
+        """Ask the peer to push its task to `config`, in the peer's dialect (1.0 names the
+        method CreateTaskPushNotificationConfig and flattens the config)."""
+        await self.call(call_params(
+            TasksPushNotificationConfigSetParams, method=TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+            taskId=task_id, pushNotificationConfig=config,
+        ))
 
-    async def _task_call(self, method: str, params: dict[str, Any]) -> Task:
-        if self.speaks_v1:
-            return await self._task_call_v1(method, params)
-        return self._as_task(method, await self.call(method, params))
+    def wire_method(self, method: str) -> str:
+        """The name the peer knows the 0.3 method `method` by in its dialect."""
+        return v1.V1_METHOD_NAMES.get(method, method) if self.speaks_v1 else method
 
     def _as_task(self, method: str, result: Any) -> Task:
+        """A Task answer; a 1.0 peer's read back as the 0.3 task it stands for."""
         try:
+            if self.speaks_v1:
+                result = v1.task_v03_json(result)
             return Task.model_validate(result)
         except ValidationError as exc:
             raise PeerProtocolError(
-                f"{self.record.name}: {method} result is not a valid Task "
+                f"{self.record.name}: {self.wire_method(method)} result is not a valid Task "
                 f"({exc.error_count()} problems)"
             ) from None
-
-    async def _send_message_v1(self, message: dict[str, Any], blocking: bool) -> Task:
-        """message/send made in 1.0: SendMessage answers {task} or {message}."""
-        params: dict[str, Any] = {"message": v1.message_v1(message)}
-        if not blocking:
-            params["configuration"] = {"returnImmediately": True}
-        result = await self.call(V1_SEND_MESSAGE, params)
-        try:
-            if isinstance(result, dict) and set(result) == {"message"}:
-                answer = v1.message_v03(result["message"])
-            elif isinstance(result, dict) and set(result) == {"task"}:
-                return Task.model_validate(v1.task_v03_json(result["task"]))
-            else:
-                raise ValueError("SendMessage answered neither a task nor a message")
-        except (ValidationError, ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise PeerProtocolError(
-                f"{self.record.name}: {V1_SEND_MESSAGE} result is not a valid task or message"
-            ) from None
-        return self._message_as_task(answer)
-
-    async def _task_call_v1(self, method: str, params: dict[str, Any]) -> Task:
-        """The 0.3 call `method`, made in 1.0: params and the answer mapped at the edge."""
-        if "message" in params:
-            params = {**params, "message": v1.message_v1(params["message"])}
-        result = await self.call(V1_METHODS[method], params)
-        try:
-            if method == MESSAGE_SEND:
-                if not isinstance(result, dict) or "task" not in result:
-                    raise ValueError("SendMessage did not answer a task")
-                result = result["task"]
-            return Task.model_validate(v1.task_v03_json(result))
-        except (ValidationError, ValueError, KeyError, TypeError, AttributeError):
-            raise PeerProtocolError(
-                f"{self.record.name}: {V1_METHODS[method]} result is not a valid Task"
+                f"{self.record.name}: {self.wire_method(method)} result is not a valid Task"
             ) from None
 
-    async def call(self, method: str, params: dict[str, Any]) -> Any:
-        """One JSON-RPC call with retries; returns the `result` member."""
-        with outbound_call(self.record.name, method) as outcome:
+    async def call(self, params: v1.OutboundParams) -> Any:
+        """One JSON-RPC call with retries, in the peer's dialect; returns the `result`
+        member. The params are serialised once, before the first attempt."""
+        spoken = self.spoken(params)
+        with outbound_call(self.record.name, jsonrpc.method_of(spoken)) as outcome:
             try:
-                return await self._call(method, params)
+                return await self._call(spoken)
             except PeerError as exc:
                 outcome.result = result_label(exc)
                 raise
 
-    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+    async def _call(self, params: v1.OutboundParams | v1.V1OutboundParams) -> Any:
         request_id = str(uuid.uuid4())
-        body = jsonrpc.request(method, params, request_id)
+        body = jsonrpc.call(params, request_id)
         name = self.record.name
         problem = "no attempt made"
         for attempt in range(self._retry.attempts):
@@ -373,7 +411,7 @@ class A2AClient:
 
     async def _post(self, body: bytes) -> tuple[int, Any, float | None]:
         """POST with a capped, streamed read: (status, parsed JSON or None, Retry-After)."""
-        headers = trace_headers({**self._headers, "Content-Type": "application/json"})
+        headers = trace_headers({**self._headers, "Content-Type": MEDIA_TYPE_APPLICATION_JSON})
         timeout = httpx.Timeout(self._timeout())
         async with (
             httpx.AsyncClient(transport=self._transport, timeout=timeout,
@@ -412,3 +450,17 @@ class A2AClient:
         if status != 200 or "result" not in payload:
             raise PeerProtocolError(f"{name}: HTTP {status} without a result")
         return payload["result"]
+
+
+def message_task(peer: str, reply: Message) -> Task:
+    """The task a peer's Message answer stands for: completed with it, its ids the message's
+    own or, without them, stable ones derived from the peer and the message."""
+    stable = uuid.uuid5(_ANSWERED, f"{peer}\n{reply.messageId}")
+    task_id = reply.taskId or str(stable)
+    context_id = reply.contextId or task_id
+    reply = reply.model_copy(update={"taskId": task_id, "contextId": context_id})
+    return Task(
+        kind=KIND_TASK, id=task_id, contextId=context_id,
+        status=TaskStatus(state=STATE_COMPLETED, message=reply, timestamp=utc_now()),
+        history=[reply], artifacts=[],
+    )

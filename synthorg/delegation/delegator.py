@@ -11,10 +11,11 @@ import asyncio
 import ssl
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from synthorg.cards.fetch import card_url, fetch_card_document
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
@@ -25,6 +26,7 @@ from synthorg.delegation.client import (
     PeerProtocolError,
     build_message,
     default_rpc_url,
+    stream_params,
 )
 from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.dialects.outbound import PeerDialect, choose
@@ -35,7 +37,12 @@ from synthorg.generated.constants import (
     STATE_INPUT_REQUIRED,
     TERMINAL_STATES,
 )
-from synthorg.generated.models import Task
+from synthorg.generated.models import (
+    Part,
+    PushNotificationAuthenticationInfo,
+    PushNotificationConfig,
+    Task,
+)
 from synthorg.push.signing import push_credential
 from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
@@ -49,6 +56,7 @@ class DelegationError(Exception):
 
 
 FOLLOW_CONFIG_ID = "synthorg-follow"  # the push config a follower registers downstream
+PUSH_AUTH_SCHEME = "Bearer"  # how the peer presents the push credential
 # Followed by push: the local record (updated by each verified push) is read this often, and
 # the peer is still polled, rarely, in case a push is lost for good.
 PUSHED_READ, PUSHED_POLL = 0.5, 30.0
@@ -59,10 +67,6 @@ def push_url(public_url: str | None, peer: str) -> str | None:
     if not public_url:
         return None
     return public_url.rstrip("/") + PUSH_RECEIVE.path.format(peer=peer)
-
-
-def _task_json(task: Task) -> dict[str, Any]:
-    return task.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 class Delegator:
@@ -136,10 +140,10 @@ class Delegator:
     async def delegate(
         self,
         peer: str,
-        parts: list[dict[str, Any]],
+        parts: Sequence[Part],
         *,
         agent_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
         origin_task_id: str | None = None,
         message_id: str | None = None,
         blocking: bool = True,
@@ -159,10 +163,10 @@ class Delegator:
     async def delegate_streaming(
         self,
         peer: str,
-        parts: list[dict[str, Any]],
+        parts: Sequence[Part],
         *,
         agent_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
         origin_task_id: str | None = None,
         message_id: str | None = None,
     ) -> tuple[Delegation, Events, int | None]:
@@ -173,12 +177,14 @@ class Delegator:
         message_id = message_id or str(uuid.uuid4())
         message = build_message(parts, agent_id=agent_id, message_id=message_id,
                                 metadata=metadata)
-        events = stream_call(client, MESSAGE_STREAM, {"message": message})
+        events = stream_call(client, stream_params(message))
         try:
             first = await anext(events, None)
             if first is None:
-                raise PeerProtocolError(f"{client.record.name}: {MESSAGE_STREAM} sent no event")
-            task = client.task_of(MESSAGE_STREAM, first[1])
+                raise PeerProtocolError(
+                    f"{client.record.name}: {client.wire_method(MESSAGE_STREAM)} sent no event"
+                )
+            task = client.task_of_event(first[1])
             record = self._record(client.record.name, task, message_id, origin_task_id)
             await self.store.add(record)
         except BaseException:
@@ -198,7 +204,7 @@ class Delegator:
             message_id=message_id,
             state=task.status.state,
             origin_task_id=origin_task_id,
-            task=_task_json(task),
+            task=task,
             created_at=now,
             updated_at=now,
         )
@@ -212,8 +218,8 @@ class Delegator:
     async def send_followup(
         self,
         record: Delegation,
-        parts: list[dict[str, Any]],
-        metadata: dict[str, Any] | None,
+        parts: Sequence[Part],
+        metadata: Mapping[str, Any] | None,
         message_id: str | None = None,
         blocking: bool = True,
     ) -> Delegation:
@@ -225,13 +231,13 @@ class Delegator:
             message_id=message_id,
             blocking=blocking,
         )
-        return await self.store.update(record.id, _task_json(task))
+        return await self.store.update(record.id, task)
 
     async def request_pushes(self, record: Delegation, url: str) -> bool:
         """Ask the peer to push its task to `url`; False when it will not (the caller then
         polls): a peer without push support, or one that refuses the url."""
-        config: dict[str, Any] = {"url": url, "id": FOLLOW_CONFIG_ID}
         link = self._catalog.get(record.peer)
+        credential = None
         # an mtls link's pin is public: no credential derived from it would prove anything;
         # the peer's pushes are admitted by its pinned client certificate instead
         if link is not None and link.scheme != MTLS:
@@ -239,8 +245,16 @@ class Delegator:
             # credential is good for this task from this peer only (`push.signing`). A peer
             # that signs sends it too; its signature is what the receiver verifies then.
             credential = push_credential(link.secret, record.peer, record.remote_task_id)
-            config["authentication"] = {"schemes": ["Bearer"], "credentials": credential}
-            config["token"] = credential  # 0.3's X-A2A-Notification-Token
+        try:
+            auth: dict[str, Any] = {} if credential is None else {
+                "token": credential,  # 0.3's X-A2A-Notification-Token
+                "authentication": PushNotificationAuthenticationInfo(
+                    schemes=[PUSH_AUTH_SCHEME], credentials=credential),
+            }
+            config = PushNotificationConfig.model_validate(
+                {"url": url, "id": FOLLOW_CONFIG_ID, **auth})
+        except ValidationError:  # a url past the spec's bounds: the peer would refuse it
+            return False
         try:
             # In the dialect the task was sent in (the card is cached by then).
             client = await self.peer_client(record.peer)
@@ -252,12 +266,12 @@ class Delegator:
     async def refresh(self, local_id: str) -> Delegation:
         record = await self.get(local_id)
         task = await (await self.peer_client(record.peer)).get_task(record.remote_task_id)
-        return await self.store.update(record.id, _task_json(task))
+        return await self.store.update(record.id, task)
 
     async def cancel(self, local_id: str) -> Delegation:
         record = await self.get(local_id)
         task = await (await self.peer_client(record.peer)).cancel_task(record.remote_task_id)
-        return await self.store.update(record.id, _task_json(task))
+        return await self.store.update(record.id, task)
 
     async def follow(
         self,

@@ -14,57 +14,70 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.sse_client import Events, stream_call
-from synthorg.generated.constants import KIND_ARTIFACT_UPDATE, KIND_STATUS_UPDATE, TASKS_RESUBSCRIBE
-from synthorg.generated.models import StreamEvent, Task
+from synthorg.generated.constants import TASKS_RESUBSCRIBE
+from synthorg.generated.models import (
+    Artifact,
+    Message,
+    StreamEvent,
+    Task,
+    TasksResubscribeParams,
+    TaskStatusUpdateEvent,
+)
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.store.delegations import Delegation
 
 FIRST_RETRY, MAX_RETRY = 0.2, 5.0  # seconds before resubscribing after a dropped stream
 MAX_FAILURES = 30  # consecutive failed subscriptions before the follower gives up
-_EVENT: TypeAdapter[Any] = TypeAdapter(StreamEvent)
 
 
 class StreamGaveUp(PeerError):
     """The peer could not be followed by stream (refused, or unreachable too long)."""
 
 
-def apply_event(task: dict[str, Any], result: Any, remote_task_id: str) -> dict[str, Any]:
+def apply_event(task: Task, event: StreamEvent, remote_task_id: str) -> Task:
     """The task after one stream event (a Task, a status-update or an artifact-update)."""
-    try:
-        event = _EVENT.validate_python(result)
-    except ValidationError as exc:
-        raise PeerProtocolError(f"a stream event that is not valid ({exc.error_count()} "
-                                "problems)") from None
     if isinstance(event, Task):
         if event.id != remote_task_id:
             raise PeerProtocolError("a stream event for another task")
-        return event.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if getattr(event, "taskId", None) != remote_task_id:
+        return event
+    if event.taskId != remote_task_id:
         raise PeerProtocolError("a stream event for another task")
-    body = event.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if body["kind"] == KIND_STATUS_UPDATE:
-        return {**task, "status": body["status"]}
-    if body["kind"] != KIND_ARTIFACT_UPDATE:
-        return task  # a Message: nothing of the task changes
-    artifact = body["artifact"]
-    artifacts = list(task.get("artifacts") or [])
+    if isinstance(event, TaskStatusUpdateEvent):
+        return task.model_copy(update={"status": event.status})
+    if isinstance(event, Message):
+        return task  # nothing of the task changes
+    artifact = event.artifact
+    artifacts = list(task.artifacts or [])
     for index, existing in enumerate(artifacts):
-        if existing.get("artifactId") == artifact["artifactId"]:
-            if body.get("append"):
-                artifact = {**existing, "parts": [*existing.get("parts", []), *artifact["parts"]]}
+        if existing.artifactId == artifact.artifactId:
+            if event.append:
+                artifact = _appended(existing, artifact)
             artifacts[index] = artifact
             break
     else:
         artifacts.append(artifact)
-    return {**task, "artifacts": artifacts}
+    return task.model_copy(update={"artifacts": artifacts})
+
+
+def _appended(existing: Artifact, chunk: Artifact) -> Artifact:
+    """`existing` with `chunk`'s parts after its own, validated (the spec bounds the parts
+    of an artifact, and a stream may go on appending past it)."""
+    try:
+        return Artifact.model_validate({
+            **{name: value for name, value in existing if value is not None},
+            "parts": [*existing.parts, *chunk.parts],
+        })
+    except ValidationError as exc:
+        raise PeerProtocolError(
+            f"an artifact appended past the spec's bounds ({exc.error_count()} problems)"
+        ) from None
 
 
 async def follow_stream(
@@ -92,12 +105,12 @@ async def follow_stream(
             stream, events = events, None  # a stream already open (message/stream) first
             if stream is None:
                 client = await delegator.peer_client(record.peer)
-                stream = stream_call(
-                    client, TASKS_RESUBSCRIBE, {"id": record.remote_task_id}, last
-                )
+                params = TasksResubscribeParams(method=TASKS_RESUBSCRIBE,
+                                                id=record.remote_task_id)
+                stream = stream_call(client, params, last)
             async with contextlib.aclosing(stream):
-                async for seq, result in stream:
-                    task = apply_event(record.task, result, record.remote_task_id)
+                async for seq, event in stream:
+                    task = apply_event(record.task, event, record.remote_task_id)
                     record = await delegator.store.update(record.id, task)
                     if seq is not None:
                         last = seq

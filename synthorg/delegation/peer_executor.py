@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import time
 import uuid
-from typing import Any
 
 from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import (
@@ -26,14 +25,13 @@ from synthorg.delegation.delegator import (
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
 from synthorg.generated.constants import (
-    KIND_TEXT,
     ROLE_USER,
     STATE_AUTH_REQUIRED,
     STATE_FAILED,
     STATE_INPUT_REQUIRED,
     TASK_NOT_CANCELABLE,
 )
-from synthorg.generated.models import Artifact, Message, Task
+from synthorg.generated.models import Artifact, Message, Task, TextPart
 from synthorg.store.delegations import Delegation
 from synthorg.tasks.events import STREAM_END_STATES
 from synthorg.tasks.executors import Outcome, Progress
@@ -50,11 +48,11 @@ def forwarded_message_id(task_id: str, message_id: str) -> str:
     return str(uuid.uuid5(_FORWARDED, f"{task_id}\n{message_id}"))
 
 
-def _status_text(task: dict[str, Any]) -> str | None:
-    message = task.get("status", {}).get("message")
-    if not message:
+def _status_text(task: Task) -> str | None:
+    message = task.status.message
+    if message is None:
         return None
-    texts = [p["text"] for p in message.get("parts", []) if p.get("kind") == KIND_TEXT]
+    texts = [part.text for part in message.parts if isinstance(part, TextPart)]
     return "\n".join(texts) or None
 
 
@@ -77,8 +75,7 @@ class PeerExecutor:
 
     async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
-        parts = [p.model_dump(mode="json", by_alias=True, exclude_none=True)
-                 for p in message.parts]
+        parts = message.parts
         onward_id = forwarded_message_id(task.id, message.messageId)
         try:
             existing = await self._delegator.store.by_origin(task.id)
@@ -187,8 +184,7 @@ class PeerExecutor:
         while True:
             await relay.record(record)
             if record.state in STREAM_END_STATES:
-                remote = Task.model_validate(record.task)
-                return Outcome(remote.status.state, message_text=_status_text(record.task))
+                return Outcome(record.task.status.state, message_text=_status_text(record.task))
             await asyncio.sleep(delay)
             delay = min(delay * 2, PUSHED_READ if pushed else MAX_POLL)
             if pushed and time.monotonic() - last_poll < PUSHED_POLL:
@@ -230,7 +226,7 @@ def _unforwarded(task: Task, record: Delegation) -> Message | None:
     onward = forwarded_message_id(task.id, last.messageId)
     if onward == record.message_id or record.state not in WAITING_STATES:
         return None
-    held = {m.get("messageId") for m in record.task.get("history") or [] if isinstance(m, dict)}
+    held = {m.messageId for m in record.task.history or []}
     return None if onward in held else last
 
 
@@ -243,10 +239,10 @@ class _Relay:
         self._said: str | None = None
 
     async def record(self, record: Delegation) -> None:
-        remote = Task.model_validate(record.task)
+        remote = record.task
         for artifact in remote.artifacts or []:
             await _relay(artifact, self._relayed, self._progress)
-        text = _status_text(record.task)
+        text = _status_text(remote)
         if remote.status.state in STREAM_END_STATES:
             return  # the outcome carries the last message
         if text is not None and text != self._said:

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, NamedTuple
 
 import httpx
+from pydantic import TypeAdapter, ValidationError
 
 from synthorg import jsonrpc
 from synthorg.delegation.client import (
@@ -28,19 +29,18 @@ from synthorg.delegation.client import (
 from synthorg.dialects import v1
 from synthorg.generated.constants import (
     LAST_EVENT_ID_HEADER,
-    MESSAGE_STREAM,
-    TASKS_RESUBSCRIBE,
-    V1_SEND_STREAMING_MESSAGE,
-    V1_SUBSCRIBE_TO_TASK,
+    MEDIA_TYPE_APPLICATION_JSON,
+    MEDIA_TYPE_TEXT_EVENT_STREAM,
 )
+from synthorg.generated.models import MessageStreamParams, StreamEvent, TasksResubscribeParams
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.tls.outbound import PinMismatch
 
-EVENT_STREAM = "text/event-stream"
+EVENT_STREAM = MEDIA_TYPE_TEXT_EVENT_STREAM
 STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is dead
-# The 1.0 method that stands for each 0.3 streaming method this client calls.
-V1_STREAMS = {MESSAGE_STREAM: V1_SEND_STREAMING_MESSAGE, TASKS_RESUBSCRIBE: V1_SUBSCRIBE_TO_TASK}
-Events = AsyncGenerator[tuple[int | None, Any], None]  # (sequence number, result) per event
+# (sequence number, event) per event; a 1.0 peer's events read back as the 0.3 ones
+Events = AsyncGenerator[tuple[int | None, StreamEvent], None]
+_EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
 class SseEvent(NamedTuple):
@@ -82,11 +82,22 @@ async def sse_events(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncItera
             raise StreamTooLarge(f"a line longer than {max_bytes} bytes")
 
 
-def _as_v03(name: str, result: Any) -> Any:
+def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> StreamEvent:
+    """One event's result as the 0.3 event model (a 1.0 StreamResponse mapped first);
+    PeerProtocolError for what is not a valid event."""
+    if speaks_v1:
+        try:
+            result = v1.event_v03_json(result)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise PeerProtocolError(
+                f"{peer}: a stream event that is not a StreamResponse"
+            ) from None
     try:
-        return v1.event_v03_json(result)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise PeerProtocolError(f"{name}: a stream event that is not a StreamResponse") from None
+        return _EVENT.validate_python(result)
+    except ValidationError as exc:
+        raise PeerProtocolError(
+            f"{peer}: a stream event that is not valid ({exc.error_count()} problems)"
+        ) from None
 
 
 def _sequence(event_id: str | None) -> int | None:
@@ -96,18 +107,20 @@ def _sequence(event_id: str | None) -> int | None:
 
 
 async def stream_call(
-    client: A2AClient, method: str, params: dict[str, Any], last_event_id: int | None = None
+    client: A2AClient,
+    params: MessageStreamParams | TasksResubscribeParams,
+    last_event_id: int | None = None,
 ) -> Events:
-    """One streaming JSON-RPC call: (sequence number, result) per event, until the peer
+    """One streaming JSON-RPC call: (sequence number, event) per event, until the peer
     ends the stream. PeerRpcError for a refusal (a plain JSON-RPC error, or an error event),
-    PeerUnavailable when it cannot be reached or the connection drops."""
+    PeerProtocolError for an event that is not a valid one, PeerUnavailable when the peer
+    cannot be reached or the connection drops."""
     name = client.record.name
-    if client.speaks_v1:  # the same call in 1.0; its events read back as 0.3 ones
-        method = V1_STREAMS[method]
-        if "message" in params:
-            params = {**params, "message": v1.message_v1(params["message"])}
-    body = jsonrpc.request(method, params, 1)
-    headers = {**client.headers, "Content-Type": "application/json", "Accept": EVENT_STREAM}
+    spoken = client.spoken(params)  # the same call in 1.0 for a 1.0 peer
+    method = jsonrpc.method_of(spoken)
+    body = jsonrpc.call(spoken, 1)
+    headers = {**client.headers, "Content-Type": MEDIA_TYPE_APPLICATION_JSON,
+               "Accept": EVENT_STREAM}
     if last_event_id is not None:
         headers[LAST_EVENT_ID_HEADER] = str(last_event_id)
     # One outbound call (counted, timed, a span when traces are on) for the stream's life.
@@ -154,9 +167,7 @@ async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str
                 except ValueError:
                     raise PeerProtocolError(f"{name}: an event that is not JSON") from None
                 result = client.result_of(200, envelope, 1)
-                if client.speaks_v1:
-                    result = _as_v03(name, result)
-                yield _sequence(event.id), result
+                yield _sequence(event.id), stream_event(name, result, speaks_v1=client.speaks_v1)
     except PinMismatch:
         raise PeerUnavailable(f"{name}: {PIN_MISMATCH}") from None
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:

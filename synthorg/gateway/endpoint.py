@@ -7,7 +7,7 @@ one plain ASGI app. Read top to bottom, it is the request pipeline:
 | 1    | the method is POST                                      | 405, Allow: POST      |
 | 2    | a declared Content-Length is well formed and in bounds  | 400 / 413, -32600     |
 | 3-5  | the three gates, on headers alone (`gates.py`)          | 401 / 403             |
-|      | the peer's rate limit (`ratelimit.py`)                  | 429, -32005           |
+|      | the peer's rate limit (`ratelimit.py`), by its record   | 429, -32005           |
 |      | an agent endpoint's id is well formed                   | 404, -32012           |
 | 6    | Content-Type is application/json                        | 415, -32600 / -32005  |
 | 7    | the body streams in under the same ceiling              | 413, -32600           |
@@ -43,11 +43,11 @@ from synthorg.gateway.sse import EventStream
 from synthorg.generated.constants import (
     A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
+    GATEWAY_RPC,
     INVALID_REQUEST,
     LAST_EVENT_ID_HEADER,
     METHOD_NOT_FOUND,
     RATE_LIMITED,
-    RPC_POST,
     UNKNOWN_AGENT,
     V1_CONTENT_TYPE_NOT_SUPPORTED,
     RpcErrorSpec,
@@ -66,7 +66,7 @@ from synthorg.observability.events.a2a import (
 from synthorg.observability.log import emit
 from synthorg.tls.context import client_certificate
 
-RPC_PATH = RPC_POST.path  # "/api/v1/a2a/"
+RPC_PATH = GATEWAY_RPC.path  # "/api/v1/a2a/"
 RPC_PATHS = frozenset({RPC_PATH, RPC_PATH.rstrip("/")})
 AGENT_PATH_PREFIX = f"{RPC_PATH}agents/"
 LAST_EVENT_ID = LAST_EVENT_ID_HEADER.lower()  # header_map keys are lowercase
@@ -251,10 +251,11 @@ class Gateway:
             return None
         peer = result.peer
         note_admitted(peer)
-        if config.limiter is not None:
-            wait = config.limiter.admit(peer)
+        if config.limiter is not None:  # by the record the gates read: no second lookup
+            own = result.rate_limit
+            wait = config.limiter.admit(peer, own)
             if wait is None:  # this process's lease is spent: ask the shared bucket
-                wait = await config.limiter.take(peer)
+                wait = await config.limiter.take(peer, own)
             if wait:
                 await _rate_limited(send, path, peer, wait, way)
                 return None

@@ -11,6 +11,10 @@ Gate 3: the presented credential matches the peer's catalog record,
         peer. A certificate another record pins names another peer: a
         request carrying it is refused whatever else it carries.       401, -32003
 
+The verdict of an admitted request (`Admitted`) carries the catalog record gate 3 matched:
+the steps after the gates (the rate limit) read the peer's settings from it, so a request
+costs one catalog lookup.
+
 Everything fails closed. The one exception is ``catalog=None`` (a node started with no
 catalog at all, development only): gate 3 checks no credential and the allowlist is the
 sole gate (the admin token is still refused).
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from synthorg.admin.token import AdminToken
@@ -74,6 +78,15 @@ class CredentialCatalog(Protocol):
 @dataclass(frozen=True, slots=True)
 class Admitted:
     peer: str
+    # The catalog record gate 3 matched (None: a node without a catalog). The steps after the
+    # gates read the peer's settings from it, never from the catalog again: one lookup per
+    # request, and every step sees the same record.
+    record: PeerCredential | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def rate_limit(self) -> float | None:
+        """The record's own rate limit (`PeerRecord.rate_limit`); None: the setting applies."""
+        return getattr(self.record, "rate_limit", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +172,10 @@ class PeerGate:
         if peer not in self.allowed_peers:
             return Refused(403, PEER_NOT_ALLOWED, "peer_not_allowed", PEER_NOT_ALLOWED.message,
                            peer)
-        reason = None if self.catalog is None else _credential_failure(
-            self.catalog, peer, headers, client_cert
-        )
+        reason: str | None = None
+        record: PeerCredential | None = None
+        if self.catalog is not None:
+            reason, record = _credential_check(self.catalog, peer, headers, client_cert)
         if reason is None and cert_peer is not None and cert_peer != peer:
             reason = "certificate_of_another_peer"
         if self._presents_admin_token(headers):  # named first: the operator's token leaked
@@ -169,7 +183,7 @@ class PeerGate:
         if reason is not None:
             return Refused(401, UNAUTHENTICATED, reason, BAD_CREDENTIAL_MESSAGE, peer,
                            REASON_DETAILS.get(reason))
-        return Admitted(peer)
+        return Admitted(peer, record)
 
     def _named_by_credential(self, headers: Mapping[str, str]) -> str | None:
         """The peer whose secret the request carries, when it names none. Both headers at
@@ -214,20 +228,29 @@ class PeerGate:
             return True  # fail closed
 
 
-def _credential_failure(
+def _credential_check(
     catalog: CredentialCatalog, peer: str, headers: Mapping[str, str],
     client_cert: bytes | None = None,
-) -> str | None:
-    """Gate 3. Returns the refusal reason, or None when the credential matches."""
+) -> tuple[str | None, PeerCredential | None]:
+    """Gate 3, on the peer's record read once: (None, record) when the credential matches,
+    else (the refusal reason, None)."""
     try:
         record = catalog.get(peer)
         if record is None:
-            return "no_credential_record"
+            return "no_credential_record", None
         scheme, secret = record.scheme, record.secret
     except SecretBoxError:
-        return UNDECRYPTABLE
+        return UNDECRYPTABLE, None
     except Exception:
-        return "catalog_error"
+        return "catalog_error", None
+    reason = _credential_failure(scheme, secret, headers, client_cert)
+    return reason, (record if reason is None else None)
+
+
+def _credential_failure(
+    scheme: str, secret: str, headers: Mapping[str, str], client_cert: bytes | None,
+) -> str | None:
+    """The refusal reason, or None when the presented credential matches the record's."""
     if not isinstance(secret, str) or not secret.strip():
         return "blank_stored_secret"
     if scheme == MTLS:  # the certificate is the credential: a header never admits the peer

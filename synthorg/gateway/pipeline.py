@@ -97,6 +97,16 @@ def _check_structure(value: Any, check_strings: bool) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
+def too_deep(value: Any) -> str | None:
+    """The refusal of a document nested deeper than MAX_DEPTH (parsed by another binding's
+    parser), else None."""
+    try:
+        _check_structure(value, False)
+    except _Reject as reject:
+        return reject.message
+    return None
+
+
 def _parse(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")

@@ -58,22 +58,22 @@ def lease_size(rate: float, capacity: float) -> int:
 
 
 class PeerRateLimiter:
-    """`admit(peer)` answers 0.0 to admit, a positive wait (seconds until the peer's next
-    token) to refuse, or None when only the shared bucket can say: then `take(peer)`
-    answers the same way after one round trip."""
+    """`admit(peer, own)` answers 0.0 to admit, a positive wait (seconds until the peer's
+    next token) to refuse, or None when only the shared bucket can say: then
+    `take(peer, own)` answers the same way after one round trip. `own` is the peer's own
+    limit, from the catalog record the gates admitted it by (`Admitted.rate_limit`): the
+    limiter never reads the catalog itself."""
 
     def __init__(
         self,
         rate: Callable[[], float],
         burst: Callable[[], int],
-        override: Callable[[str], float | None],
         share: int = 1,
         clock: Callable[[], float] = time.monotonic,
         shared: Take | None = None,
     ) -> None:
         self._rate = rate  # a2a.peer_rate_limit_per_second, read per request (0: off)
         self._burst = burst
-        self._override = override  # the catalog record's own limit, if any
         self._share = max(1, share)
         self._clock = clock
         self._shared = shared  # None: this process alone serves its peers
@@ -86,9 +86,9 @@ class PeerRateLimiter:
         self._fell_back = False
         self._shared_down_until = 0.0
 
-    def _limit(self, peer: str) -> tuple[float, float]:
-        """(rate, capacity) of the peer's whole limit; rate 0 when it has none."""
-        own = self._override(peer)
+    def _limit(self, own: float | None) -> tuple[float, float]:
+        """(rate, capacity) of the peer's whole limit; rate 0 when it has none. `own`: the
+        catalog record's own limit (None: the setting applies)."""
         rate = self._rate() if own is None else own
         if rate <= 0:
             return 0.0, 0.0
@@ -96,8 +96,8 @@ class PeerRateLimiter:
         # its own is not held to a burst sized for the default.
         return rate, max(1.0, float(self._burst()), rate)
 
-    def admit(self, peer: str) -> float | None:
-        rate, capacity = self._limit(peer)
+    def admit(self, peer: str, own: float | None) -> float | None:
+        rate, capacity = self._limit(own)
         if rate <= 0:
             return 0.0
         if self._shared is None:
@@ -111,25 +111,25 @@ class PeerRateLimiter:
         if lease[0] >= 1.0 and now < lease[1]:
             lease[0] -= 1.0
             if lease[0] < lease[3] and peer not in self._prefetching:
-                self._prefetch(peer)
+                self._prefetch(peer, own)
             return 0.0
         if now < lease[2]:
             return lease[2] - now
         return None
 
-    async def take(self, peer: str) -> float:
+    async def take(self, peer: str, own: float | None) -> float:
         """Lease tokens from the shared bucket and decide (the request waits for the round
         trip only when its process's lease is spent before the next one arrived)."""
         assert self._shared is not None
         async with self._lock(peer):
-            decided = self.admit(peer)  # another request may have leased meanwhile
+            decided = self.admit(peer, own)  # another request may have leased meanwhile
             if decided is not None:
                 return decided
-            failed = await self._lease(peer)
+            failed = await self._lease(peer, own)
             if failed:
-                rate, capacity = self._limit(peer)
+                rate, capacity = self._limit(own)
                 return 0.0 if rate <= 0 else self._local(peer, rate, capacity, self._share)
-            decided = self.admit(peer)
+            decided = self.admit(peer, own)
             return 0.0 if decided is None else decided
 
     def _lock(self, peer: str) -> asyncio.Lock:
@@ -138,7 +138,7 @@ class PeerRateLimiter:
             lock = self._locks[peer] = asyncio.Lock()
         return lock
 
-    def _prefetch(self, peer: str) -> None:
+    def _prefetch(self, peer: str, own: float | None) -> None:
         """The lease runs low: take the next one in the background, so the requests that
         follow find tokens without a round trip."""
         self._prefetching.add(peer)
@@ -146,7 +146,7 @@ class PeerRateLimiter:
         async def refill() -> None:
             try:
                 async with self._lock(peer):
-                    await self._lease(peer)
+                    await self._lease(peer, own)
             finally:
                 self._prefetching.discard(peer)
 
@@ -154,9 +154,9 @@ class PeerRateLimiter:
         self._tasks.add(task)  # a reference until done: the loop keeps only weak ones
         task.add_done_callback(self._tasks.discard)
 
-    async def _lease(self, peer: str) -> bool:
+    async def _lease(self, peer: str, own: float | None) -> bool:
         """Take a lease into this process's state; True when the shared store failed."""
-        rate, capacity = self._limit(peer)
+        rate, capacity = self._limit(own)
         if rate <= 0:
             return False
         want = lease_size(rate, capacity)

@@ -42,21 +42,25 @@ from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 
 Issue = dict[str, Any]
-_COMPANY_ID, _AGENT_ID = "handlers.rest.", "handlers.rest.agent_"
+_COMPANY_ID, _AGENT_ID = "gateway.rest.", "gateway.rest.agent_"
 # Each route and the 1.0 method it calls.
 _METHODS: Mapping[Operation, str] = {
-    spec.REST_SEND_MESSAGE: spec.V1_SEND_MESSAGE,
-    spec.REST_SEND_STREAMING_MESSAGE: spec.V1_SEND_STREAMING_MESSAGE,
-    spec.REST_LIST_TASKS: spec.V1_LIST_TASKS,
-    spec.REST_GET_TASK: spec.V1_GET_TASK,
-    spec.REST_CANCEL_TASK: spec.V1_CANCEL_TASK,
-    spec.REST_SUBSCRIBE_TO_TASK: spec.V1_SUBSCRIBE_TO_TASK,
-    spec.REST_SUBSCRIBE_TO_TASK_POST: spec.V1_SUBSCRIBE_TO_TASK,
-    spec.REST_LIST_TASK_PUSH_NOTIFICATION_CONFIGS: spec.V1_LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
-    spec.REST_CREATE_TASK_PUSH_NOTIFICATION_CONFIG: spec.V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
-    spec.REST_GET_TASK_PUSH_NOTIFICATION_CONFIG: spec.V1_GET_TASK_PUSH_NOTIFICATION_CONFIG,
-    spec.REST_DELETE_TASK_PUSH_NOTIFICATION_CONFIG: spec.V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
-    spec.REST_GET_EXTENDED_AGENT_CARD: spec.V1_GET_EXTENDED_AGENT_CARD,
+    spec.GATEWAY_REST_SEND_MESSAGE: spec.V1_SEND_MESSAGE,
+    spec.GATEWAY_REST_SEND_STREAMING_MESSAGE: spec.V1_SEND_STREAMING_MESSAGE,
+    spec.GATEWAY_REST_LIST_TASKS: spec.V1_LIST_TASKS,
+    spec.GATEWAY_REST_GET_TASK: spec.V1_GET_TASK,
+    spec.GATEWAY_REST_CANCEL_TASK: spec.V1_CANCEL_TASK,
+    spec.GATEWAY_REST_SUBSCRIBE_TO_TASK: spec.V1_SUBSCRIBE_TO_TASK,
+    spec.GATEWAY_REST_SUBSCRIBE_TO_TASK_POST: spec.V1_SUBSCRIBE_TO_TASK,
+    spec.GATEWAY_REST_LIST_TASK_PUSH_NOTIFICATION_CONFIGS:
+        spec.V1_LIST_TASK_PUSH_NOTIFICATION_CONFIGS,
+    spec.GATEWAY_REST_CREATE_TASK_PUSH_NOTIFICATION_CONFIG:
+        spec.V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+    spec.GATEWAY_REST_GET_TASK_PUSH_NOTIFICATION_CONFIG:
+        spec.V1_GET_TASK_PUSH_NOTIFICATION_CONFIG,
+    spec.GATEWAY_REST_DELETE_TASK_PUSH_NOTIFICATION_CONFIG:
+        spec.V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG,
+    spec.GATEWAY_REST_GET_EXTENDED_AGENT_CARD: spec.V1_GET_EXTENDED_AGENT_CARD,
 }
 # Where the binding's routes are: the spec's own paths' common prefix (/api/v1/a2a/rest/).
 PREFIX = posixpath.commonpath([op.path for op in _METHODS]) + "/"
@@ -69,7 +73,7 @@ assert {op for op in OPERATIONS if op.operation_id.startswith(_COMPANY_ID)} == s
     OPERATIONS_REST)
 AGENT_ID = "agent_id"  # the agent routes' path parameter (AgentIdPath)
 # The routes whose body may be empty (their request message is all in the path).
-_OPTIONAL = (spec.REST_CANCEL_TASK, spec.REST_SUBSCRIBE_TO_TASK_POST)
+_OPTIONAL = (spec.GATEWAY_REST_CANCEL_TASK, spec.GATEWAY_REST_SUBSCRIBE_TO_TASK_POST)
 OPTIONAL_BODY = frozenset({*_OPTIONAL, *(_AGENT_OF[op] for op in _OPTIONAL)})
 MAX_QUERY_FIELDS = 16
 _PARAM = re.compile(r"\{([A-Za-z_]+)\}")

@@ -24,7 +24,7 @@ from synthorg import jsonrpc
 from synthorg.dialects.errors import error_details, http_error
 from synthorg.gateway.gates import Refused
 from synthorg.gateway.replies import RequestId, encoded, result_body
-from synthorg.generated.constants import INTERNAL_ERROR, RpcErrorSpec
+from synthorg.generated.constants import INTERNAL_ERROR, MEDIA_TYPE_TEXT_EVENT_STREAM, RpcErrorSpec
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.sequenced import Sequenced
@@ -32,7 +32,7 @@ from synthorg.sequenced import Sequenced
 KEEPALIVE_SECONDS = 15.0
 FAIR_EVERY = 16  # events a writer sends before it lets the loop turn
 HEADERS = [
-    (b"content-type", b"text/event-stream"),
+    (b"content-type", MEDIA_TYPE_TEXT_EVENT_STREAM.encode()),
     (b"cache-control", b"no-store"),
     (b"x-accel-buffering", b"no"),  # a proxy in front must not hold events back
 ]

@@ -1102,6 +1102,7 @@ class ServerConfig(SpecModel):
     keepalive_timeout_seconds: Annotated[float, Field(ge=0.1, le=600)] = 5.0
     max_connections: Annotated[int, Field(ge=1, le=1000000)] = 1024
     tls: Annotated[ServerTlsConfig | None, NoNull] = None
+    grpc_port: Annotated[Annotated[int, Field(ge=1, le=65535)] | None, NoNull] = None
 
 
 class ServerTlsConfig(SpecModel):
@@ -2116,6 +2117,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'final',
     'flows',
     'gateway_disabled',
+    'grpc_port',
     'header',
     'header_timeout_seconds',
     'history',

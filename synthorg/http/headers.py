@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from synthorg.generated.constants import MEDIA_TYPE_APPLICATION_JSON
 from synthorg.http.numbers import MAX_DIGITS, ascii_digits
 
 
@@ -32,7 +33,7 @@ def is_json(content_type: str | None) -> bool:
     """`application/json`, parameters allowed."""
     if content_type is None:
         return False
-    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+    return content_type.split(";", 1)[0].strip().lower() == MEDIA_TYPE_APPLICATION_JSON
 
 
 A2A_JSON = "application/a2a+json"  # A2A 1.0's own media type for its HTTP+JSON binding

@@ -36,7 +36,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from synthorg import jsonrpc
-from synthorg.generated.constants import INVALID_REQUEST
+from synthorg.generated.constants import INVALID_REQUEST, MEDIA_TYPE_APPLICATION_JSON
 from synthorg.http.limits import DEFAULT_LIMITS, ServerLimits
 from synthorg.observability.events.a2a import INBOUND_REJECTED
 from synthorg.observability.log import emit
@@ -341,7 +341,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         body = jsonrpc.error(INVALID_REQUEST, message)
         headers = [
             *self.server_state.default_headers,
-            (b"content-type", b"application/json"),
+            (b"content-type", MEDIA_TYPE_APPLICATION_JSON.encode()),
             (b"content-length", str(len(body)).encode("ascii")),
             (b"connection", b"close"),
             *extra,

@@ -2,7 +2,9 @@
 
 Every event is one JSON object on one line, written through the stdlib logger
 ``synthorg.events`` so tests and operators can attach their own handlers.
-Logging is never allowed to break a request: every failure is swallowed.
+Logging is never allowed to break a request: every failure is swallowed. Nor to slow one
+down: stderr's lines are queued for one writer thread (writer.py), which writes them in
+batches; a request never waits for stderr.
 
 Records of every other logger (uvicorn, Connexion, asyncio, Python warnings) reach the same
 stream as ``server.log`` events once ``configure_logging`` has run: level, logger name and the
@@ -12,17 +14,21 @@ message, clipped; of an exception only its type, never a traceback.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import logging
+import os
 import sys
+import threading
 from collections.abc import Callable
 from json.encoder import c_make_encoder  # type: ignore[attr-defined]
 from json.encoder import encode_basestring_ascii as _quote
-from typing import Any
+from typing import Any, TextIO
 
 from synthorg.clock import utc_now
 from synthorg.observability.events.server import SERVER_LOG
+from synthorg.observability.writer import LineWriter
 
 LOGGER_NAME = "synthorg.events"
 _logger = logging.getLogger(LOGGER_NAME)
@@ -48,7 +54,16 @@ _LIBRARY_LEVEL = logging.WARNING
 
 
 class _EventHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Marker type so ``configure_logging`` can recognise its own handler."""
+    """The stderr handler: its lines go through one writer thread (writer.py), whether
+    `emit` hands them over directly or through the logging chain."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.writer = LineWriter(stream)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            _write(self, self.format(record))
 
 
 class _LibraryHandler(logging.Handler):
@@ -102,6 +117,7 @@ def configure_logging(level: str = "info") -> None:
         handler = _EventHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
         _logger.addHandler(handler)
+        _install_exit_hooks()
     root = logging.getLogger()
     if not any(isinstance(h, _LibraryHandler) for h in root.handlers):
         library = _LibraryHandler(_LIBRARY_LEVEL)
@@ -215,50 +231,76 @@ def _emit(event: str, level: str, fields: dict[str, object]) -> None:
     line = _render(record)
     handler = _sole_handler()
     if handler is not None:
-        # Nobody else listens (no test capture, no host app): write the line straight out;
+        # Nobody else listens (no test capture, no host app): queue the line straight away;
         # a LogRecord and the handler chain would cost more than the rest of the event.
         _write(handler, line)
         return
     _logger.handle(logging.LogRecord(LOGGER_NAME, levelno, "", 0, line, None, None))
 
 
-_pending: list[str] = []
-
-
 def _write(handler: _EventHandler, line: str) -> None:
-    """On an event loop, the lines of one turn of the loop go out in one write, at its end
-    (a request usually emits several); elsewhere each line goes out at once."""
+    """Queue the line for the writer thread. On the main thread outside an event loop (the
+    CLI, start-up, shutdown) wait until it is written, so it keeps its place among what the
+    process prints to stderr itself."""
+    handler.writer.put(line)
     try:
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()
     except RuntimeError:
-        loop = None
-    if loop is None:
-        _flush(handler, [line])
-        return
-    if not _pending:
-        loop.call_soon(_flush_pending, handler)
-    _pending.append(line)
+        if threading.current_thread() is threading.main_thread():
+            handler.writer.flush()
 
 
 def flush() -> None:
-    """Write now the lines waiting for the end of the loop's turn (the process is about to
-    end, and the loop may never finish that turn)."""
-    handler = _sole_handler()
-    if handler is not None and _pending:
-        _flush_pending(handler)
+    """Wait (bounded) until every line queued so far is written: the process is about to end,
+    perhaps by a signal raised again, with no exit handlers."""
+    for handler in _logger.handlers:
+        if isinstance(handler, _EventHandler):
+            handler.writer.flush()
 
 
-def _flush_pending(handler: _EventHandler) -> None:
-    lines = _pending[:]
-    _pending.clear()
+def dropped_lines() -> int:
+    """Event lines this process dropped because stderr did not take them in time."""
+    return sum(h.writer.dropped for h in _logger.handlers if isinstance(h, _EventHandler))
+
+
+def watch_dropped_lines(callback: Callable[[int], None]) -> None:
+    """`callback(total)` whenever a line is dropped (from whichever thread dropped it)."""
+    for handler in _logger.handlers:
+        if isinstance(handler, _EventHandler):
+            handler.writer.on_drop = callback
+
+
+def _flush_at_exit() -> None:
     with contextlib.suppress(Exception):
-        _flush(handler, lines)
+        flush()
 
 
-def _flush(handler: _EventHandler, lines: list[str]) -> None:
-    with handler.lock:  # type: ignore[union-attr]
-        handler.stream.write("".join(f"{line}\n" for line in lines))
-        handler.stream.flush()
+def _flushing_hook(hook: Callable[..., Any]) -> Callable[..., Any]:
+    def flush_then(*args: Any) -> Any:
+        _flush_at_exit()  # the lines before the error, before its traceback
+        return hook(*args)
+
+    return flush_then
+
+
+_exit_hooks: list[bool] = []
+
+
+def _install_exit_hooks() -> None:
+    """Once per process: the queued lines are written at exit and before an uncaught error's
+    traceback; a forked child starts its own writer."""
+    if _exit_hooks:
+        return
+    _exit_hooks.append(True)
+    atexit.register(_flush_at_exit)
+    sys.excepthook = _flushing_hook(sys.excepthook)
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _after_fork() -> None:
+    for handler in _logger.handlers:
+        if isinstance(handler, _EventHandler):
+            handler.writer.reset_after_fork()
 
 
 def _sole_handler() -> _EventHandler | None:

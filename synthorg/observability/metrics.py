@@ -1,11 +1,13 @@
-"""Prometheus metrics (prometheus-client), correct across the workers of one node.
+"""Prometheus metrics, correct across the workers of one node.
 
-With several workers, `serve` points `PROMETHEUS_MULTIPROC_DIR` at a fresh directory before it
-starts them (`prepare_multiprocess`); the client library then keeps each process's values in
-memory-mapped files there, and a scrape, answered by whichever worker the kernel hands the
-connection to, sums every worker's files (`MultiProcessCollector`). One process keeps its
-values in memory. prometheus_client is imported only when metrics are on, and after that
-variable is set, since the library picks its value storage once, at import.
+A request adds to plain per-process counters and histogram buckets (`tally.py`: no lock, no
+system call); a scrape folds them into the Prometheus families (prometheus-client renders
+them). With several workers, `serve` points `PROMETHEUS_MULTIPROC_DIR` at a fresh directory
+before it starts them (`prepare_multiprocess`); each worker keeps its numbers in
+memory-mapped files there, in the client library's format, and a scrape, answered by
+whichever worker the kernel hands the connection to, sums every worker's files
+(`MultiProcessCollector`). prometheus_client is imported only when /metrics is scraped (and
+for its file keys, when a worker first counts a series).
 
 Label values are bounded: an operation, method, dialect or refusal reason the node does not
 know is `other`, and so is a peer outside the allowlist.
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from synthorg.observability.access import OTHER, RequestRecord
+from synthorg.observability.log import dropped_lines, watch_dropped_lines
+from synthorg.observability.tally import Counter, Histogram, Shared
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -63,51 +67,58 @@ def cleanup_multiprocess(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-class _Instruments:
-    """The metric objects, once per process (the library registers each name once)."""
+class _Families:
+    """The metric families, once per process (every node of the process counts into them)."""
 
     def __init__(self) -> None:
-        from prometheus_client import (
-            CollectorRegistry,
-            Counter,
-            Histogram,
-            disable_created_metrics,
-        )
-
-        # No `*_created` series: each would double the series of every counter and histogram
-        # for a start time scrapers already have (process_start_time, the scrape's own).
-        disable_created_metrics()  # type: ignore[no-untyped-call]
-        self.registry = CollectorRegistry(auto_describe=True)
-        registry = self.registry
         self.requests = Counter(
             "synthorg_requests", "HTTP requests answered, by operation, JSON-RPC method, "
-            "dialect and status.", ["operation", "method", "dialect", "status"],
-            registry=registry)
+            "dialect and status.", ("operation", "method", "dialect", "status"))
         self.refusals = Counter(
             "synthorg_gate_refusals", "Requests refused before the handler, by reason.",
-            ["reason"], registry=registry)
+            ("reason",))
         self.latency = Histogram(
             "synthorg_request_duration_seconds", "Time to answer a request, by JSON-RPC "
-            "method (none: no method was read).", ["method"], buckets=LATENCY_BUCKETS,
-            registry=registry)
+            "method (none: no method was read).", ("method",), LATENCY_BUCKETS)
         self.outbound = Counter(
             "synthorg_outbound_calls", "Calls this node made to peers, by peer, kind and "
-            "result.", ["peer", "kind", "result"], registry=registry)
+            "result.", ("peer", "kind", "result"))
         self.outbound_latency = Histogram(
             "synthorg_outbound_call_duration_seconds", "Time of calls to peers, by kind.",
-            ["kind"], buckets=LATENCY_BUCKETS, registry=registry)
+            ("kind",), LATENCY_BUCKETS)
         self.store = Histogram(
             "synthorg_store_call_duration_seconds", "Time of task store calls, by operation.",
-            ["operation"], buckets=LATENCY_BUCKETS, registry=registry)
+            ("operation",), LATENCY_BUCKETS)
         self.push = Counter(
             "synthorg_push_deliveries", "Push delivery attempts, by result (delivered, "
-            "retry: failed and scheduled again, failed: given up).", ["result"],
-            registry=registry)
+            "retry: failed and scheduled again, failed: given up).", ("result",))
+        self.dropped_lines = Counter(
+            "synthorg_event_lines_dropped", "Event lines not written because stderr did not "
+            "take them (its buffer was full).")
+        self.all: tuple[Counter | Histogram, ...] = (
+            self.requests, self.refusals, self.latency, self.outbound, self.outbound_latency,
+            self.store, self.push, self.dropped_lines)
+        self.shared: Shared | None = None
+        directory = os.environ.get(MULTIPROC_ENV)
+        if directory:  # several workers: each one's values in its files, summed at a scrape
+            self.shared = Shared(directory)
+            for family in self.all:
+                family.share(self.shared)
+        self.count_dropped_lines()
+        watch_dropped_lines(lambda _: self.count_dropped_lines())  # (rare) as they happen
+
+    def count_dropped_lines(self) -> None:
+        self.dropped_lines.set_total((), dropped_lines())
+
+    def collect(self) -> Iterable[Any]:
+        """This process's values as Prometheus families (the registry's collector)."""
+        self.count_dropped_lines()
+        return [family.family() for family in self.all]
 
 
 @cache
-def instruments() -> _Instruments:
-    return _Instruments()
+def families() -> _Families:
+    return _Families()
 
 
 class Metrics:
@@ -119,19 +130,10 @@ class Metrics:
         self.allowed_peers = allowed_peers
         self._count_tasks = count_tasks
         self._outbox_depth = outbox_depth
-        self._instruments = instruments()
-        # Label children by their values: `labels()` takes a lock and builds a key each time.
-        self._children: dict[tuple[str, ...], Any] = {}
+        self._families = families()
 
     def peer_label(self, peer: str | None) -> str:
         return peer if peer is not None and peer in self.allowed_peers else OTHER
-
-    def _child(self, metric: Any, *values: str) -> Any:
-        key = (metric._name, *values)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = metric.labels(*values)
-        return child
 
     def started(self, record: RequestRecord) -> None:
         pass
@@ -143,38 +145,39 @@ class Metrics:
         pass
 
     def finished(self, record: RequestRecord) -> None:
-        ins = self._instruments
+        families = self._families
         method = record.method or NO_METHOD
-        self._child(ins.requests, record.operation, method, record.dialect,
-                    str(record.status)).inc()
-        self._child(ins.latency, method).observe(record.duration)
+        families.requests.inc((record.operation, method, record.dialect, str(record.status)))
+        families.latency.observe((method,), record.duration)
         if record.refusal is not None:
             reason = record.refusal if record.refusal in REFUSAL_REASONS else OTHER
-            self._child(ins.refusals, reason).inc()
+            families.refusals.inc((reason,))
 
     def outbound(self, peer: str, kind: str, result: str, seconds: float) -> None:
-        ins = self._instruments
-        self._child(ins.outbound, self.peer_label(peer), kind, result).inc()
-        self._child(ins.outbound_latency, kind).observe(seconds)
+        families = self._families
+        families.outbound.inc((self.peer_label(peer), kind, result))
+        families.outbound_latency.observe((kind,), seconds)
 
     def store_call(self, operation: str, seconds: float) -> None:
-        self._child(self._instruments.store, operation).observe(seconds)
+        self._families.store.observe((operation,), seconds)
 
     def push_result(self, result: str) -> None:
         """One push delivery attempt ended: delivered, retry or failed."""
-        self._child(self._instruments.push, result if result in PUSH_RESULTS else OTHER).inc()
+        self._families.push.inc((result if result in PUSH_RESULTS else OTHER,))
 
     async def render(self) -> bytes:
         """The text format: every worker's values (summed) and the tasks by state, now."""
         from prometheus_client import CollectorRegistry, generate_latest
 
-        if os.environ.get(MULTIPROC_ENV):
+        families = self._families
+        registry = CollectorRegistry(auto_describe=False)
+        if families.shared is not None:
             from prometheus_client.multiprocess import MultiProcessCollector
 
-            registry = CollectorRegistry()
-            MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            families.count_dropped_lines()
+            MultiProcessCollector(registry, families.shared.directory)  # type: ignore[no-untyped-call]
         else:
-            registry = self._instruments.registry
+            registry.register(families)
         text = generate_latest(registry)
         if self._count_tasks is not None:
             text += _tasks_text(await self._count_tasks())

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from synthorg.generated.constants import PEER_NAME_HEADER
+from synthorg.generated.constants import MEDIA_TYPE_APPLICATION_JSON, PEER_NAME_HEADER
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.push.sender import BadHeader, Peering, PinnedSender, SendError
@@ -235,7 +235,7 @@ class Deliverer:
         body = delivery.body.encode()
         headers = {
             "Host": _host_header(target),
-            "Content-Type": "application/json",
+            "Content-Type": MEDIA_TYPE_APPLICATION_JSON,
             DELIVERY_ID_HEADER: delivery.id,
         }
         if self._node_name:

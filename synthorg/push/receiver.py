@@ -198,9 +198,7 @@ class PushReceiver:
             delegation = await self._delegations.by_remote(peer, task.id)
         if delegation is not None:
             # a replayed or late push cannot move the record back: the store keeps the newer
-            updated = await self._delegations.update(
-                delegation.id, task.model_dump(mode="json", exclude_none=True)
-            )
+            updated = await self._delegations.update(delegation.id, task)
         emit(events.PUSH_RECEIVED, peer_name=peer, delivery_id=delivery_id, task_id=task.id,
              state=task.status.state, delegation_id=updated.id if updated else None,
              delegation_state=updated.state if updated else None)

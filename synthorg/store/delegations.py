@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from synthorg.generated.constants import TERMINAL_STATES
+from synthorg.generated.models import Task
+from synthorg.store.task_codec import loads
 
 
 @dataclass(frozen=True)
@@ -18,15 +23,38 @@ class Delegation:
     message_id: str
     state: str  # last known remote state
     origin_task_id: str | None  # the inbound task this forwards, for onward delegation
-    task: dict[str, Any]  # last known remote Task JSON (artifacts included)
+    task: Task  # last known remote task (artifacts included)
     created_at: str
     updated_at: str
 
 
-def _status_time(task: dict[str, Any]) -> datetime | None:
-    status = task.get("status")
-    stamp = status.get("timestamp") if isinstance(status, dict) else None
-    if not isinstance(stamp, str):
+_OLD_BYTES_KEY = "bytes_"  # the model's field name, not its alias "bytes"
+
+
+def _renamed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {("bytes" if key == _OLD_BYTES_KEY and "bytes" not in value else key):
+                _renamed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamed(item) for item in value]
+    return value
+
+
+def load_task(body: str) -> Task:
+    """A delegation's stored task. Earlier releases' push receiver stored a pushed task by
+    field names, so a file part's bytes may sit under `bytes_`: such a body is read with
+    the key put right, never lost."""
+    try:
+        return loads(body)
+    except ValidationError:
+        if _OLD_BYTES_KEY not in body:
+            raise
+        return Task.model_validate(_renamed(json.loads(body)))
+
+
+def _status_time(task: Task) -> datetime | None:
+    stamp = task.status.timestamp
+    if stamp is None:
         return None
     try:
         moment = datetime.fromisoformat(stamp)
@@ -35,7 +63,7 @@ def _status_time(task: dict[str, Any]) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def supersedes(current: dict[str, Any], new: dict[str, Any]) -> bool:
+def supersedes(current: Task, new: Task) -> bool:
     """Whether `new` may replace `current` as what we last saw of the remote task.
 
     Pushes, polls and streams arrive in any order, and a push may be replayed or retried
@@ -43,8 +71,7 @@ def supersedes(current: dict[str, Any], new: dict[str, Any]) -> bool:
     and never takes a status older (by the task's status timestamp) than the one it holds.
     Without timestamps on both sides only the first rule can apply.
     """
-    status = current.get("status")
-    if isinstance(status, dict) and status.get("state") in TERMINAL_STATES:
+    if current.status.state in TERMINAL_STATES:
         return False
     held, offered = _status_time(current), _status_time(new)
     return held is None or offered is None or offered >= held
@@ -53,7 +80,7 @@ def supersedes(current: dict[str, Any], new: dict[str, Any]) -> bool:
 class DelegationStore(Protocol):
     async def add(self, record: Delegation) -> None: ...
 
-    async def update(self, local_id: str, task: dict[str, Any]) -> Delegation:
+    async def update(self, local_id: str, task: Task) -> Delegation:
         """Replace the record's task with `task` if it `supersedes` the one held (atomically:
         two updates racing cannot both pass the check); the record as it stands after."""
         ...

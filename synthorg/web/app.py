@@ -20,13 +20,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from synthorg.admin.gate import AdminGate
 from synthorg.admin.token import AdminToken
 from synthorg.gateway.endpoint import Gateway
-from synthorg.generated.constants import RPC_POST, Operation
+from synthorg.generated.constants import GATEWAY_RPC, Operation
 from synthorg.http.responses import send_bytes
 from synthorg.web.router import Endpoint, Router
 from synthorg.web.spec_routes import SpecRoutes
 from synthorg.web.webhooks import WebhookBodies
 
-RPC_PREFIX = RPC_POST.path.rstrip("/")
+RPC_PREFIX = GATEWAY_RPC.path.rstrip("/")
 CONSOLE_PREFIX = "/console"  # synthorg.console.app.PREFIX (the console imports web, not back)
 
 

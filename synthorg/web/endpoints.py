@@ -8,7 +8,6 @@ operation of its contract unserved, or serving one the contract does not have.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.responses import Response
@@ -30,7 +29,13 @@ from handlers.context import (
 from synthorg.admin.gate import SCOPE_ADMIN, SCOPE_ADMIN_BODY
 from synthorg.gateway.rest import OPERATIONS_REST
 from synthorg.generated import constants as spec
-from synthorg.generated.constants import ADMIN_ERROR_UNAUTHORIZED, OPERATIONS, Operation
+from synthorg.generated.constants import (
+    ADMIN_ERROR_UNAUTHORIZED,
+    MEDIA_TYPE_APPLICATION_JSON,
+    OPERATIONS,
+    Operation,
+)
+from synthorg.http.responses import admin_error
 from synthorg.web.router import Endpoint, HttpCall
 from synthorg.web.webhooks import SCOPE_PUSH_BODY
 
@@ -57,8 +62,8 @@ def _health(handler: HealthHandler, ctx: HealthContext) -> Endpoint:
 
 
 def _unauthorized() -> Response:
-    body = json.dumps({"error": ADMIN_ERROR_UNAUTHORIZED, "message": "Admin token required"})
-    return Response(body, 401, media_type="application/json", headers={
+    body = admin_error(ADMIN_ERROR_UNAUTHORIZED, "Admin token required")
+    return Response(body, 401, media_type=MEDIA_TYPE_APPLICATION_JSON, headers={
         "Cache-Control": "no-store", "WWW-Authenticate": 'Bearer realm="synthorg-admin"',
     })
 
@@ -105,8 +110,8 @@ def operation_endpoints(
         spec.METRICS_SCRAPE: _metrics(handlers.metrics.scrape, *metrics),
         spec.HEALTH_LIVE: _health(handlers.health.live, health),
         spec.HEALTH_READY: _health(handlers.health.ready, health),
-        spec.RPC_POST: GATEWAY,
-        spec.RPC_POST_AGENT: GATEWAY,
+        spec.GATEWAY_RPC: GATEWAY,
+        spec.GATEWAY_AGENT_RPC: GATEWAY,
         **dict.fromkeys(OPERATIONS_REST, GATEWAY),  # the HTTP+JSON binding's routes
         spec.CARDS_COMPANY_CARD: _card(handlers.cards.company_card, cards),
         spec.CARDS_AGENT_CARD: _card(handlers.cards.agent_card, cards),

@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from synthorg.cards.publisher import socket_base_url
 from synthorg.generated.constants import ADMIN_ERROR_METHOD_NOT_ALLOWED, Operation
-from synthorg.http.responses import JSON, error_document, send_bytes, send_not_found
+from synthorg.http.responses import JSON, admin_error, send_bytes, send_not_found
 from synthorg.tls.context import client_certificate
 
 _PARAM = re.compile(r"\{([^/{}]+)\}")
@@ -104,7 +104,7 @@ class Router:
             endpoint = route.methods.get(scope["method"])
             if endpoint is None:
                 await send_bytes(
-                    send, 405, error_document(ADMIN_ERROR_METHOD_NOT_ALLOWED, "Method not allowed"),
+                    send, 405, admin_error(ADMIN_ERROR_METHOD_NOT_ALLOWED, "Method not allowed"),
                     [JSON, (b"allow", route.allow)],
                 )
                 return

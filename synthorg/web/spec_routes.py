@@ -36,8 +36,13 @@ import yaml
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.contract.spec import SCHEMA_FILES, spec_dir
-from synthorg.generated.constants import ADMIN_ERROR_METHOD_NOT_ALLOWED, IF_NONE_MATCH_HEADER
+from synthorg.generated.constants import (
+    ADMIN_ERROR_METHOD_NOT_ALLOWED,
+    IF_NONE_MATCH_HEADER,
+    MEDIA_TYPE_APPLICATION_JSON,
+)
 from synthorg.http.caching import none_match
+from synthorg.http.responses import admin_error
 
 OPENAPI_JSON_PATH = "/openapi.json"
 OPENAPI_YAML_PATH = "/openapi.yaml"
@@ -146,7 +151,9 @@ def openapi_resources(document: Mapping[str, Any]) -> dict[str, Resource]:
         "utf-8"
     )
     return {
-        OPENAPI_JSON_PATH: resource(as_json, "application/json", CONTRACT_CACHE_CONTROL, _PUBLIC),
+        OPENAPI_JSON_PATH: resource(
+            as_json, MEDIA_TYPE_APPLICATION_JSON, CONTRACT_CACHE_CONTROL, _PUBLIC
+        ),
         OPENAPI_YAML_PATH: resource(
             as_yaml, "application/yaml; charset=utf-8", CONTRACT_CACHE_CONTROL, _PUBLIC
         ),
@@ -316,12 +323,10 @@ def _if_none_match(scope: Scope) -> str | None:
 
 
 async def _method_not_allowed(send: Send) -> None:
-    body = json.dumps(
-        {"error": ADMIN_ERROR_METHOD_NOT_ALLOWED, "message": "Only GET and HEAD are allowed here"}
-    ).encode()
+    body = admin_error(ADMIN_ERROR_METHOD_NOT_ALLOWED, "Only GET and HEAD are allowed here")
     headers = [
         (b"allow", ALLOW),
-        (b"content-type", b"application/json"),
+        (b"content-type", MEDIA_TYPE_APPLICATION_JSON.encode()),
         (b"content-length", str(len(body)).encode("ascii")),
     ]
     await send({"type": "http.response.start", "status": 405, "headers": headers})

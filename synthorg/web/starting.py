@@ -11,22 +11,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Awaitable, Callable
 
 from starlette.types import Receive, Scope, Send
 
 from synthorg import jsonrpc
-from synthorg.generated.constants import HEALTH_LIVE, INTERNAL_ERROR, RPC_POST
-from synthorg.http.responses import JSON, send_bytes
+from synthorg.generated.constants import (
+    GATEWAY_RPC,
+    HEALTH_LIVE,
+    HEALTH_STATUS_OK,
+    HEALTH_STATUS_UNAVAILABLE,
+    INTERNAL_ERROR,
+)
+from synthorg.http.responses import JSON, health_json, send_bytes
 from synthorg.web.app import NodeApp
 
-_OK = json.dumps({"status": "ok"}).encode()
-_UNAVAILABLE = json.dumps({"status": "unavailable"}).encode()
+_OK = health_json(HEALTH_STATUS_OK)
+_UNAVAILABLE = health_json(HEALTH_STATUS_UNAVAILABLE)
 # The JSON-RPC paths answer in their own form; nothing more is said than "not now".
 _RPC_UNAVAILABLE = jsonrpc.error(INTERNAL_ERROR)
 _HEADERS = [JSON, (b"cache-control", b"no-store"), (b"retry-after", b"1")]
-_RPC_PREFIX = RPC_POST.path.rstrip("/")
+_RPC_PREFIX = GATEWAY_RPC.path.rstrip("/")
 
 
 Booted = tuple[NodeApp, Callable[[], None]]  # the node's app, and how it says it serves

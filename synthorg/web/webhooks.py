@@ -8,7 +8,8 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from synthorg.generated.constants import PUSH_RECEIVE, PUSH_REFUSAL_TOO_LARGE
-from synthorg.http.responses import JSON, error_document, send_bytes
+from synthorg.generated.models import PushRefusal
+from synthorg.http.responses import JSON, error_json, send_bytes
 from synthorg.web.router import compile_template
 
 SCOPE_PUSH_BODY = "synthorg.push.body"
@@ -36,7 +37,8 @@ class WebhookBodies:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self._max:
-                refusal = error_document(PUSH_REFUSAL_TOO_LARGE, "The push is too large")
+                refusal = error_json(PushRefusal(error=PUSH_REFUSAL_TOO_LARGE,
+                                                 message="The push is too large"))
                 await send_bytes(send, 413, refusal, [JSON])
                 return
             chunks.append(chunk)

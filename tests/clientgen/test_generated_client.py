@@ -111,8 +111,8 @@ class Api:
 
     def __init__(self, package: ModuleType, node: LiveNode, key: str | None = KEY) -> None:
         self.models = sub(package, "models")
-        self.rpc = sub(package, "api.a2a.handlers_rpc_post")
-        self.rpc_agent = sub(package, "api.a2a.handlers_rpc_post_agent")
+        self.rpc = sub(package, "api.a2a.gateway_rpc")
+        self.rpc_agent = sub(package, "api.a2a.gateway_agent_rpc")
         # The generated client's own auth, pointed at the peer credential header.
         self.client = sub(package, "client").AuthenticatedClient(
             base_url=node.url,

@@ -55,7 +55,7 @@ def test_the_spec_loads_with_the_rpc_operation() -> None:
         result.ok().definition.raw.get("operationId")  # type: ignore[union-attr]
         for result in schema.get_all_operations()
     ]
-    assert "handlers.rpc.post" in ids
+    assert "gateway.rpc" in ids
 
 
 @schema.parametrize()

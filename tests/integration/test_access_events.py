@@ -51,7 +51,7 @@ def test_each_request_has_one_event_with_its_method_status_peer_and_bytes(
     assert len(node.events(COMPLETED)) == before + 5  # one each, no more
 
     get, bad_method, unauthenticated, live, _ = events
-    assert get["operation"] == "handlers.rpc.post" and get["method"] == "tasks/get"
+    assert get["operation"] == "gateway.rpc" and get["method"] == "tasks/get"
     assert (get["status"], get["peer_name"]) == (200, PEER)
     assert get["bytes_in"] == len(body) and get["bytes_out"] == len(found.content)
     assert isinstance(get["duration_ms"], float) and get["duration_ms"] >= 0

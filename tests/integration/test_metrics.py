@@ -43,7 +43,9 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveNode]:
 
 def scrape(node: LiveNode, token: str | None = TOKEN) -> httpx.Response:
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=node.url) as client:  # a new connection: any worker answers
+    # A new connection: any worker answers; one still starting (on a busy machine, seconds
+    # after the node said it started) answers once it serves.
+    with httpx.Client(base_url=node.url, timeout=60) as client:
         return client.get("/metrics", headers=headers)
 
 
@@ -72,9 +74,9 @@ def test_scrapes_count_every_workers_traffic(node: LiveNode) -> None:
         with httpx.Client(base_url=node.url, headers=api_key_headers(STRANGER, KEY)) as client:
             assert client.post("/api/v1/a2a/", json=body).status_code == 403
 
-    tasks_get = {"operation": "handlers.rpc.post", "method": "tasks/get", "dialect": "0.3",
+    tasks_get = {"operation": "gateway.rpc", "method": "tasks/get", "dialect": "0.3",
                  "status": "200"}
-    refused = {"operation": "handlers.rpc.post", "method": "none", "dialect": "0.3",
+    refused = {"operation": "gateway.rpc", "method": "none", "dialect": "0.3",
                "status": "403"}
     afters = [samples(node) for _ in range(4)]  # whichever worker answers, the same totals
     for after in afters:
@@ -132,10 +134,49 @@ def test_the_10_dialect_methods_are_labelled_by_name(node: LiveNode) -> None:
     with httpx.Client(base_url=node.url, headers=headers) as client:
         answer = client.post("/api/v1/a2a/", json=envelope("GetTask", {"id": "no-such-task"}))
         assert answer.status_code == 200, answer.text
-    labels = {"operation": "handlers.rpc.post", "method": "GetTask", "dialect": "1.0",
+    labels = {"operation": "gateway.rpc", "method": "GetTask", "dialect": "1.0",
               "status": "200"}
     # Whichever worker answers the scrape, the request it counted is there.
     after = samples(node)
     assert value(after, "synthorg_requests_total", **labels) - value(
         before, "synthorg_requests_total", **labels) == 1
     assert value(after, "synthorg_request_duration_seconds_count", method="GetTask") >= 1
+
+
+def test_one_worker_counts_n_requests_in_every_family(tmp_path: Path) -> None:
+    """Values after N requests on a node of one process: the counter, the histogram's count,
+    its +Inf bucket and the store calls they made, and no event line dropped."""
+    single = start(tmp_path / "one", CONFIG, 1)
+    try:
+        before = samples(single)
+        body = envelope("tasks/get", {"id": "no-such-task"})
+        with httpx.Client(base_url=single.url, headers=api_key_headers(PEER, KEY)) as client:
+            for _ in range(7):
+                assert client.post("/api/v1/a2a/", json=body).status_code == 200
+        after = samples(single)
+    finally:
+        single.stop()
+    tasks_get = {"operation": "handlers.rpc.post", "method": "tasks/get", "dialect": "0.3",
+                 "status": "200"}
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert grew("synthorg_requests_total", **tasks_get) == 7
+    assert grew("synthorg_request_duration_seconds_count", method="tasks/get") == 7
+    assert grew("synthorg_request_duration_seconds_bucket", method="tasks/get", le="+Inf") == 7
+    assert grew("synthorg_request_duration_seconds_sum", method="tasks/get") > 0
+    assert grew("synthorg_store_call_duration_seconds_count", operation="get") >= 7
+    buckets = [v for (name, labels), v in sorted(after.items(), key=lambda item: item[1])
+               if name == "synthorg_request_duration_seconds_bucket"
+               and ("method", "tasks/get") in labels]
+    assert len(buckets) == 15  # every bucket, cumulative
+    assert ("synthorg_event_lines_dropped_total", frozenset()) in after
+    assert value(after, "synthorg_event_lines_dropped_total") == 0
+
+
+def test_every_worker_reports_its_dropped_event_lines(node: LiveNode) -> None:
+    for _ in range(3):  # whichever worker answers: the summed count, none dropped
+        found = samples(node)
+        assert ("synthorg_event_lines_dropped_total", frozenset()) in found
+        assert value(found, "synthorg_event_lines_dropped_total") == 0

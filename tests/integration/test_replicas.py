@@ -12,6 +12,7 @@ runs out, and never before.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -21,10 +22,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TypeVar
 
+import asyncpg
 import httpx
 import pytest
 from cryptography.fernet import Fernet
 
+from synthorg.store.postgres.listener import APPLICATION_NAME as LISTENER_NAME
 from tests.integration.conftest import AGENTS_YAML, KEY_A, KEY_B, PEER_A, PEER_B, api_key_headers
 from tests.integration.helpers import (
     INVALID_PARAMS,
@@ -139,6 +142,31 @@ def wait_until_final(c: httpx.Client, task_id: str, timeout: float) -> Json:
         tick.wait(0.1)
 
 
+def first_refusal(
+    attempt: Callable[[], httpx.Response], refused: Callable[[httpx.Response], bool],
+    timeout: float = 5.0,
+) -> httpx.Response:
+    """A change written through one replica reaches the others by notification: sent at the
+    writer's commit, so before its answer, but read by the other replica's loop in its own
+    turn. The other replica's request is repeated until one is refused; fails after
+    `timeout` s (the listener's heartbeat alone would see the change within about 1 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = attempt()
+        if refused(response):
+            return response
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not refused after {timeout}s: {response.status_code}")
+
+
+def is_error(response: httpx.Response) -> bool:
+    return "error" in response.json()
+
+
+def is_unauthorized(response: httpx.Response) -> bool:
+    return response.status_code == 401
+
+
 def race(clients: list[httpx.Client], work: Callable[[int, httpx.Client], T]) -> list[T]:
     with ThreadPoolExecutor(len(clients)) as executor:
         return list(executor.map(work, range(len(clients)), clients))
@@ -215,14 +243,14 @@ def test_a_cancel_racing_follow_ups_on_both_replicas_ends_the_task_for_good(
     assert final["status"]["state"] == "canceled"  # never revived
 
 
-def test_a_setting_written_through_one_replica_applies_on_the_other_at_once(
+def test_a_setting_written_through_one_replica_applies_on_the_other(
     pair: tuple[LiveNode, LiveNode],
 ) -> None:
     first, second = pair
     with admin(first) as api, client(second) as b:
         assert api.put("/settings/a2a.max_message_parts", json={"value": 1}).status_code == 200
         try:
-            refused = send(b, message("one", "two"))  # the very next request on the other
+            refused = first_refusal(lambda: send(b, message("one", "two")), is_error)
             assert expect_error(refused, code=INVALID_PARAMS, request_id=1)["data"] == {
                 "limit": 1}
         finally:
@@ -237,12 +265,13 @@ def test_a_setting_written_by_the_cli_applies_on_both_replicas(
     try:
         for node in pair:
             with client(node) as c:
-                expect_error(send(c, message("one", "two")), code=INVALID_PARAMS, request_id=1)
+                refused = first_refusal(lambda c=c: send(c, message("one", "two")), is_error)
+                expect_error(refused, code=INVALID_PARAMS, request_id=1)
     finally:
         replicas.cli("settings", "reset", "a2a.max_message_parts")
 
 
-def test_a_peer_removed_through_one_replica_is_refused_by_the_other_at_once(
+def test_a_peer_removed_through_one_replica_is_refused_by_the_other(
     replicas: Replicas, pair: tuple[LiveNode, LiveNode],
 ) -> None:
     first, second = pair
@@ -250,12 +279,60 @@ def test_a_peer_removed_through_one_replica_is_refused_by_the_other_at_once(
         expect_result(send(b, message("before")))
         assert api.delete(f"/peers/{PEER_B}").status_code == 204
         try:
-            refused = send(b, message("after"))  # the same kept-alive connection, next request
+            refused = first_refusal(lambda: send(b, message("after")), is_unauthorized)
             assert refused.status_code == 401
             assert refused.json()["error"]["code"] == UNAUTHENTICATED
         finally:
             replicas.add_peer(PEER_B, KEY_B)
         expect_result(send(b, message("back")))
+
+
+def terminate_listeners(url: str) -> int:
+    """Kill every replica's listening connection, as a lost link or a database restart would
+    (`pg_terminate_backend`); how many there were."""
+    async def terminate() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            return int(await conn.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = $1",
+                LISTENER_NAME))
+        finally:
+            await conn.close()
+
+    return asyncio.run(terminate())
+
+
+def test_a_replica_whose_listener_is_killed_still_refuses_a_removed_peer_and_listens_again(
+    replicas: Replicas, pair: tuple[LiveNode, LiveNode],
+) -> None:
+    """Changes reach a replica by notification; with its listening connection killed, it
+    reads the change counters itself (`store.revisions.polling`) until it listens again
+    (`store.revisions.listening`), and a removed peer is refused at its next request
+    whichever way the replica learnt of it."""
+    first, second = pair
+    with admin(first) as api, client(second, PEER_B, KEY_B) as b:
+        expect_result(send(b, message("before")))
+        second.wait_for_event("store.revisions.listening")
+        listened = len(second.events("store.revisions.listening"))
+        lost = len(second.events("store.revisions.polling"))
+        assert terminate_listeners(replicas.env["SYNTHORG_DATABASE_URL"]) >= 2
+        second.wait_for_events("store.revisions.polling", lost + 1)
+        assert api.delete(f"/peers/{PEER_B}").status_code == 204
+        try:
+            refused = send(b, message("after"))
+            assert refused.status_code == 401
+            assert refused.json()["error"]["code"] == UNAUTHENTICATED
+        finally:
+            replicas.add_peer(PEER_B, KEY_B)
+        expect_result(send(b, message("back")))
+        second.wait_for_events("store.revisions.listening", listened + 1)
+        assert api.delete(f"/peers/{PEER_B}").status_code == 204
+        try:
+            first_refusal(lambda: send(b, message("after again")), is_unauthorized)
+        finally:
+            replicas.add_peer(PEER_B, KEY_B)
+        expect_result(send(b, message("back again")))
 
 
 def test_a_peers_rate_limit_holds_across_both_replicas(

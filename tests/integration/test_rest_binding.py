@@ -281,14 +281,14 @@ def test_requests_are_logged_and_counted_like_json_rpc_ones(
     node.wait_for_event("a2a.inbound.received", method="SendMessage", peer_name=PEER)
     ok(client.get(f"{REST}/tasks/{task['id']}"))
     node.wait_for_event("a2a.inbound.received", method="GetTask", peer_name=PEER)
-    node.wait_for_event("a2a.inbound.completed", operation="handlers.rest.get_task",
+    node.wait_for_event("a2a.inbound.completed", operation="gateway.rest.get_task",
                         method="GetTask", status=200, peer_name=PEER)
     with httpx.Client(base_url=node.url) as admin:
         scraped = admin.get("/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     assert scraped.status_code == 200
     # Counted as 1.0 by its route, though it carried no A2A-Version.
     assert ('synthorg_requests_total{dialect="1.0",method="GetTask",'
-            'operation="handlers.rest.get_task",status="200"}') in scraped.text
+            'operation="gateway.rest.get_task",status="200"}') in scraped.text
 
 
 # -- streams --------------------------------------------------------------------------------

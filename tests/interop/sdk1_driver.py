@@ -4,7 +4,9 @@ tests in `test_sdk1.py`, which run this file as a subprocess with that venv's py
 
     python sdk1_driver.py client URL PEER KEY [BINDING]
                                                 the 1.x client against a node, restricted to
-                                                BINDING (JSONRPC by default); prints JSON
+                                                BINDING (JSONRPC by default, HTTP+JSON or
+                                                GRPC: the card's interface of that binding);
+                                                prints JSON
     python sdk1_driver.py server PEER KEY       a 1.x server on 127.0.0.1 (prints "PORT n",
                                                 serves until stdin closes)
 
@@ -38,6 +40,7 @@ def _dict(message: Any) -> dict[str, Any]:
 
 
 async def client_run(url: str, peer: str, key: str, binding: str = "JSONRPC") -> dict[str, Any]:
+    import grpc as grpc_lib
     from a2a.client import ClientCallContext, ClientConfig, ClientFactory
     from a2a.client.interceptors import AfterArgs, BeforeArgs, ClientCallInterceptor
     from a2a.types.a2a_pb2 import (
@@ -64,8 +67,17 @@ async def client_run(url: str, peer: str, key: str, binding: str = "JSONRPC") ->
 
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(timeout=30) as http:
-        factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http,
-                                             supported_protocol_bindings=[binding]))
+
+        def config(streaming: bool) -> ClientConfig:
+            if binding != "GRPC":
+                return ClientConfig(streaming=streaming, httpx_client=http,
+                                    supported_protocol_bindings=[binding])
+            return ClientConfig(  # the card's GRPC interface, its url a gRPC target
+                streaming=streaming, httpx_client=http, supported_protocol_bindings=["GRPC"],
+                grpc_channel_factory=grpc_lib.aio.insecure_channel,
+            )
+
+        factory = ClientFactory(config(False))
         client = await factory.create_from_url(url, interceptors=[PeerHeaders()])
 
         async def send(text: str, agent: str) -> dict[str, Any]:
@@ -87,9 +99,9 @@ async def client_run(url: str, peer: str, key: str, binding: str = "JSONRPC") ->
 
         out["echo"] = await send("hello from sdk 1.x", "echo")
         parked = (await send("park me", "parker"))["task"]
-        streaming = await ClientFactory(
-            ClientConfig(streaming=True, httpx_client=http, supported_protocol_bindings=[binding])
-        ).create_from_url(url, interceptors=[PeerHeaders()])
+        streaming = await ClientFactory(config(True)).create_from_url(
+            url, interceptors=[PeerHeaders()]
+        )
         message = ParseDict(
             {"messageId": str(uuid.uuid4()), "role": "ROLE_USER",
              "parts": [{"text": "stream me"}], "metadata": {"agentId": "echo"}},

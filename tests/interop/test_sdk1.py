@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ import pytest
 
 from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import Delegator
+from synthorg.generated.models import TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
@@ -74,15 +76,19 @@ def driver(*args: str, timeout: float = 120) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
     data_dir: Path = tmp_path_factory.mktemp("sdk1-client")
-    with NodeProcess(data_dir, CONFIG) as running:
+    with socket.socket() as sock:  # a free port for the gRPC binding
+        sock.bind(("127.0.0.1", 0))
+        grpc_port = sock.getsockname()[1]
+    with NodeProcess(data_dir, CONFIG + f"server: {{grpc_port: {grpc_port}}}\n") as running:
         cli(data_dir, "peers", "add", PEER, "--endpoint", "http://127.0.0.1:9", stdin=KEY)
         yield running
 
 
-@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
 def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, binding: str) -> None:
-    """Restricted to each of our card's bindings in turn: JSON-RPC, then HTTP+JSON."""
-    seen = len(node.events())  # this run's events only: the node serves both runs
+    """Restricted to each of our card's bindings in turn: JSON-RPC, HTTP+JSON, gRPC (the
+    card's GRPC interface, the SDK's gRPC transport)."""
+    seen = len(node.events())  # this run's events only: the node serves every run
     out = driver("client", node.url, PEER, KEY, binding)
     events = node.events()[seen:]
     echo = out["echo"]["task"]
@@ -96,7 +102,7 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, binding:
     # Newest first, the caller's own (the streamed task came after these two).
     assert listed.index(parked["id"]) == listed.index(echo["id"]) - 1
     assert out["canceled"]["status"]["state"] == "TASK_STATE_CANCELED"
-    assert out["missing"] != "found"
+    assert out["missing"] == "TaskNotFoundError"  # the SDK read our refusal as A2A's own
     # Streams, as its streaming client reads them.
     assert out["streamed"], out
     last = out["streamed"][-1]
@@ -109,7 +115,8 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, binding:
     api_key = out["extended"]["securitySchemes"]["ApiKey"]["apiKeySecurityScheme"]
     assert (api_key["location"], api_key["name"]) == ("header", "X-API-Key")
     # It spoke 1.0 (its card choice), not 0.3 through the SDK's compatibility layer.
-    methods = {event["method"] for event in events if event["event"] == "a2a.inbound.received"}
+    methods = {event["method"] for event in events if event["event"] == "a2a.inbound.received"
+               and (event.get("path") == "/grpc") == (binding == "GRPC")}
     assert {
         "SendMessage", "GetTask", "ListTasks", "CancelTask", "GetExtendedAgentCard",
         "SendStreamingMessage", "SubscribeToTask",
@@ -119,9 +126,9 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, binding:
         operations = {event["operation"] for event in events
                       if event["event"] == "a2a.inbound.completed"}
         assert {
-            "handlers.rest.send_message", "handlers.rest.get_task", "handlers.rest.list_tasks",
-            "handlers.rest.cancel_task", "handlers.rest.get_extended_agent_card",
-            "handlers.rest.send_streaming_message", "handlers.rest.subscribe_to_task_post",
+            "gateway.rest.send_message", "gateway.rest.get_task", "gateway.rest.list_tasks",
+            "gateway.rest.cancel_task", "gateway.rest.get_extended_agent_card",
+            "gateway.rest.send_streaming_message", "gateway.rest.subscribe_to_task_post",
         } <= operations, operations
     # The same tasks through the 0.3 dialect.
     headers = {"X-A2A-Peer-Name": PEER, "X-API-Key": KEY}
@@ -134,7 +141,7 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, binding:
 # -- our Delegator calling the 1.x server -------------------------------------------------------
 
 NODE, NODE_KEY = "node-a", "sdk1-server-link-secret-3f8d"
-TEXT = [{"kind": "text", "text": "hello from synthorg"}]
+TEXT = [TextPart(kind="text", text="hello from synthorg")]
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +186,7 @@ def test_we_call_the_1_x_server_in_1_0(db: Database, tmp_path: Path, sdk1_server
     assert client.speaks_v1 and client.rpc_url == sdk1_server + "/api/v1/a2a/"
     done = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="echo"))
     assert done.state == "completed"
-    assert done.task["artifacts"][0]["parts"][0] == {"kind": "text", "text": "hello from synthorg"}
+    assert done.task.artifacts and done.task.artifacts[0].parts[0] == TEXT[0]
 
 
 def test_follow_and_cancel_a_parked_1_x_task(
@@ -203,9 +210,8 @@ def test_1_x_errors_surface_and_message_answers_complete(
     # A {message} answer stands for a task completed with it, as a 0.3 Message answer does.
     answered = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="chatty"))
     assert answered.state == "completed"
-    assert answered.task["status"]["message"]["parts"] == [
-        {"kind": "text", "text": "just a message"}
-    ]
+    assert answered.task.status.message is not None
+    assert answered.task.status.message.parts == [TextPart(kind="text", text="just a message")]
     wrong = delegator(db, tmp_path, sdk1_server, key="wrong")
     with pytest.raises(PeerRpcError) as refused:
         asyncio.run(wrong.delegate("sdk1", TEXT))

@@ -15,6 +15,7 @@ import pytest
 
 from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import Delegator
+from synthorg.generated.models import TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
@@ -27,7 +28,7 @@ pytest.importorskip(
 from tests.interop.sdk_peer import SdkPeer
 
 NODE, KEY = "node-a", "sdk-server-link-secret-71c2"
-TEXT = [{"kind": "text", "text": "hello from synthorg"}]
+TEXT = [TextPart(kind="text", text="hello from synthorg")]
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +56,11 @@ def test_delegate_to_the_sdk_echo_agent(db: Database, tmp_path: Path, sdk_peer: 
     ours = delegator(db, tmp_path, sdk_peer)
     record = asyncio.run(ours.delegate("sdk-peer", TEXT, agent_id="echo"))
     assert record.state == "completed"
-    texts = [p["text"] for a in record.task["artifacts"] for p in a["parts"]]
+    texts = [p.text for a in record.task.artifacts or [] for p in a.parts
+             if isinstance(p, TextPart)]
     assert texts == ["hello from synthorg"]
     refreshed = asyncio.run(ours.refresh(record.id))
-    assert refreshed.state == "completed" and refreshed.task["id"] == record.remote_task_id
+    assert refreshed.state == "completed" and refreshed.task.id == record.remote_task_id
     # The middleware saw our peer headers.
     assert sdk_peer.gate.seen[-1]["x-a2a-peer-name"] == NODE
     assert sdk_peer.gate.seen[-1]["x-api-key"] == KEY
@@ -107,6 +109,7 @@ def test_a_message_answer_to_message_send_stands_for_a_completed_task(
     ours = delegator(db, tmp_path, sdk_peer)
     record = asyncio.run(ours.delegate("sdk-peer", TEXT, agent_id="chatty"))
     assert record.state == "completed"
-    reply = record.task["status"]["message"]
-    assert reply["role"] == "agent" and reply["parts"][0]["text"] == "just a message"
+    reply = record.task.status.message
+    assert reply is not None and reply.role == "agent"
+    assert reply.parts == [TextPart(kind="text", text="just a message")]
     assert [r.id for r in asyncio.run(ours.store.recent())] == [record.id]

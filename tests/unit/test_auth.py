@@ -25,6 +25,11 @@ class Record:
     secret: str
 
 
+@dataclass(frozen=True)
+class RatedRecord(Record):
+    rate_limit: float | None = None
+
+
 class Catalog:
     """Test double of the catalog protocol: a dict behind ``get``."""
 
@@ -132,6 +137,22 @@ def test_allowlist_checked_before_catalog() -> None:
     result = PeerGate(ALLOWED, catalog, ADMIN_TOKEN).check({"x-a2a-peer-name": "stranger"})
     refused(result, 403, PEER_NOT_ALLOWED, "peer_not_allowed")
     assert catalog.lookups == []
+
+
+def test_the_gate_reads_the_record_once_and_hands_it_on() -> None:
+    """The steps after the gates (the rate limit) take the peer's record from the verdict,
+    so a request costs one catalog lookup."""
+    record = RatedRecord("api_key", SECRET, 2.5)
+    catalog = Catalog({"peer-a": record})
+    admitted = PeerGate(ALLOWED, catalog, ADMIN_TOKEN).check(
+        {"x-a2a-peer-name": "peer-a", "x-api-key": SECRET})
+    assert isinstance(admitted, Admitted)
+    assert admitted.record is record and admitted.rate_limit == 2.5
+    assert catalog.lookups == ["peer-a"]
+    assert Admitted("peer-a").rate_limit is None  # no catalog: the setting applies
+    wrong = PeerGate(ALLOWED, catalog, ADMIN_TOKEN).check(
+        {"x-a2a-peer-name": "peer-a", "x-api-key": "wrong"})
+    refused(wrong, 401, UNAUTHENTICATED, "credential_mismatch")
 
 
 def test_empty_allowlist_accepts_nothing() -> None:

@@ -265,3 +265,22 @@ def test_agent_id_pattern_is_the_specs() -> None:
     assert is_agent_id("writer-2_x")
     for bad in ("", "Writer", "-x", "a/b", "a" * 64, "é", "x\n", "x "):
         assert not is_agent_id(bad), bad
+
+
+@pytest.mark.parametrize(("base", "target"), [
+    ("https://node.example", "node.example:50051"),
+    ("http://127.0.0.1:8000", "127.0.0.1:50051"),
+    ("http://[::1]:8000", "[::1]:50051"),
+])
+def test_the_grpc_port_adds_a_grpc_interface_to_the_company_card_only(
+    base: str, target: str
+) -> None:
+    on = config_from(COMPANY_YAML + "server: {grpc_port: 50051}\n")
+    card = company_card(on, base, "1.2.3").model_dump(by_alias=True, exclude_none=True)
+    assert card["supportedInterfaces"][-1] == {
+        "url": target, "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+    assert spec_issues(card) == []
+    agent = agent_card(on, on.agents[0], base, "1.2.3")
+    assert all(i.protocolBinding != "GRPC" for i in agent.supportedInterfaces or [])
+    off = company_card(config_from(COMPANY_YAML), base, "1.2.3")
+    assert all(i.protocolBinding != "GRPC" for i in off.supportedInterfaces or [])

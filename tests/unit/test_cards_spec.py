@@ -67,9 +67,9 @@ def operation(path: str, method: str) -> dict[str, Any]:
     ("path", "operation_id", "statuses"),
     [
         ("/.well-known/agent-card.json", "handlers.cards.company_card",
-         {"200", "304", "404", *SERVER_REFUSALS}),
+         {"200", "304", "404", "405", *SERVER_REFUSALS}),
         ("/.well-known/agents/{agent_id}/agent-card.json", "handlers.cards.agent_card",
-         {"200", "304", "400", "404", *SERVER_REFUSALS}),
+         {"200", "304", "400", "404", "405", *SERVER_REFUSALS}),
     ],
 )
 def test_card_operations_are_public_and_document_every_answer(
@@ -92,7 +92,7 @@ def test_card_operations_are_public_and_document_every_answer(
 def test_the_agent_endpoint_is_documented_like_the_company_one() -> None:
     company = operation("/api/v1/a2a/", "post")
     agent = operation("/api/v1/a2a/agents/{agent_id}/", "post")
-    assert agent["operationId"] == "handlers.rpc.post_agent"
+    assert agent["operationId"] == "gateway.agent_rpc"
     assert agent["security"] == company["security"]
     assert agent["requestBody"] == company["requestBody"]
     assert set(agent["responses"]) == set(company["responses"])

@@ -17,10 +17,12 @@ from synthorg.delegation.client import (
     PeerUnavailable,
     RetryPolicy,
 )
+from synthorg.generated.models import TextPart
 from synthorg.store.catalog import PeerRecord
 from tests.support.scripted_server import Answer, ScriptedServer
 
 SECRET = "s3cr3t-link-key"
+HI = TextPart(kind="text", text="hi")
 
 
 def task_result(task_id: str = "t-1", state: str = "completed") -> dict[str, Any]:
@@ -92,7 +94,7 @@ def test_retries_503_and_keeps_the_message_id() -> None:
             [Answer(503, b""), Answer(502, b"{}"), Answer(body=task_result(), echo_id=True)]
         )
         task = asyncio.run(
-            make_client(server.url, clock).send_message([{"kind": "text", "text": "hi"}])
+            make_client(server.url, clock).send_message([HI])
         )
     assert task.id == "t-1"
     ids = {sent(server, i)["params"]["message"]["messageId"] for i in range(3)}
@@ -198,8 +200,8 @@ def test_a_message_result_stands_for_a_completed_task() -> None:
     with ScriptedServer() as server:
         server.script.extend([Answer(body=reply, echo_id=True)] * 2)
         client = make_client(server.url, Clock())
-        task = asyncio.run(client.send_message([{"kind": "text", "text": "hi"}]))
-        again = asyncio.run(client.send_message([{"kind": "text", "text": "hi"}]))
+        task = asyncio.run(client.send_message([HI]))
+        again = asyncio.run(client.send_message([HI]))
     assert task.status.state == "completed"
     assert task.status.message is not None and task.status.message.messageId == "r-1"
     assert task.history == [task.status.message]
@@ -210,6 +212,6 @@ def test_a_non_blocking_send_says_so() -> None:
     with ScriptedServer() as server:
         server.script.append(Answer(body=task_result(state="working"), echo_id=True))
         asyncio.run(make_client(server.url, Clock()).send_message(
-            [{"kind": "text", "text": "hi"}], blocking=False
+            [HI], blocking=False
         ))
     assert sent(server)["params"]["configuration"] == {"blocking": False}

@@ -41,6 +41,7 @@ from synthorg.gateway.dispatch import DISPATCH, DISPATCH_V1, PARAMS_ADAPTER
 from synthorg.generated import constants, models
 
 ROOT = Path(__file__).resolve().parents[2]
+GRPC_PACKAGE = Path("synthorg") / "generated" / "grpc"
 GENERATED = (
     "synthorg/generated/models.py",
     "synthorg/gateway/dispatch.py",
@@ -93,6 +94,10 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "spec").mkdir(exist_ok=True)
     shutil.copyfile(ROOT / "spec" / "fingerprint.json", tmp_path / "spec" / "fingerprint.json")
     shutil.copyfile(ROOT / "CHANGELOG.md", tmp_path / "CHANGELOG.md")
+    # The vendored proto and its protoc modules (written by codegen too).
+    shutil.copytree(ROOT / "spec" / "proto", tmp_path / "spec" / "proto")
+    shutil.copytree(ROOT / GRPC_PACKAGE, tmp_path / GRPC_PACKAGE,
+                    ignore=shutil.ignore_patterns("__pycache__"))
     outputs: dict[Path, Callable[[], str]] = {
         tmp_path / GENERATED[0]: render_models,
         tmp_path / GENERATED[1]: render_dispatch,
@@ -133,6 +138,32 @@ def test_regenerating_repairs_stale_output(tree: Path, capsys: pytest.CaptureFix
     assert "wrote synthorg/gateway/dispatch.py" in out
     assert codegen_main.main(["--check"]) == 0
     assert (tree / GENERATED[0]).read_text() == render_models()
+
+
+def test_check_fails_on_stale_grpc_modules_and_regenerating_repairs_them(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stub = tree / GRPC_PACKAGE / "a2a_pb2_grpc.py"
+    stub.write_text(stub.read_text() + "# edited\n")
+    (tree / GRPC_PACKAGE / "a2a_pb2.pyi").unlink()
+    assert codegen_main.main(["--check"]) == 1
+    err = capsys.readouterr().err
+    assert "stale: synthorg/generated/grpc/a2a_pb2_grpc.py" in err
+    assert "stale: synthorg/generated/grpc/a2a_pb2.pyi" in err
+    assert "stale: synthorg/generated/grpc/a2a_pb2.py " not in err + " "
+    assert codegen_main.main([]) == 0
+    assert codegen_main.main(["--check"]) == 0
+    assert stub.read_text() == (ROOT / GRPC_PACKAGE / "a2a_pb2_grpc.py").read_text()
+
+
+def test_the_grpc_modules_follow_the_vendored_proto(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proto = tree / "spec" / "proto" / "a2a.proto"
+    added = "message Task {\n  string note = 99;"  # a field: the descriptor changes
+    proto.write_text(proto.read_text().replace("message Task {", added, 1))
+    assert codegen_main.main(["--check"]) == 1
+    assert "stale: synthorg/generated/grpc/a2a_pb2.py" in capsys.readouterr().err
 
 
 def test_check_fails_when_a_method_has_no_handler(

@@ -288,10 +288,12 @@ def test_server_limits_default_to_the_spec_defaults(tmp_path: Path) -> None:
         "keepalive_timeout_seconds",
         "max_connections",
         "tls",
+        "grpc_port",
     }
     assert config.server.tls is None  # plain HTTP unless server.tls is given
+    assert config.server.grpc_port is None  # no gRPC listener unless it is given
     for key, prop in schema.items():
-        if key == "tls":
+        if key in ("tls", "grpc_port"):
             continue
         assert getattr(config.server, key) == prop["default"], key
         assert {"type", "minimum", "maximum", "default", "description"} <= set(prop), key

@@ -17,6 +17,7 @@ import pytest
 
 from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import DelegationError, Delegator
+from synthorg.generated.models import Task, TextPart
 from synthorg.store.delegations import Delegation
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
@@ -27,7 +28,7 @@ from tests.support.node import NodeProcess
 from tests.support.scripted_server import Answer, ScriptedServer
 
 SECRET = "delegation-link-secret-5c1e"
-TEXT = [{"kind": "text", "text": "hello"}]
+TEXT = [TextPart(kind="text", text="hello")]
 FAST = {"first_delay": 0.005, "max_delay": 0.02}
 
 
@@ -110,7 +111,7 @@ def test_delegate_records_the_remote_task(local: Local, peer: ScriptedServer) ->
     assert (record.peer, record.remote_task_id) == ("node-b", "remote-1")
     assert record.context_id == "ctx-1"
     assert record.state == "working" and record.origin_task_id == "in-1"
-    assert record.task == task("working")
+    assert record.task == Task.model_validate(task("working"))
     assert asyncio.run(local.store.get(record.id)) == record
     assert asyncio.run(local.store.by_origin("in-1")) == record
     request = sent(peer, 0)
@@ -136,7 +137,7 @@ def test_refresh_and_cancel_update_the_record(local: Local, peer: ScriptedServer
         {"artifactId": "a1", "parts": [{"kind": "text", "text": "partial"}]}
     ]))
     refreshed = asyncio.run(local.delegator().refresh(record.id))
-    assert refreshed.task["artifacts"][0]["artifactId"] == "a1"
+    assert refreshed.task.artifacts and refreshed.task.artifacts[0].artifactId == "a1"
     assert refreshed.created_at == record.created_at
     peer.script.append(result("canceled"))
     canceled = asyncio.run(local.delegator().cancel(record.id))
@@ -308,7 +309,7 @@ def test_against_a_real_node_echo_completes_with_its_artifact(
     delegator = local.delegator()
     record = asyncio.run(delegator.delegate("node-b", TEXT, agent_id="echo"))
     assert record.state == "completed"
-    assert record.task["artifacts"][0]["parts"] == TEXT
+    assert record.task.artifacts and record.task.artifacts[0].parts == TEXT
     final = asyncio.run(delegator.follow(record.id, 5.0))
     assert final == record  # already final: nothing to poll
 

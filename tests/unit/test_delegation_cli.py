@@ -202,6 +202,7 @@ def test_peer_text_cannot_drive_the_terminal(data_dir: Path, peer: ScriptedServe
 
 
 def test_an_ambiguous_task_id_prefix_names_the_candidates(data_dir: Path) -> None:
+    from synthorg.generated.models import Task
     from synthorg.store.delegations import Delegation
     from synthorg.store.sqlite.delegations import SqliteDelegationStore
 
@@ -212,8 +213,8 @@ def test_an_ambiguous_task_id_prefix_names_the_candidates(data_dir: Path) -> Non
             local_id = f"abcd{suffix}-0000-4000-8000-000000000000"
             asyncio.run(store.add(Delegation(
                 local_id, "node-b", f"remote-{suffix}", "ctx", f"m-{suffix}", "working", None,
-                {"kind": "task", "id": f"remote-{suffix}", "contextId": "ctx",
-                 "status": {"state": "working"}},
+                Task.model_validate({"kind": "task", "id": f"remote-{suffix}",
+                                     "contextId": "ctx", "status": {"state": "working"}}),
                 "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z")))
     finally:
         db.close()

@@ -3,10 +3,24 @@ and reading 1.0-only cards (synthorg/cards/peer_card.py)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
+
+from synthorg import jsonrpc
 from synthorg.cards.peer_card import read_peer_card
+from synthorg.delegation.client import RequestInvalid, build_message, send_params, stream_params
 from synthorg.dialects.outbound import PeerDialect, choose
+from synthorg.dialects.v1 import params_v1
+from synthorg.generated.models import (
+    PushNotificationConfig,
+    TasksCancelParams,
+    TasksGetParams,
+    TasksPushNotificationConfigSetParams,
+    TasksResubscribeParams,
+    TextPart,
+)
 
 ENDPOINT = "http://127.0.0.1:8100"
 DEFAULT = ENDPOINT + "/api/v1/a2a/"
@@ -60,3 +74,50 @@ def test_unreadable_interfaces_are_left_out_not_a_reason_to_refuse_the_card() ->
     read = read_peer_card(document)
     assert [i.url for i in read.supportedInterfaces or []] == [ENDPOINT + "/rpc"]
     assert read_peer_card({**card(), "supportedInterfaces": "nonsense"}).supportedInterfaces is None
+
+
+# -- the calls themselves, as a 1.0 peer gets them ------------------------------------------
+
+MESSAGE = build_message([TextPart(kind="text", text="hi")], agent_id="echo", task_id="t-1",
+                        context_id="c-1", message_id="m-1", metadata={"k": "v"})
+
+
+def _wire(params: Any) -> dict[str, Any]:
+    return json.loads(jsonrpc.call(params, 1))  # type: ignore[no-any-return]
+
+
+def test_message_send_in_1_0_is_send_message_with_return_immediately_for_non_blocking() -> None:
+    sent = _wire(params_v1(send_params(MESSAGE, blocking=False)))
+    assert sent["method"] == "SendMessage"
+    assert sent["params"] == {
+        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}],
+                    "taskId": "t-1", "contextId": "c-1",
+                    "metadata": {"k": "v", "agentId": "echo"}},
+        "configuration": {"returnImmediately": True},
+    }
+    blocking = _wire(params_v1(send_params(MESSAGE)))
+    assert "configuration" not in blocking["params"]
+    assert _wire(params_v1(stream_params(MESSAGE)))["method"] == "SendStreamingMessage"
+
+
+def test_task_calls_and_the_push_config_in_1_0() -> None:
+    get = _wire(params_v1(TasksGetParams(method="tasks/get", id="t-1", historyLength=0)))
+    assert (get["method"], get["params"]) == ("GetTask", {"id": "t-1", "historyLength": 0})
+    cancel = _wire(params_v1(TasksCancelParams(method="tasks/cancel", id="t-1")))
+    assert (cancel["method"], cancel["params"]) == ("CancelTask", {"id": "t-1"})
+    follow = _wire(params_v1(TasksResubscribeParams(method="tasks/resubscribe", id="t-1")))
+    assert (follow["method"], follow["params"]) == ("SubscribeToTask", {"id": "t-1"})
+    config = PushNotificationConfig.model_validate({
+        "url": "https://a.example/push", "id": "f", "token": "tok",
+        "authentication": {"schemes": ["Bearer"], "credentials": "tok"}})
+    push = _wire(params_v1(TasksPushNotificationConfigSetParams(
+        method="tasks/pushNotificationConfig/set", taskId="t-1", pushNotificationConfig=config)))
+    assert push["method"] == "CreateTaskPushNotificationConfig"
+    assert push["params"] == {"taskId": "t-1", "url": "https://a.example/push", "id": "f",
+                              "token": "tok",
+                              "authentication": {"scheme": "Bearer", "credentials": "tok"}}
+
+
+def test_a_message_past_the_specs_bounds_is_not_sent() -> None:
+    with pytest.raises(RequestInvalid):
+        build_message([TextPart(kind="text", text="x")], metadata={"visited": list(range(17))})

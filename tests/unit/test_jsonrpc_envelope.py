@@ -6,6 +6,7 @@ import json
 
 from synthorg import jsonrpc
 from synthorg.generated.constants import INTERNAL_ERROR, INVALID_REQUEST, JSONRPC_VERSION
+from synthorg.generated.models import TasksGetParams
 
 
 def test_the_version_is_the_specs() -> None:
@@ -37,3 +38,11 @@ def test_a_request() -> None:
     assert jsonrpc.request("tasks/get", {"id": "t"}, 1) == (
         b'{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "t"}}'
     )
+
+
+def test_a_call_serialises_its_params_model_once_without_the_method_member() -> None:
+    params = TasksGetParams(method="tasks/get", id="t", historyLength=2)
+    body = jsonrpc.call(params, "r-1")
+    assert body.startswith(b'{"jsonrpc": "2.0", "id": "r-1", "method": "tasks/get", "params": ')
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": "r-1", "method": "tasks/get",
+                                "params": {"id": "t", "historyLength": 2}}

@@ -16,13 +16,13 @@ SLOW = 0.001  # tokens a second: nothing refills while a test runs
 
 
 def limiter(take: object, burst: int, share: int = 2) -> PeerRateLimiter:
-    return PeerRateLimiter(lambda: SLOW, lambda: burst, lambda _: None, share,
+    return PeerRateLimiter(lambda: SLOW, lambda: burst, share,
                            shared=take)  # type: ignore[arg-type]
 
 
 async def decide(limit: PeerRateLimiter, peer: str) -> float:
-    wait = limit.admit(peer)
-    return await limit.take(peer) if wait is None else wait
+    wait = limit.admit(peer, None)
+    return await limit.take(peer, None) if wait is None else wait
 
 
 def test_takes_from_two_handles_share_one_bucket(bundles: Bundles) -> None:  # noqa: F811

@@ -10,7 +10,7 @@ from synthorg.generated.models import V1HttpError
 
 
 def test_every_route_of_the_spec_is_served() -> None:
-    assert {op for op in spec.OPERATIONS if op.operation_id.startswith("handlers.rest.")} == set(
+    assert {op for op in spec.OPERATIONS if op.operation_id.startswith("gateway.rest.")} == set(
         OPERATIONS_REST)
     for op in OPERATIONS_REST:
         path = op.path.replace("{agent_id}", "echo").replace("{taskId}", "t-1")

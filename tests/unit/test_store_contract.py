@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from cryptography.fernet import Fernet
+from pydantic import ValidationError
 
 from synthorg.errors import SecretUnreadable
+from synthorg.generated.models import Task
 from synthorg.store.backend import Stores
-from synthorg.store.delegations import Delegation
+from synthorg.store.delegations import Delegation, load_task
 from synthorg.store.postgres.backend import PgStores
 from synthorg.store.postgres.options import PgOptions
 from synthorg.store.secretbox import SecretBox
@@ -236,25 +239,42 @@ def test_audit_records_from_every_handle_in_commit_order(bundles: Bundles) -> No
 
 def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
     one, two = bundles.open(), bundles.open()
-    task = {"id": "r-1", "status": {"state": "submitted"}}
+    task = _at("submitted", None)
     record = Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", "t-origin", task,
                         "2030-01-01T00:00:00.000Z", "2030-01-01T00:00:00.000Z")
     run(one.delegations.add(record))
     assert run(two.delegations.get("d-1")) == record
     assert run(two.delegations.by_origin("t-origin")) == record
-    updated = run(two.delegations.update("d-1", {**task, "status": {"state": "completed"}}))
-    assert updated.state == "completed" and updated.task["status"]["state"] == "completed"
+    updated = run(two.delegations.update("d-1", _at("completed", None)))
+    assert updated.state == "completed" and updated.task == _at("completed", None)
     assert [d.id for d in run(one.delegations.recent())] == ["d-1"]
     with pytest.raises(LookupError):
         run(one.delegations.update("missing", task))
     assert run(one.delegations.get("missing")) is None
 
 
-def _at(state: str, second: int | None) -> dict[str, Any]:
+def _at(state: str, second: int | None) -> Task:
     status: dict[str, Any] = {"state": state}
     if second is not None:
         status["timestamp"] = f"2030-01-01T00:00:{second:02d}.000Z"
-    return {"id": "r-1", "status": status}
+    return Task.model_validate({"kind": "task", "id": "r-1", "contextId": "c-1",
+                                "status": status})
+
+
+def test_a_delegation_keeps_its_task_as_the_wire_writes_it(bundles: Bundles) -> None:
+    """A file part's `bytes` (a Python keyword, so an alias in the model) is stored under
+    its wire name, and the task read back is the task written."""
+    one, two = bundles.open(), bundles.open()
+    stamp = "2030-01-01T00:00:00.000Z"
+    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", None,
+                                       _at("submitted", 1), stamp, stamp)))
+    pushed = Task.model_validate({
+        "kind": "task", "id": "r-1", "contextId": "c-1", "status": {"state": "completed"},
+        "artifacts": [{"artifactId": "a-1", "parts": [
+            {"kind": "file", "file": {"bytes": "aGk=", "mimeType": "text/plain"}}]}],
+    })
+    assert run(two.delegations.update("d-1", pushed)).task == pushed
+    assert run(one.delegations.get("d-1")).task == pushed  # type: ignore[union-attr]
 
 
 def test_a_delegation_never_leaves_a_final_state_nor_goes_back_in_time(
@@ -291,7 +311,7 @@ def test_a_delegation_without_timestamps_still_never_leaves_a_final_state(
 
 def test_a_delegation_is_found_by_its_peer_and_remote_task(bundles: Bundles) -> None:
     one, two = bundles.open(), bundles.open()
-    task = {"id": "r-1", "status": {"state": "submitted"}}
+    task = _at("submitted", None)
     for local, peer, when in (("d-old", "peer-a", "2030-01-01"), ("d-new", "peer-a", "2030-01-02"),
                               ("d-other", "peer-b", "2030-01-03")):
         stamp = f"{when}T00:00:00.000Z"
@@ -595,3 +615,18 @@ def test_push_receipts_refuse_a_delivery_id_seen_before(bundles: Bundles) -> Non
     assert run(two.push_receipts.first("peer-b", "d-1", 101.0, None))  # per peer
     # receipts older than the window are forgotten
     assert run(one.push_receipts.first("peer-a", "d-1", 500.0, 200.0))
+
+
+def test_a_task_an_earlier_release_stored_by_field_name_reads_back() -> None:
+    """Earlier releases' push receiver stored a pushed task by field names: a file part's
+    bytes under `bytes_`. Such a body reads back with its bytes, nothing lost."""
+    body = json.dumps({
+        "kind": "task", "id": "r-1", "contextId": "c-1", "status": {"state": "completed"},
+        "artifacts": [{"artifactId": "a-1", "parts": [
+            {"kind": "file", "file": {"bytes_": "aGk=", "mimeType": "text/plain"}}]}],
+    })
+    task = load_task(body)
+    part = task.model_dump(by_alias=True, exclude_none=True)["artifacts"][0]["parts"][0]
+    assert part["file"] == {"bytes": "aGk=", "mimeType": "text/plain"}
+    with pytest.raises(ValidationError):
+        load_task(body.replace("aGk=", "").replace('"bytes_": ""', '"other": 1'))

@@ -10,8 +10,10 @@ import pytest
 
 from synthorg.delegation.client import PeerProtocolError
 from synthorg.delegation.following import apply_event
-from synthorg.delegation.sse_client import SseEvent, StreamTooLarge, sse_events
+from synthorg.delegation.sse_client import SseEvent, StreamTooLarge, sse_events, stream_event
 from synthorg.dialects.v1 import event_v03_json, event_v1_json
+from synthorg.generated.models import StreamEvent, Task, TaskStatus, TextPart
+from synthorg.store.task_codec import dumps
 
 
 async def _chunks(*pieces: bytes) -> AsyncIterator[bytes]:
@@ -50,26 +52,49 @@ def _artifact_event(text: str, append: bool) -> dict[str, Any]:
             "artifact": {"artifactId": "a-1", "parts": [{"kind": "text", "text": text}]}}
 
 
+def _event(result: Any) -> StreamEvent:
+    return stream_event("node-b", result)
+
+
+def _texts(task: Task) -> list[str]:
+    assert task.artifacts
+    return [p.text for p in task.artifacts[0].parts if isinstance(p, TextPart)]
+
+
 def test_events_build_the_task_as_the_peer_has_it() -> None:
-    task = apply_event({}, TASK, "t-1")
-    task = apply_event(task, _artifact_event("one", False), "t-1")
-    task = apply_event(task, _artifact_event("two", True), "t-1")
+    task = Task.model_validate(TASK)
+    task = apply_event(task, _event(_artifact_event("one", False)), "t-1")
+    task = apply_event(task, _event(_artifact_event("two", True)), "t-1")
     status = {"kind": "status-update", "taskId": "t-1", "contextId": "c-1", "final": True,
               "status": {"state": "completed"}}
-    task = apply_event(task, status, "t-1")
-    assert task["status"] == {"state": "completed"}
-    assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["one", "two"]
-    replaced = apply_event(task, _artifact_event("new", False), "t-1")
-    assert [p["text"] for p in replaced["artifacts"][0]["parts"]] == ["new"]
+    task = apply_event(task, _event(status), "t-1")
+    assert task.status == TaskStatus(state="completed")
+    assert _texts(task) == ["one", "two"]
+    replaced = apply_event(task, _event(_artifact_event("new", False)), "t-1")
+    assert _texts(replaced) == ["new"]
+    # the stored form is the wire's: a task read back is the task written
+    assert Task.model_validate_json(dumps(replaced)) == replaced
 
 
 def test_an_event_of_another_task_or_no_event_at_all_is_refused() -> None:
+    task = Task.model_validate(TASK)
     with pytest.raises(PeerProtocolError):
-        apply_event(TASK, {**TASK, "id": "t-2"}, "t-1")
+        apply_event(task, _event({**TASK, "id": "t-2"}), "t-1")
+    with pytest.raises(PeerProtocolError, match="node-b: a stream event that is not valid"):
+        _event({"kind": "status-update", "taskId": "t-1"})
     with pytest.raises(PeerProtocolError):
-        apply_event(TASK, {"kind": "status-update", "taskId": "t-1"}, "t-1")
-    with pytest.raises(PeerProtocolError):
-        apply_event(TASK, ["not", "an", "event"], "t-1")
+        _event(["not", "an", "event"])
+    with pytest.raises(PeerProtocolError, match="not a StreamResponse"):
+        stream_event("node-b", {"task": {}, "message": {}}, speaks_v1=True)
+
+
+def test_an_artifact_appended_past_the_spec_bound_is_refused() -> None:
+    parts = [{"kind": "text", "text": str(n)} for n in range(600)]
+    grown = {"kind": "artifact-update", "taskId": "t-1", "contextId": "c-1", "append": True,
+             "artifact": {"artifactId": "a-1", "parts": parts}}
+    task = apply_event(Task.model_validate(TASK), _event({**grown, "append": False}), "t-1")
+    with pytest.raises(PeerProtocolError, match="past the spec's bounds"):
+        apply_event(task, _event(grown), "t-1")
 
 
 @pytest.mark.parametrize("event", [

@@ -21,6 +21,7 @@ import pytest
 from synthorg.admin.token import TOKEN_ENV
 from synthorg.cards.validation import spec_issues
 from synthorg.gateway.endpoint import RPC_PATH
+from synthorg.generated.models import AdminError
 from synthorg.node import Node
 from synthorg.observability import log
 from synthorg.observability.events import a2a as events
@@ -1035,3 +1036,26 @@ def test_configure_logging_is_idempotent() -> None:
         for handler in [h for h in root.handlers if h not in before_root]:
             root.removeHandler(handler)
         logging.captureWarnings(False)
+
+
+@pytest.mark.parametrize(("method", "path", "allow"), [
+    ("POST", "/healthz", "GET"),
+    ("DELETE", "/readyz", "GET"),
+    ("PUT", "/.well-known/agent-card.json", "GET"),
+    ("POST", "/.well-known/jwks.json", "GET"),
+    ("GET", "/api/v1/webhooks/peer-a/a2a_push", "POST"),
+])
+def test_a_method_a_served_path_does_not_take_is_an_admin_error(
+    app: Any, method: str, path: str, allow: str
+) -> None:
+    """405 with Allow and the spec's AdminError (NotAllowedHere), on the paths outside the
+    JSON-RPC and admin trees (those answer their own refusals)."""
+    resp = call(app, method=method, path=path, headers=[], chunks=[b""])
+    assert resp.status == 405 and resp.headers["allow"] == allow
+    assert AdminError.model_validate_json(resp.body).error == "method_not_allowed"
+
+
+def test_an_unknown_path_is_an_admin_error(app: Any) -> None:
+    resp = call(app, method="GET", path="/no/such/path", headers=[], chunks=[b""])
+    assert_not_found(resp)
+    assert AdminError.model_validate_json(resp.body) == AdminError(**NOT_FOUND)

@@ -29,8 +29,8 @@ const GENERATOR = JSON.parse(
 const UNIONS = { RpcParams: "0.3", V1RpcParams: "1.0" };
 // The operations the client calls, by operationId.
 const OPERATIONS = {
-  RPC: "handlers.rpc.post",
-  AGENT_RPC: "handlers.rpc.post_agent",
+  RPC: "gateway.rpc",
+  AGENT_RPC: "gateway.agent_rpc",
   COMPANY_CARD: "handlers.cards.company_card",
   AGENT_CARD: "handlers.cards.agent_card",
 };

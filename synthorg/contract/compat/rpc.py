@@ -18,9 +18,14 @@ from synthorg.contract.compat.document import (
     union_variants,
 )
 from synthorg.contract.compat.report import SpecShapeError
-from synthorg.generated.constants import RESULT_DEFINITIONS, RESULT_DEFINITIONS_V1, RPC_POST
+from synthorg.generated.constants import (
+    GATEWAY_RPC,
+    MEDIA_TYPE_APPLICATION_JSON,
+    RESULT_DEFINITIONS,
+    RESULT_DEFINITIONS_V1,
+)
 
-RPC_PATH = RPC_POST.path
+RPC_PATH = GATEWAY_RPC.path
 # Which of our result definitions each of our methods returns (the spec's <Name>Result).
 RESULTS: Mapping[str, str] = {**RESULT_DEFINITIONS, **RESULT_DEFINITIONS_V1}
 _UNION_RESULTS = frozenset(RESULTS.values())
@@ -58,9 +63,8 @@ def _json_schema_of(document: Document, holder: Any) -> Any:
     if not isinstance(content, Mapping):
         return None
     for media_type, entry in content.items():
-        if str(media_type).split(";")[0].strip().lower() == "application/json" and isinstance(
-            entry, Mapping
-        ):
+        plain = str(media_type).split(";")[0].strip().lower()
+        if plain == MEDIA_TYPE_APPLICATION_JSON and isinstance(entry, Mapping):
             return entry.get("schema")
     return None
 

@@ -35,6 +35,8 @@ NODE_STARTED: Final = "a2a.node.started"
 NODE_STOPPED: Final = "a2a.node.stopped"
 # A node on a shared store listens before it can serve (its probes answer): host, port.
 NODE_LISTENING: Final = "a2a.node.listening"
+# The gRPC binding listens (server.grpc_port): host, port, tls.
+GRPC_LISTENING: Final = "a2a.grpc.listening"
 NODE_FAIL_OPEN: Final = "a2a.node.fail_open_warning"
 TASK_EXECUTOR_FAILED: Final = "a2a.task.executor_failed"
 INTERNAL_ERROR: Final = "a2a.inbound.internal_error"

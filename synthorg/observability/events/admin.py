@@ -10,14 +10,23 @@ from __future__ import annotations
 
 from typing import Final
 
+from synthorg.generated.constants import (
+    AUDIT_EVENT_ADMIN_PEER_CREATED,
+    AUDIT_EVENT_ADMIN_PEER_DELETED,
+    AUDIT_EVENT_ADMIN_PEER_REPLACED,
+    AUDIT_EVENT_ADMIN_PEERS_REKEYED,
+    AUDIT_EVENT_ADMIN_SETTING_CHANGED,
+    AUDIT_EVENT_ADMIN_SETTING_RESET,
+)
+
 # Audit: one per change.
-SETTING_CHANGED: Final = "admin.setting.changed"
-SETTING_RESET: Final = "admin.setting.reset"
-PEER_CREATED: Final = "admin.peer.created"
-PEER_REPLACED: Final = "admin.peer.replaced"
-PEER_DELETED: Final = "admin.peer.deleted"
+SETTING_CHANGED: Final = AUDIT_EVENT_ADMIN_SETTING_CHANGED
+SETTING_RESET: Final = AUDIT_EVENT_ADMIN_SETTING_RESET
+PEER_CREATED: Final = AUDIT_EVENT_ADMIN_PEER_CREATED
+PEER_REPLACED: Final = AUDIT_EVENT_ADMIN_PEER_REPLACED
+PEER_DELETED: Final = AUDIT_EVENT_ADMIN_PEER_DELETED
 # every secret encrypted again: `count` (peers), `push_configs`
-PEERS_REKEYED: Final = "admin.peers.rekeyed"
+PEERS_REKEYED: Final = AUDIT_EVENT_ADMIN_PEERS_REKEYED
 AUDIT_EVENTS: Final = frozenset(
     {SETTING_CHANGED, SETTING_RESET, PEER_CREATED, PEER_REPLACED, PEER_DELETED, PEERS_REKEYED}
 )

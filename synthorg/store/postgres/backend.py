@@ -85,4 +85,5 @@ class PgStores:
         return self.schema()
 
     def close(self) -> None:
+        self.revisions.close()
         self.db.close()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from synthorg.clock import utc_now
-from synthorg.store.delegations import Delegation, supersedes
+from synthorg.generated.models import Task
+from synthorg.store.delegations import Delegation, load_task, supersedes
 from synthorg.store.postgres.database import Connection, PgDatabase, Row
+from synthorg.store.task_codec import dumps
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
@@ -18,7 +17,7 @@ _COLUMNS = (
 def _record(row: Row) -> Delegation:
     local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated = row
     return Delegation(
-        local_id, peer, remote_id, context_id, message_id, state, origin, json.loads(body),
+        local_id, peer, remote_id, context_id, message_id, state, origin, load_task(body),
         created, updated,
     )
 
@@ -33,22 +32,22 @@ class PgDelegationStore:
             f"INSERT INTO delegations ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
             "$10)",
             r.id, r.peer, r.remote_task_id, r.context_id, r.message_id, r.state,
-            r.origin_task_id, json.dumps(r.task), r.created_at, r.updated_at,
+            r.origin_task_id, dumps(r.task), r.created_at, r.updated_at,
         ), "write")
 
-    async def update(self, local_id: str, task: dict[str, Any]) -> Delegation:
+    async def update(self, local_id: str, task: Task) -> Delegation:
         async def job(conn: Connection) -> Row | None:
             # the row locked while it is compared: a racing update waits, then compares
             # against what this one wrote
             row: Row | None = await conn.fetchrow(
                 f"SELECT {_COLUMNS} FROM delegations WHERE id = $1 FOR UPDATE", local_id
             )
-            if row is None or not supersedes(json.loads(row[7]), task):
+            if row is None or not supersedes(load_task(row[7]), task):
                 return row
             row = await conn.fetchrow(
                 f"UPDATE delegations SET state = $1, body = $2, updated_at = $3 WHERE id = $4 "
                 f"RETURNING {_COLUMNS}",
-                task["status"]["state"], json.dumps(task), utc_now(), local_id,
+                task.status.state, dumps(task), utc_now(), local_id,
             )
             return row
 

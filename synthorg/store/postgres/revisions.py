@@ -1,15 +1,20 @@
-"""Has the catalog or the settings changed, on any replica? One counter read per request.
+"""Has the catalog or the settings changed, on any replica? Known without asking, per request.
 
 Statement triggers move a counter in `revisions` on every change to `peers` or `settings`,
-whoever writes (a replica, the CLI). A request reads the counters once, at its start, before
-the gate; the cached views (the catalog's records, the settings) reload themselves then if
-their counter moved, so a change committed before a request starts applies to that request,
-on every replica, exactly.
+whoever writes (a replica, the CLI), and announce the new value at the writer's commit
+(NOTIFY). Each process listens for it on a connection of its own (`listener.py`), so a
+request takes the counters as last announced, with no round trip; the cached views (the
+catalog's records, the settings) reload themselves then if their counter moved. A change
+applies on every replica from the first request after its announcement arrived (on a local
+network, well under a millisecond after the commit); through this process (its admin API)
+it applies from the next request, as the writer marks its own snapshot stale.
 
-The read is shared: every request that starts before the read is sent (those decoded in the
-same turn of the event loop) takes the same answer, so under load the node pays one round
-trip per loop turn rather than per request. A reading is never older than the request that
-uses it, because the read is sent after the request started.
+While no connection listens (not open yet, or lost: `store.revisions.polling`), a request
+reads the counters itself, as before notifications: the read is sent after the request
+started and shared by every request that starts before it is sent (those decoded in the same
+turn of the event loop), so under load the node pays one round trip per loop turn rather than
+per request, and a change committed before a request starts applies to it exactly. The
+listener comes back by itself (`store.revisions.listening`).
 
 Outside a request (the admin API, the CLI, start-up) each check reads afresh, from a blocking
 caller's thread (`PgDatabase.blocking`).
@@ -22,32 +27,34 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 
 from synthorg.store.postgres.database import PgDatabase, Row
+from synthorg.store.postgres.listener import Reading, RevisionListener, as_reading
 
 CATALOG = "catalog"
 SETTINGS = "settings"
-Reading = dict[str, int]
 Refresher = Callable[[Reading], Awaitable[None]]
 
 _READ = "SELECT name, value FROM revisions"
 _reading: ContextVar[Reading | None] = ContextVar("synthorg_pg_revisions", default=None)
 
 
-def _as_reading(rows: list[Row]) -> Reading:
-    return {str(name): int(value) for name, value in rows}
-
-
 class PgRevisions:
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, listen: bool = True) -> None:
+        """`listen=False`: every request's counters are read (one query per loop turn)."""
         self._db = db
         self._next: asyncio.Future[Reading] | None = None  # the read not sent yet
         self._refreshers: list[Refresher] = []
+        self.listener = RevisionListener(db.options) if listen else None
+        self.reads = 0  # counter reads sent for requests (none while the listener listens)
 
     def on_request(self, refresher: Refresher) -> None:
         """Call `refresher` with each request's reading, before the request goes on."""
         self._refreshers.append(refresher)
 
     async def request_started(self) -> None:
-        reading = await self._shared_read()
+        listener = self.listener
+        reading = None if listener is None else listener.current()
+        if reading is None:
+            reading = await self._shared_read()
         _reading.set(reading)
         for refresh in self._refreshers:
             await refresh(reading)
@@ -62,6 +69,7 @@ class PgRevisions:
 
     def _send(self, future: asyncio.Future[Reading]) -> None:
         self._next = None
+        self.reads += 1
         task = asyncio.get_running_loop().create_task(self._db.fetch(_READ))
 
         def settle(done: asyncio.Task[list[Row]]) -> None:
@@ -72,7 +80,7 @@ class PgRevisions:
             elif (exc := done.exception()) is not None:
                 future.set_exception(exc)
             else:
-                future.set_result(_as_reading(done.result()))
+                future.set_result(as_reading(done.result()))
 
         task.add_done_callback(settle)
 
@@ -84,4 +92,8 @@ class PgRevisions:
         return reading.get(name, 0)
 
     def read_blocking(self) -> Reading:
-        return _as_reading(self._db.blocking_fetch(_READ))
+        return as_reading(self._db.blocking_fetch(_READ))
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()

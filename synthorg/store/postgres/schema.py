@@ -226,6 +226,24 @@ _V10 = (
     "CREATE INDEX console_sessions_expiry ON console_sessions (expires_at)",
 )
 
+# v11: a change to the catalog or the settings is also announced, by the same trigger, on
+# REVISIONS_CHANNEL as "<name> <new revision>". NOTIFY is part of the writer's transaction:
+# sent at its commit, never for a rollback, whoever writes (a replica, the CLI, an operator's
+# SQL), so replicas that listen learn of every change without asking (`revisions.py`).
+REVISIONS_CHANNEL = "synthorg_revisions"
+_V11 = (
+    f"""CREATE OR REPLACE FUNCTION synthorg_bump_revision() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        moved BIGINT;
+    BEGIN
+        UPDATE revisions SET value = value + 1 WHERE name = TG_ARGV[0]
+        RETURNING value INTO moved;
+        PERFORM pg_notify('{REVISIONS_CHANNEL}', TG_ARGV[0] || ' ' || moved);
+        RETURN NULL;
+    END $$""",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
@@ -238,6 +256,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("push status order: the task version of each config's last status", _V8),
     ("pinned card keys", _V9),
     ("console sessions", _V10),
+    ("catalog and settings changes announced (NOTIFY) with their revision", _V11),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from synthorg.store.postgres.database import PgDatabase, Row
-from synthorg.store.postgres.revisions import PgRevisions, Reading
+from synthorg.store.postgres.listener import Reading
+from synthorg.store.postgres.revisions import PgRevisions
 
 T = TypeVar("T")
 

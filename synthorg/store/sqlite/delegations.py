@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
 from synthorg.clock import utc_now
-from synthorg.store.delegations import Delegation, supersedes
+from synthorg.generated.models import Task
+from synthorg.store.delegations import Delegation, load_task, supersedes
 from synthorg.store.sqlite.database import Database
+from synthorg.store.task_codec import dumps
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
@@ -19,7 +20,7 @@ _COLUMNS = (
 def _record(row: tuple[Any, ...]) -> Delegation:
     local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated = row
     return Delegation(
-        local_id, peer, remote_id, context_id, message_id, state, origin, json.loads(body),
+        local_id, peer, remote_id, context_id, message_id, state, origin, load_task(body),
         created, updated,
     )
 
@@ -35,12 +36,12 @@ class SqliteDelegationStore:
             conn.execute(
                 f"INSERT INTO delegations ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (r.id, r.peer, r.remote_task_id, r.context_id, r.message_id, r.state,
-                 r.origin_task_id, json.dumps(r.task), r.created_at, r.updated_at),
+                 r.origin_task_id, dumps(r.task), r.created_at, r.updated_at),
             )
 
         await self._db.write(job)
 
-    async def update(self, local_id: str, task: dict[str, Any]) -> Delegation:
+    async def update(self, local_id: str, task: Task) -> Delegation:
         def job(conn: sqlite3.Connection) -> Delegation:
             # read and written in the one writer's transaction: no update slips in between
             row = conn.execute(
@@ -48,11 +49,11 @@ class SqliteDelegationStore:
             ).fetchone()
             if row is None:
                 raise LookupError(f"no delegation {local_id}")
-            if not supersedes(json.loads(row[7]), task):
+            if not supersedes(load_task(row[7]), task):
                 return _record(row)
             conn.execute(
                 "UPDATE delegations SET state = ?, body = ?, updated_at = ? WHERE id = ?",
-                (task["status"]["state"], json.dumps(task), utc_now(), local_id),
+                (task.status.state, dumps(task), utc_now(), local_id),
             )
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM delegations WHERE id = ?", (local_id,)
