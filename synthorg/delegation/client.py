@@ -26,8 +26,9 @@ from pydantic import ValidationError
 
 from synthorg import jsonrpc
 from synthorg.clock import utc_now
+from synthorg.delegation import rest_binding
 from synthorg.dialects import v1
-from synthorg.dialects.outbound import PeerDialect
+from synthorg.dialects.outbound import HTTP_JSON, JSONRPC, PeerDialect
 from synthorg.generated.constants import (
     A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
@@ -262,6 +263,11 @@ class A2AClient:
         return default_rpc_url(self.record.endpoint)
 
     @property
+    def binding(self) -> str:
+        """The binding calls are made in: JSONRPC, or HTTP+JSON (in 1.0)."""
+        return self.dialect.binding if self.dialect is not None else JSONRPC
+
+    @property
     def speaks_v1(self) -> bool:
         return self.dialect is not None and self.dialect.version == A2A_VERSION_1_0
 
@@ -374,8 +380,9 @@ class A2AClient:
             ) from None
 
     async def call(self, params: v1.OutboundParams) -> Any:
-        """One JSON-RPC call with retries, in the peer's dialect; returns the `result`
-        member. The params are serialised once, before the first attempt."""
+        """One call with retries, in the peer's binding and dialect; returns the `result`
+        member (HTTP+JSON: the answer's body). The params are serialised once, before the
+        first attempt."""
         spoken = self.spoken(params)
         with outbound_call(self.record.name, jsonrpc.method_of(spoken)) as outcome:
             try:
@@ -386,13 +393,17 @@ class A2AClient:
 
     async def _call(self, params: v1.OutboundParams | v1.V1OutboundParams) -> Any:
         request_id = str(uuid.uuid4())
-        body = jsonrpc.call(params, request_id)
+        rest = self.binding == HTTP_JSON
+        if rest:
+            http_method, url, body = rest_binding.rest_call(self.rpc_url, params)
+        else:
+            http_method, url, body = "POST", self.rpc_url, jsonrpc.call(params, request_id)
         name = self.record.name
         problem = "no attempt made"
         for attempt in range(self._retry.attempts):
             retry_after: float | None = None
             try:
-                status, payload, retry_after = await self._post(body)
+                status, payload, retry_after = await self._post(body, http_method, url)
             except PinMismatch:
                 raise PeerUnavailable(f"{name}: {PIN_MISMATCH}") from None
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -403,20 +414,26 @@ class A2AClient:
                 raise PeerUnavailable(f"{name}: {type(exc).__name__}") from None
             else:
                 if status not in RETRY_STATUSES:
+                    if rest:
+                        return self.rest_result(status, payload)
                     return self._result(status, payload, request_id)
                 problem = f"HTTP {status}"
             if attempt + 1 < self._retry.attempts:
                 await self._sleep(self._retry.delay(attempt, retry_after))
         raise PeerUnavailable(f"{name}: gave up after {self._retry.attempts} attempts ({problem})")
 
-    async def _post(self, body: bytes) -> tuple[int, Any, float | None]:
-        """POST with a capped, streamed read: (status, parsed JSON or None, Retry-After)."""
-        headers = trace_headers({**self._headers, "Content-Type": MEDIA_TYPE_APPLICATION_JSON})
+    async def _post(
+        self, body: bytes | None, http_method: str = "POST", url: str | None = None,
+    ) -> tuple[int, Any, float | None]:
+        """One request (a POST by default, to the JSON-RPC endpoint) with a capped, streamed
+        read: (status, parsed JSON or None, Retry-After)."""
+        typed = {} if body is None else {"Content-Type": MEDIA_TYPE_APPLICATION_JSON}
+        headers = trace_headers({**self._headers, **typed})
         timeout = httpx.Timeout(self._timeout())
         async with (
             httpx.AsyncClient(transport=self._transport, timeout=timeout,
                               verify=self.verify) as http,
-            http.stream("POST", self.rpc_url, content=body, headers=headers,
+            http.stream(http_method, url or self.rpc_url, content=body, headers=headers,
                         extensions=self.extensions) as response,
         ):
             chunks: list[bytes] = []
@@ -434,6 +451,20 @@ class A2AClient:
         except ValueError:
             payload = None
         return response.status_code, payload, _retry_after(response)
+
+    def rest_result(self, status: int, payload: Any) -> Any:
+        """An HTTP+JSON answer's result (the body itself), or its google.rpc.Status raised as
+        the PeerRpcError the same refusal is over JSON-RPC."""
+        if status == 200:
+            if payload is None:
+                raise PeerProtocolError(f"{self.record.name}: HTTP 200 without a JSON body")
+            return payload
+        found = rest_binding.status_error(status, payload)
+        if found is None:
+            raise PeerProtocolError(f"{self.record.name}: HTTP {status} without an error body")
+        error, message = found
+        details = payload["error"].get("details")
+        raise PeerRpcError(error.code, message, status, details)
 
     def _result(self, status: int, payload: Any, request_id: RequestId) -> Any:
         name = self.record.name

@@ -28,8 +28,9 @@ from synthorg.delegation.client import (
     default_rpc_url,
     stream_params,
 )
+from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import Events, stream_call
-from synthorg.dialects.outbound import PeerDialect, choose
+from synthorg.dialects.outbound import JSONRPC, PeerDialect, choose
 from synthorg.generated.constants import (
     MESSAGE_STREAM,
     PUSH_RECEIVE,
@@ -85,8 +86,9 @@ class Delegator:
         self._local_name = local_name
         self._timeout = timeout
         self._transport = transport
-        # (peer, endpoint) -> (expires at, the dialect its card offered, whether it streams)
-        self._dialects: dict[tuple[str, str], tuple[float, PeerDialect, bool]] = {}
+        # (peer, endpoint, configured binding) -> (expires at, the binding and dialect chosen,
+        # whether it streams)
+        self._dialects: dict[tuple[str, str, str | None], tuple[float, PeerDialect, bool]] = {}
 
     def client(self, peer: str, dialect: PeerDialect | None = None) -> A2AClient:
         """A client for `peer`; in 0.3 unless `dialect` says otherwise."""
@@ -102,24 +104,35 @@ class Delegator:
             tls=self._tls,
         )
 
-    async def peer_client(self, peer: str) -> A2AClient:
-        """A client that calls `peer` in the dialect its card offers (1.0, else 0.3)."""
+    async def peer_client(self, peer: str, binding: str | None = None) -> A2AClient:
+        """A client that calls `peer` in `binding` (a delegation's: the one it was sent in),
+        else the binding its catalog record configures, else the first its card offers that
+        this node speaks (`dialects.outbound.choose`)."""
         client = self.client(peer)
-        return self.client(peer, await self._dialect(client.record.name, client.record.endpoint,
-                                                     client.extensions))
+        return self.client(peer, await self._dialect(client, binding or client.record.binding))
+
+    async def record_client(self, record: Delegation) -> A2AClient:
+        """A client for a delegation's peer in the binding the delegation was sent in (one
+        recorded before bindings were chosen went by JSON-RPC)."""
+        return await self.peer_client(record.peer, record.binding or JSONRPC)
 
     async def streams(self, peer: str) -> bool:
         """Whether `peer`'s tasks can be followed by stream: its card says
         `capabilities.streaming` (tasks/resubscribe in 0.3, SubscribeToTask in 1.0)."""
         client = self.client(peer)
-        await self._dialect(client.record.name, client.record.endpoint, client.extensions)
-        cached = self._dialects.get((client.record.name, client.record.endpoint))
+        await self._dialect(client, client.record.binding)
+        cached = self._dialects.get(self._key(client, client.record.binding))
         return cached is not None and cached[2]
 
-    async def _dialect(self, peer: str, endpoint: str,
-                       extensions: dict[str, Any] | None = None) -> PeerDialect:
+    @staticmethod
+    def _key(client: A2AClient, binding: str | None) -> tuple[str, str, str | None]:
+        return client.record.name, client.record.endpoint, binding
+
+    async def _dialect(self, client: A2AClient, binding: str | None) -> PeerDialect:
+        endpoint, extensions = client.record.endpoint, client.extensions
         now = time.monotonic()
-        cached = self._dialects.get((peer, endpoint))
+        key = self._key(client, binding)
+        cached = self._dialects.get(key)
         if cached is not None and cached[0] > now:
             return cached[1]
         fetched = await fetch_card_document(
@@ -132,9 +145,10 @@ class Delegator:
                 card = read_peer_card(fetched.document)
             except InvalidCard:
                 card = None
-        chosen = choose(card, endpoint, default_rpc_url(endpoint))
+        chosen = choose(card, endpoint, default_rpc_url(endpoint), binding,
+                        default_rest_url(endpoint))
         streaming = bool(card and card.capabilities and card.capabilities.streaming)
-        self._dialects[(peer, endpoint)] = (now + DIALECT_TTL_SECONDS, chosen, streaming)
+        self._dialects[key] = (now + DIALECT_TTL_SECONDS, chosen, streaming)
         return chosen
 
     async def delegate(
@@ -156,7 +170,7 @@ class Delegator:
             parts, agent_id=agent_id, message_id=message_id, metadata=metadata,
             blocking=blocking,
         )
-        record = self._record(client.record.name, task, message_id, origin_task_id)
+        record = self._record(client, task, message_id, origin_task_id)
         await self.store.add(record)
         return record
 
@@ -185,7 +199,7 @@ class Delegator:
                     f"{client.record.name}: {client.wire_method(MESSAGE_STREAM)} sent no event"
                 )
             task = client.task_of_event(first[1])
-            record = self._record(client.record.name, task, message_id, origin_task_id)
+            record = self._record(client, task, message_id, origin_task_id)
             await self.store.add(record)
         except BaseException:
             await events.aclose()
@@ -193,12 +207,12 @@ class Delegator:
         return record, events, first[0]
 
     def _record(
-        self, peer: str, task: Task, message_id: str, origin_task_id: str | None
+        self, client: A2AClient, task: Task, message_id: str, origin_task_id: str | None
     ) -> Delegation:
         now = utc_now()
         return Delegation(
             id=str(uuid.uuid4()),
-            peer=peer,
+            peer=client.record.name,
             remote_task_id=task.id,
             context_id=task.contextId,
             message_id=message_id,
@@ -207,6 +221,7 @@ class Delegator:
             task=task,
             created_at=now,
             updated_at=now,
+            binding=client.binding,
         )
 
     async def get(self, local_id: str) -> Delegation:
@@ -223,7 +238,7 @@ class Delegator:
         message_id: str | None = None,
         blocking: bool = True,
     ) -> Delegation:
-        task = await (await self.peer_client(record.peer)).send_message(
+        task = await (await self.record_client(record)).send_message(
             parts,
             task_id=record.remote_task_id,
             context_id=record.context_id,
@@ -257,7 +272,7 @@ class Delegator:
             return False
         try:
             # In the dialect the task was sent in (the card is cached by then).
-            client = await self.peer_client(record.peer)
+            client = await self.record_client(record)
             await client.set_push_config(record.remote_task_id, config)
         except (PeerError, DelegationError):
             return False
@@ -265,12 +280,12 @@ class Delegator:
 
     async def refresh(self, local_id: str) -> Delegation:
         record = await self.get(local_id)
-        task = await (await self.peer_client(record.peer)).get_task(record.remote_task_id)
+        task = await (await self.record_client(record)).get_task(record.remote_task_id)
         return await self.store.update(record.id, task)
 
     async def cancel(self, local_id: str) -> Delegation:
         record = await self.get(local_id)
-        task = await (await self.peer_client(record.peer)).cancel_task(record.remote_task_id)
+        task = await (await self.record_client(record)).cancel_task(record.remote_task_id)
         return await self.store.update(record.id, task)
 
     async def follow(

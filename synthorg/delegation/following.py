@@ -104,7 +104,7 @@ async def follow_stream(
         try:
             stream, events = events, None  # a stream already open (message/stream) first
             if stream is None:
-                client = await delegator.peer_client(record.peer)
+                client = await delegator.record_client(record)
                 params = TasksResubscribeParams(method=TASKS_RESUBSCRIBE,
                                                 id=record.remote_task_id)
                 stream = stream_call(client, params, last)

@@ -26,7 +26,9 @@ from synthorg.delegation.client import (
     PeerUnavailable,
     result_label,
 )
+from synthorg.delegation.rest_binding import RestCall, rest_call
 from synthorg.dialects import v1
+from synthorg.dialects.outbound import HTTP_JSON
 from synthorg.generated.constants import (
     LAST_EVENT_ID_HEADER,
     MEDIA_TYPE_APPLICATION_JSON,
@@ -100,6 +102,16 @@ def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> StreamEv
         ) from None
 
 
+def _rest_event(client: A2AClient, data: Any) -> Any:
+    """An HTTP+JSON event: the StreamResponse itself, or the google.rpc.Status a refusal
+    ends the stream with (raised as the PeerRpcError it stands for)."""
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        code = data["error"].get("code")
+        status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+        client.rest_result(status, data)
+    return data
+
+
 def _sequence(event_id: str | None) -> int | None:
     if event_id is None or not event_id.isdigit() or len(event_id) > 19:
         return None
@@ -118,15 +130,17 @@ async def stream_call(
     name = client.record.name
     spoken = client.spoken(params)  # the same call in 1.0 for a 1.0 peer
     method = jsonrpc.method_of(spoken)
-    body = jsonrpc.call(spoken, 1)
-    headers = {**client.headers, "Content-Type": MEDIA_TYPE_APPLICATION_JSON,
-               "Accept": EVENT_STREAM}
+    request = (rest_call(client.rpc_url, spoken) if client.binding == HTTP_JSON
+               else RestCall("POST", client.rpc_url, jsonrpc.call(spoken, 1)))
+    headers = {**client.headers, "Accept": EVENT_STREAM}
+    if request.body is not None:
+        headers["Content-Type"] = MEDIA_TYPE_APPLICATION_JSON
     if last_event_id is not None:
         headers[LAST_EVENT_ID_HEADER] = str(last_event_id)
     # One outbound call (counted, timed, a span when traces are on) for the stream's life.
     with outbound_call(name, method) as outcome:
         try:
-            async with contextlib.aclosing(_events(client, method, body, headers)) as events:
+            async with contextlib.aclosing(_events(client, method, request, headers)) as events:
                 async for item in events:
                     yield item
         except PeerError as exc:
@@ -134,8 +148,11 @@ async def stream_call(
             raise
 
 
-async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str, str]) -> Events:
+async def _events(
+    client: A2AClient, method: str, request: RestCall, headers: dict[str, str],
+) -> Events:
     name = client.record.name
+    rest = client.binding == HTTP_JSON
     limit = client.max_response_bytes
     seconds = client.timeout_seconds()
     timeout = httpx.Timeout(seconds, read=max(seconds, STREAM_IDLE_SECONDS))
@@ -143,7 +160,7 @@ async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str
         async with (
             httpx.AsyncClient(transport=client.transport, timeout=timeout,
                               verify=client.verify) as http,
-            http.stream("POST", client.rpc_url, content=body,
+            http.stream(request.http_method, request.url, content=request.body,
                         headers=trace_headers(headers),
                         extensions=client.extensions) as response,
         ):
@@ -159,14 +176,18 @@ async def _events(client: A2AClient, method: str, body: bytes, headers: dict[str
                     payload = None
                 if response.status_code in (429, 502, 503, 504):
                     raise PeerUnavailable(f"{name}: HTTP {response.status_code}")
-                client.result_of(response.status_code, payload, 1)
+                if rest:
+                    client.rest_result(response.status_code, payload)
+                else:
+                    client.result_of(response.status_code, payload, 1)
                 raise PeerProtocolError(f"{name}: {method} did not answer a stream")
             async for event in sse_events(response.aiter_bytes(), limit):
                 try:
                     envelope = json.loads(event.data)
                 except ValueError:
                     raise PeerProtocolError(f"{name}: an event that is not JSON") from None
-                result = client.result_of(200, envelope, 1)
+                result = _rest_event(client, envelope) if rest else client.result_of(
+                    200, envelope, 1)
                 yield _sequence(event.id), stream_event(name, result, speaks_v1=client.speaks_v1)
     except PinMismatch:
         raise PeerUnavailable(f"{name}: {PIN_MISMATCH}") from None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from synthorg.dialects.outbound import BINDINGS
 from synthorg.generated.constants import PEER_SCHEME_MTLS, PEER_SCHEMES
 from synthorg.generated.models import PeerScheme
 from synthorg.names import canonical_peer_name
@@ -36,13 +37,17 @@ class PeerRecord:
     # The key that must sign this peer's cards (a public JWK, or `JWKS-URL#thumbprint`);
     # None: its cards are accepted unverified.
     card_key: str | None = None
+    # The binding calls to this peer are made in (JSONRPC, HTTP+JSON or GRPC, as its card
+    # names them); None: the peer's card decides (`synthorg.dialects.outbound`).
+    binding: str | None = None
 
     def __repr__(self) -> str:
         return (
             f"PeerRecord(name={self.name!r}, endpoint={self.endpoint!r}, "
             f"scheme={self.scheme!r}, secret='<redacted>', "
             f"created_at={self.created_at!r}, updated_at={self.updated_at!r}, "
-            f"rate_limit={self.rate_limit!r}, card_key={self.card_key!r})"
+            f"rate_limit={self.rate_limit!r}, card_key={self.card_key!r}, "
+            f"binding={self.binding!r})"
         )
 
     __str__ = __repr__
@@ -69,6 +74,11 @@ class Catalog(Protocol):
     def set_card_key(self, name: str, card_key: str | None) -> bool:
         """Pin (None: unpin) the key that must sign the peer's cards; False when there is no
         such record. `put` keeps a record's pin."""
+        ...
+
+    def set_binding(self, name: str, binding: str | None) -> bool:
+        """Set (None: clear) the binding calls to the peer are made in; False when there is
+        no such record, ValueError for a binding the spec does not name. `put` keeps it."""
         ...
 
     def rekey(self) -> int:
@@ -132,6 +142,13 @@ def require_https(endpoint: str) -> None:
     """An mtls peer is reached over TLS only: its certificate is what is checked."""
     if not endpoint.lower().startswith("https://"):
         raise ValueError("endpoint must be an https URL for scheme mtls")
+
+
+def validate_binding(binding: str | None) -> str | None:
+    """The binding as stored, or ValueError: one a card's supportedInterfaces may name."""
+    if binding is not None and binding not in BINDINGS:
+        raise ValueError(f"binding must be one of {', '.join(BINDINGS)}")
+    return binding
 
 
 MAX_RATE_LIMIT = 1_000_000.0

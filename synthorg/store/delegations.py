@@ -26,6 +26,9 @@ class Delegation:
     task: Task  # last known remote task (artifacts included)
     created_at: str
     updated_at: str
+    # The binding it was sent in (synthorg.dialects.outbound); None: JSON-RPC, as records
+    # from before bindings were chosen.
+    binding: str | None = None
 
 
 _OLD_BYTES_KEY = "bytes_"  # the model's field name, not its alias "bytes"

@@ -19,6 +19,7 @@ from synthorg.store.catalog import (
     PeerRecord,
     Scheme,
     tls_pin_of,
+    validate_binding,
     validate_rate_limit,
     validate_record,
 )
@@ -28,12 +29,12 @@ from synthorg.store.postgres.snapshot import Snapshot
 from synthorg.store.secretbox import SecretBox, SecretBoxError
 
 _COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"
-_READ = f"{_COLUMNS}, rate_limit, card_key"
+_READ = f"{_COLUMNS}, rate_limit, card_key, binding"
 _SNAPSHOT = (
     f"SELECT r.value, p.{_READ.replace(', ', ', p.')} FROM revisions r "
     "LEFT JOIN peers p ON true WHERE r.name = 'catalog' ORDER BY p.name"
 )
-CatalogRow = tuple[str, str, str, bytes, str, str, float | None, str | None]
+CatalogRow = tuple[str, str, str, bytes, str, str, float | None, str | None, str | None]
 
 
 def _rows(rows: list[Row]) -> dict[str, CatalogRow]:
@@ -130,6 +131,20 @@ class PgCatalog:
         self._snapshot.stale()
         return status != "UPDATE 0"
 
+    def set_binding(self, name: str, binding: str | None) -> bool:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return False
+        value = validate_binding(binding)
+        status = self._db.blocking(
+            lambda db: db.execute(
+                "UPDATE peers SET binding = $2, updated_at = $3 WHERE name = $1",
+                canonical, value, utc_now(),
+            )
+        )
+        self._snapshot.stale()
+        return status != "UPDATE 0"
+
     def rekey(self) -> int:
         """Encrypt every record again with the newest key; the number rewritten."""
         async def job(conn: Connection) -> int:
@@ -150,13 +165,14 @@ class PgCatalog:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
 
     def _record(self, row: CatalogRow) -> PeerRecord:
-        name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit, card_key = row
+        (name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit, card_key,
+         binding) = row
         try:
             secret = self._box.decrypt(bytes(secret_enc))
         except SecretBoxError as exc:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
         return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at,
-                          rate_limit, card_key)
+                          rate_limit, card_key, binding)
 
     def revision(self) -> int:
         """Moves on every change to the catalog, by any replica."""

@@ -10,15 +10,16 @@ from synthorg.store.task_codec import dumps
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
-    "created_at, updated_at"
+    "created_at, updated_at, binding"
 )
 
 
 def _record(row: Row) -> Delegation:
-    local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated = row
+    (local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated,
+     binding) = row
     return Delegation(
         local_id, peer, remote_id, context_id, message_id, state, origin, load_task(body),
-        created, updated,
+        created, updated, binding,
     )
 
 
@@ -30,9 +31,9 @@ class PgDelegationStore:
         r = record
         await self._db.run(lambda conn: conn.execute(
             f"INSERT INTO delegations ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-            "$10)",
+            "$10, $11)",
             r.id, r.peer, r.remote_task_id, r.context_id, r.message_id, r.state,
-            r.origin_task_id, dumps(r.task), r.created_at, r.updated_at,
+            r.origin_task_id, dumps(r.task), r.created_at, r.updated_at, r.binding,
         ), "write")
 
     async def update(self, local_id: str, task: Task) -> Delegation:

@@ -244,6 +244,14 @@ _V11 = (
     END $$""",
 )
 
+# v12: the binding calls to a peer are made in (JSONRPC, HTTP+JSON, GRPC; NULL: the peer's
+# card decides), and the one each delegation was sent in, which its follow-ups, cancel, stream
+# and push requests keep (NULL: JSON-RPC, as every delegation before was sent).
+_V12 = (
+    "ALTER TABLE peers ADD COLUMN binding TEXT",
+    "ALTER TABLE delegations ADD COLUMN binding TEXT",
+)
+
 MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
@@ -257,6 +265,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pinned card keys", _V9),
     ("console sessions", _V10),
     ("catalog and settings changes announced (NOTIFY) with their revision", _V11),
+    ("the binding of each peer and each delegation", _V12),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

@@ -19,6 +19,7 @@ from synthorg.store.catalog import (
     PeerRecord,
     Scheme,
     tls_pin_of,
+    validate_binding,
     validate_rate_limit,
     validate_record,
 )
@@ -27,9 +28,9 @@ from synthorg.store.sqlite.database import Database
 from synthorg.store.sqlite.revisions import CATALOG, Revisions
 
 _COLUMNS = "name, endpoint, scheme, secret_enc, created_at, updated_at"
-_READ = f"{_COLUMNS}, rate_limit, card_key"
+_READ = f"{_COLUMNS}, rate_limit, card_key, binding"
 MAX_CACHED = 4096  # records and misses kept between catalog changes
-CatalogRow = tuple[str, str, str, bytes, str, str, float | None, str | None]
+CatalogRow = tuple[str, str, str, bytes, str, str, float | None, str | None, str | None]
 
 
 class SqliteCatalog:
@@ -114,6 +115,21 @@ class SqliteCatalog:
 
         return self._db.write_blocking(job)
 
+    def set_binding(self, name: str, binding: str | None) -> bool:
+        canonical = canonical_peer_name(name)
+        if canonical is None:
+            return False
+        value = validate_binding(binding)
+        now = utc_now()
+
+        def job(conn: sqlite3.Connection) -> bool:
+            return conn.execute(
+                "UPDATE peers SET binding = ?, updated_at = ? WHERE name = ?",
+                (value, now, canonical),
+            ).rowcount > 0
+
+        return self._db.write_blocking(job)
+
     def rekey(self) -> int:
         """Encrypt every record again with the newest key; the number rewritten."""
         box = self._box
@@ -131,13 +147,14 @@ class SqliteCatalog:
         return self._db.write_blocking(job)
 
     def _record(self, row: CatalogRow) -> PeerRecord:
-        name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit, card_key = row
+        (name, endpoint, scheme, secret_enc, created_at, updated_at, rate_limit, card_key,
+         binding) = row
         try:
             secret = self._box.decrypt(secret_enc)
         except SecretBoxError as exc:
             raise SecretBoxError(f"peer {name!r}: {exc}") from None
         return PeerRecord(name, endpoint, cast(Scheme, scheme), secret, created_at, updated_at,
-                          rate_limit, card_key)
+                          rate_limit, card_key, binding)
 
     def revision(self) -> int:
         """Moves on every change to the catalog, by any process."""

@@ -13,15 +13,16 @@ from synthorg.store.task_codec import dumps
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
-    "created_at, updated_at"
+    "created_at, updated_at, binding"
 )
 
 
 def _record(row: tuple[Any, ...]) -> Delegation:
-    local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated = row
+    (local_id, peer, remote_id, context_id, message_id, state, origin, body, created, updated,
+     binding) = row
     return Delegation(
         local_id, peer, remote_id, context_id, message_id, state, origin, load_task(body),
-        created, updated,
+        created, updated, binding,
     )
 
 
@@ -34,9 +35,9 @@ class SqliteDelegationStore:
 
         def job(conn: sqlite3.Connection) -> None:
             conn.execute(
-                f"INSERT INTO delegations ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO delegations ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (r.id, r.peer, r.remote_task_id, r.context_id, r.message_id, r.state,
-                 r.origin_task_id, dumps(r.task), r.created_at, r.updated_at),
+                 r.origin_task_id, dumps(r.task), r.created_at, r.updated_at, r.binding),
             )
 
         await self._db.write(job)

@@ -187,8 +187,16 @@ _V11 = (
     "CREATE INDEX console_sessions_expiry ON console_sessions (expires_at)",
 )
 
+# v12: the binding calls to a peer are made in (JSONRPC, HTTP+JSON, GRPC; NULL: the peer's
+# card decides), and the one each delegation was sent in, which its follow-ups, cancel, stream
+# and push requests keep (NULL: JSON-RPC, as every delegation before was sent).
+_V12 = (
+    "ALTER TABLE peers ADD COLUMN binding TEXT",
+    "ALTER TABLE delegations ADD COLUMN binding TEXT",
+)
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11,
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
