@@ -43,6 +43,7 @@ from synthorg.generated.constants import (
 )
 from synthorg.generated.models import (
     AuditEvent,
+    PeerBindingWrite,
     PeerCardKeyWrite,
     PeerCreate,
     PeerRateLimitWrite,
@@ -243,6 +244,14 @@ async def set_peer_card_key(request: HttpRequest, ctx: AdminContext) -> Response
     ctx.require_peer(name)
     body, _ = _body(request, PeerCardKeyWrite)
     return _answer(200, ctx.set_peer_card_key(name, body.cardKey, request.client))
+
+
+@_answered
+async def set_peer_binding(request: HttpRequest, ctx: AdminContext) -> Response:
+    name = request.path_params["name"]
+    ctx.require_peer(name)
+    body, _ = _body(request, PeerBindingWrite)
+    return _answer(200, ctx.set_peer_binding(name, body.binding, request.client))
 
 
 @_answered

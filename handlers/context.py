@@ -275,6 +275,12 @@ class AdminContext(Protocol):
         """Pin (None: unpin) the key that must sign the peer's cards; the AdminPeer."""
         ...
 
+    def set_peer_binding(
+        self, name: str, binding: str | None, client: str | None
+    ) -> JsonDocument:
+        """Set (None: clear) the binding delegations to the peer are sent in; the AdminPeer."""
+        ...
+
     def delete_peer(self, name: str, client: str | None) -> None: ...
 
     async def list_tasks(self, query: TaskListQuery) -> JsonDocument:

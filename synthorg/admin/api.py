@@ -111,6 +111,12 @@ class AdminApi:
                                                   client=client)
         return self._with_card(peer_json(record))
 
+    def set_peer_binding(self, name: str, binding: str | None, client: str | None
+                         ) -> dict[str, Any]:
+        record = self._service.peers.set_binding(name, binding, via=AUDIT_VIA_ADMIN_API,
+                                                 client=client)
+        return self._with_card(peer_json(record))
+
     def delete_peer(self, name: str, client: str | None) -> None:
         self._service.peers.delete(name, via=AUDIT_VIA_ADMIN_API, client=client)
 

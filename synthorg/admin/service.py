@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, Protocol
 from synthorg.admin.audit import AuditLog, Via
 from synthorg.admin.token import AdminToken
 from synthorg.cards.pins import parse_pin
+from synthorg.dialects.outbound import BINDINGS
 from synthorg.errors import InvalidValue, PeerExists, UnknownPeer
 from synthorg.names import canonical_peer_name
 from synthorg.observability.events.admin import (
@@ -38,6 +39,7 @@ from synthorg.store.catalog import (
     canonical_endpoint,
     check_new_secret,
     require_https,
+    validate_binding,
 )
 from synthorg.store.secretbox import SecretBoxError
 from synthorg.tls.pins import validate_pin
@@ -68,6 +70,7 @@ def peer_json(record: PeerRecord) -> dict[str, Any]:
         "scheme": record.scheme,
         "rateLimit": record.rate_limit,
         "cardKey": record.card_key,
+        "binding": record.binding,
         "createdAt": record.created_at,
         "updatedAt": record.updated_at,
     }
@@ -251,6 +254,26 @@ class PeersAdmin:
                                secret_changed=False, **context)
         return record
 
+    def set_binding(self, name: str, binding: str | None, *, via: Via,
+                    **context: object) -> PeerRecord:
+        """Set (None: clear) the binding delegations to the peer are sent in, audited as a
+        replaced record."""
+        with self._lock:
+            exists, old = self._lookup(name)
+            try:
+                value = validate_binding(binding)
+            except ValueError as exc:
+                raise InvalidValue(str(exc), key="binding",
+                                   allowed=", ".join(BINDINGS)) from None
+            if not (exists and self.catalog.set_binding(name, value)):
+                raise UnknownPeer(f"no peer named {_shown(name)}")
+            record = self.catalog.get(name)
+            assert record is not None
+            self._audit.record(PEER_REPLACED, via=via, peer=record.name,
+                               old=None if old is None else _public(old), new=_public(record),
+                               secret_changed=False, **context)
+        return record
+
     def delete(self, name: str, *, via: Via, **context: object) -> None:
         with self._lock:
             exists, old = self._lookup(name)
@@ -325,6 +348,8 @@ def _public(record: PeerRecord) -> dict[str, object]:
         shown["rate_limit"] = record.rate_limit
     if record.card_key is not None:
         shown["card_key"] = record.card_key
+    if record.binding is not None:
+        shown["binding"] = record.binding
     return shown
 
 

@@ -152,6 +152,10 @@ class AdminClient:
         body = {"cardKey": card_key}
         return dict(self._call("PUT", f"/peers/{_segment(name)}/card-key", 200, body))
 
+    def set_peer_binding(self, name: str, binding: str | None) -> dict[str, Any]:
+        body = {"binding": binding}
+        return dict(self._call("PUT", f"/peers/{_segment(name)}/binding", 200, body))
+
     def delete_peer(self, name: str) -> None:
         self._call("DELETE", f"/peers/{_segment(name)}", 204)
 

@@ -41,6 +41,7 @@ from synthorg.cli.common import (
 )
 from synthorg.cli.delegate_cmd import client_tls, load_node_config
 from synthorg.cli.settings_cmd import add_remote_options, call_remote, cli_user, remote_client
+from synthorg.dialects.outbound import BINDINGS
 from synthorg.errors import SynthorgError, UnknownPeer
 from synthorg.generated.constants import (
     AUDIT_VIA_CLI,
@@ -105,6 +106,11 @@ def register(subparsers: Subparsers) -> None:
                      help="pin the key that must sign the peer's cards: a public JWK (JSON), "
                      "or JWKS-URL#THUMBPRINT; 'none' unpins (a record keeps its pin "
                      "otherwise)")
+    add.add_argument("--binding", choices=[*BINDINGS, _NO_BINDING], metavar="BINDING",
+                     help="send delegations to this peer in this binding: "
+                     f"{', '.join(BINDINGS)}; '{_NO_BINDING}' lets its card decide (the first "
+                     "interface it lists in a binding this node speaks), as by default; a "
+                     "record keeps its binding otherwise")
     add_data_dir_option(add)
     add_remote_options(add)
     add.set_defaults(handler=run_add)
@@ -182,6 +188,11 @@ def _rate_limit(raw: str) -> float | str:
 
 
 _NO_PIN = "none"
+_NO_BINDING = "card"  # --binding: no binding set, the peer's card decides
+
+
+def _binding(value: str) -> str | None:
+    return None if value == _NO_BINDING else value
 
 
 def _card_key(raw: str) -> str:
@@ -257,6 +268,9 @@ def run_add(args: argparse.Namespace) -> int:
         if args.card_key is not None:
             pin = _pin(args.card_key)
             call_remote(lambda: client.set_peer_card_key(name, pin))
+        if args.binding is not None:
+            binding = _binding(args.binding)
+            public = _remote_public(call_remote(lambda: client.set_peer_binding(name, binding)))
     else:
         directory = data_dir(args)
         with open_local(directory) as stores:
@@ -270,6 +284,9 @@ def run_add(args: argparse.Namespace) -> int:
                 if args.card_key is not None:
                     record = peers.set_card_key(name, _pin(args.card_key), via=AUDIT_VIA_CLI,
                                                 user=cli_user())
+                if args.binding is not None:
+                    record = peers.set_binding(name, _binding(args.binding), via=AUDIT_VIA_CLI,
+                                               user=cli_user())
             except SynthorgError as problem:  # its messages never echo the secret
                 fail(str(problem))
         public = _public(record)
@@ -319,6 +336,7 @@ def _remote_public(peer: dict[str, Any]) -> dict[str, Any]:
         "scheme": peer["scheme"],
         "rate_limit": peer.get("rateLimit"),
         "card_key": peer.get("cardKey"),
+        "binding": peer.get("binding"),
         "created_at": peer["createdAt"],
         "updated_at": peer["updatedAt"],
     }
@@ -373,6 +391,7 @@ def _public(record: PeerRecord) -> dict[str, Any]:
         "scheme": record.scheme,
         "rate_limit": record.rate_limit,
         "card_key": record.card_key,
+        "binding": record.binding,
         "created_at": record.created_at,
         "updated_at": record.updated_at,
     }
@@ -450,8 +469,9 @@ def run_show(args: argparse.Namespace) -> int:
                   "rate_limit": _shown_limit(public["rate_limit"])}
         width = max(len(key) for key in fields) + 1
         fields["card_key"] = fields["card_key"] or "(none: cards accepted unverified)"
+        fields["binding"] = fields["binding"] or "(none: the peer's card decides)"
         for key in ("name", "endpoint", "scheme", "secret", "rate_limit", "card_key",
-                    "created_at", "updated_at"):
+                    "binding", "created_at", "updated_at"):
             print(f"{key + ':':<{width}} {fields[key]}")
     return EXIT_OK
 

@@ -1460,6 +1460,7 @@ class AdminPeer(SpecModel):
     scheme: PeerScheme
     rateLimit: PeerRateLimit
     cardKey: PeerCardKey
+    binding: PeerBinding
     card: Annotated[PeerCardState | None, NoNull] = None
     createdAt: str
     updatedAt: str
@@ -1475,6 +1476,15 @@ class PeerCardKeyWrite(SpecModel):
     """Pin (a key) or unpin (null) the key that must sign a peer's cards."""
 
     cardKey: PeerCardKey
+
+
+PeerBinding = Literal['JSONRPC', 'HTTP+JSON', 'GRPC', None]
+
+
+class PeerBindingWrite(SpecModel):
+    """Set (a binding) or clear (null) the binding delegations to a peer are sent in."""
+
+    binding: PeerBinding
 
 
 class PeerCardState(SpecModel):
@@ -1722,6 +1732,7 @@ AuditList.model_rebuild()
 AuditRecord.model_rebuild()
 AdminPeer.model_rebuild()
 PeerCardKeyWrite.model_rebuild()
+PeerBindingWrite.model_rebuild()
 PeerCardState.model_rebuild()
 PeerRateLimitWrite.model_rebuild()
 PeerList.model_rebuild()
@@ -1843,6 +1854,8 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'Part',
     'Parts',
     'PeerActivity',
+    'PeerBinding',
+    'PeerBindingWrite',
     'PeerCapabilities',
     'PeerCard',
     'PeerCardKey',
@@ -2053,6 +2066,7 @@ SPEC_NAMES: frozenset[str] = frozenset({
     'backend',
     'bearer',
     'bearerFormat',
+    'binding',
     'blocking',
     'body_timeout_seconds',
     'boolean',

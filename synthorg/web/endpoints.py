@@ -127,6 +127,7 @@ def operation_endpoints(
         spec.ADMIN_REPLACE_PEER: _admin(handlers.admin.replace_peer, admin),
         spec.ADMIN_SET_PEER_RATE_LIMIT: _admin(handlers.admin.set_peer_rate_limit, admin),
         spec.ADMIN_SET_PEER_CARD_KEY: _admin(handlers.admin.set_peer_card_key, admin),
+        spec.ADMIN_SET_PEER_BINDING: _admin(handlers.admin.set_peer_binding, admin),
         spec.ADMIN_DELETE_PEER: _admin(handlers.admin.delete_peer, admin),
         spec.ADMIN_PEER_ACTIVITY: _admin(handlers.admin.peer_activity, admin),
         spec.ADMIN_METRICS_SAMPLES: _admin(handlers.admin.metrics_samples, admin),

@@ -121,7 +121,8 @@ def test_the_route_table_is_the_specs_admin_paths() -> None:
     assert {r.template: set(r.methods) for r in ADMIN_ROUTES} == expected
     bodies = {(r.template, m) for r in ADMIN_ROUTES for m in r.body_methods}
     assert bodies == {(SETTINGS + "/{name}", "PUT"), (PEERS, "POST"), (PEERS + "/{name}", "PUT"),
-                      (PEERS + "/{name}/rate-limit", "PUT"), (PEERS + "/{name}/card-key", "PUT")}
+                      (PEERS + "/{name}/rate-limit", "PUT"), (PEERS + "/{name}/card-key", "PUT"),
+                      (PEERS + "/{name}/binding", "PUT")}
 
 
 def test_the_specs_setting_names_are_the_runtime_settings() -> None:
@@ -514,14 +515,36 @@ def new_peer(name: str = "peer-b", secret: str = SECRET, **extra: str) -> dict[s
             "secret": secret, **extra}
 
 
+def test_a_peers_binding_is_set_cleared_and_audited(admin: Admin) -> None:
+    assert admin.request("POST", PEERS, json=new_peer()).status_code == 201
+    response = admin.request("PUT", f"{PEERS}/peer-b/binding", json={"binding": "HTTP+JSON"})
+    assert response.status_code == 200, response.text
+    assert response.json()["binding"] == "HTTP+JSON"
+    record = admin.node.catalog.get("peer-b")
+    assert record is not None and record.binding == "HTTP+JSON"
+    # a replaced record keeps its binding
+    admin.request("PUT", f"{PEERS}/peer-b", json={"endpoint": "https://b.example",
+                                                  "scheme": "bearer", "secret": SECRET_2})
+    assert admin.request("GET", f"{PEERS}/peer-b").json()["binding"] == "HTTP+JSON"
+    expect_error(admin.request("PUT", f"{PEERS}/peer-b/binding", json={"binding": "SOAP"}),
+                 400, "invalid_body")
+    expect_error(admin.request("PUT", f"{PEERS}/nobody/binding", json={"binding": "GRPC"}),
+                 404, "unknown_peer")
+    cleared = admin.request("PUT", f"{PEERS}/peer-b/binding", json={"binding": None})
+    assert cleared.status_code == 200 and cleared.json()["binding"] is None
+    trail = [e for e in admin.audit() if e["event"] == "admin.peer.replaced"]
+    assert trail[0]["new"]["binding"] == "HTTP+JSON" and "binding" not in trail[-1]["new"]
+
+
 def test_peer_lifecycle(admin: Admin, events: pytest.LogCaptureFixture) -> None:
     response = admin.request("POST", PEERS, json=new_peer())
     assert response.status_code == 201, response.text
     created = response.json()
     assert response.headers["location"] == f"{PEERS}/peer-b"
     assert created["endpoint"] == "http://127.0.0.1:8001"  # trailing slash dropped
-    assert set(created) == {"name", "endpoint", "scheme", "rateLimit", "cardKey", "card",
-                            "createdAt", "updatedAt"}
+    assert set(created) == {"name", "endpoint", "scheme", "rateLimit", "cardKey", "binding",
+                            "card", "createdAt", "updatedAt"}
+    assert created["binding"] is None  # the peer's card decides
     assert created["rateLimit"] is None  # follows a2a.peer_rate_limit_per_second
     assert admin.request("GET", f"{PEERS}/peer-b").json() == created
     names = [p["name"] for p in admin.request("GET", PEERS).json()["peers"]]

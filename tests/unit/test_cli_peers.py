@@ -28,7 +28,8 @@ from tests.support.node import NodeProcess, cli
 SECRET = "cli-secret-7f3a9c-must-never-print"
 SECRET_2 = "cli-rotated-secret-41be-must-never-print"
 ENDPOINT = "http://127.0.0.1:8000"
-PUBLIC_KEYS = {"name", "endpoint", "scheme", "rate_limit", "card_key", "created_at", "updated_at"}
+PUBLIC_KEYS = {"name", "endpoint", "scheme", "rate_limit", "card_key", "binding", "created_at",
+               "updated_at"}
 
 
 @pytest.fixture(autouse=True)
