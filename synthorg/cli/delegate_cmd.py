@@ -45,6 +45,7 @@ from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcErro
 from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator, push_url
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
+from synthorg.dialects.outbound import JSONRPC
 from synthorg.generated.constants import KIND_TEXT, STATE_COMPLETED, TERMINAL_STATES
 from synthorg.generated.models import DataPart, FileWithUri, Part, Task, TextPart
 from synthorg.names import canonical_peer_name
@@ -220,7 +221,13 @@ def peer_failure(peer: str, exc: PeerError) -> NoReturn:
 def record_json(record: Delegation) -> dict[str, Any]:
     """A delegation record as JSON: its fields, its task as the wire carries it."""
     return {**{f.name: getattr(record, f.name) for f in fields(record)},
-            "task": task_json(record.task)}
+            "binding": sent_in(record), "task": task_json(record.task)}
+
+
+def sent_in(record: Delegation) -> str:
+    """The binding a delegation was sent in (one recorded before bindings were chosen went
+    by JSON-RPC)."""
+    return record.binding or JSONRPC
 
 
 def status_text(task: Task) -> str | None:
@@ -275,6 +282,7 @@ def print_record(record: Delegation, title: str) -> None:
     print_fields([
         ("local id", record.id),
         ("remote task", record.remote_task_id),
+        ("binding", sent_in(record)),
         ("context", record.context_id),
         ("state", record.state),
         ("message", status_text(record.task)),
@@ -464,13 +472,13 @@ async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
     if not args.wait or record.state in SETTLED:
         if opened is not None:
             await opened[0].aclose()
-        code = finish(record, args.json, f"delegated to {peer}{agent}")
+        code = finish(record, args.json, f"delegated to {peer}{agent} over {sent_in(record)}")
         if not args.json and record.state not in SETTLED:
             print(f"it runs at {peer}; follow it with: synthorg-a2a tasks follow {record.id}")
         return code
     if not args.json:
-        print(f"delegated to {peer}{agent}: local id {record.id}, remote task "
-              f"{record.remote_task_id}")
+        print(f"delegated to {peer}{agent} over {sent_in(record)}: local id {record.id}, "
+              f"remote task {record.remote_task_id}")
     try:
         record = await follow(out, record, args.timeout, args.json, opened)
     except (KeyboardInterrupt, asyncio.CancelledError):

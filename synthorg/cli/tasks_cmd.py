@@ -44,6 +44,7 @@ from synthorg.cli.delegate_cmd import (
     print_fields,
     print_record,
     record_json,
+    sent_in,
     status_text,
 )
 from synthorg.config.company import ConfigError
@@ -192,9 +193,10 @@ def _print_outbound_list(records: list[Delegation], refreshed: bool,
         print("  states as the peers answered now (unreachable: the last known)")
     else:
         print("  states are the last known here, as of UPDATED (--refresh asks the peers)")
-    _table(((r.id, r.peer, r.state + (" (unreachable)" if r.id in unreachable else ""),
+    _table(((r.id, r.peer, sent_in(r), r.state + (" (unreachable)" if r.id in unreachable
+                                                   else ""),
              r.remote_task_id, r.updated_at) for r in records),
-           ("LOCAL ID", "PEER", "STATE", "REMOTE TASK", "UPDATED"))
+           ("LOCAL ID", "PEER", "BINDING", "STATE", "REMOTE TASK", "UPDATED"))
 
 
 async def _refreshed(out: Outbound, records: list[Delegation]

@@ -1,0 +1,119 @@
+"""Delegation in the HTTP+JSON binding, between two real nodes: node-a's operator sets
+`peers add --binding HTTP+JSON` on node-b's record, and every call of a delegation (send,
+stream, get, cancel) goes to node-b's HTTP+JSON routes; the CLI says which binding it used.
+
+    node-a  allows node-b   (the operator's node: the CLI runs on its data dir)
+    node-b  allows node-a   agents: writer (progress and artifact chunks, about a second),
+                            slowpoke (a minute), echo
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.federation.harness import FedNode, artifact_texts, link, running
+
+WRITER = (
+    "  - id: {id}\n    name: {id}\n    executor:\n      kind: python\n"
+    "      entrypoint: examples.slow_writer:factory\n"
+    "      options: {{seconds: {seconds}, chunks: {chunks}}}\n"
+)
+B_AGENTS = (
+    "agents:\n"
+    + WRITER.format(id="writer", seconds=0.9, chunks=3)
+    + WRITER.format(id="slowpoke", seconds=60, chunks=60)
+    + "  - {id: echo, name: echo, executor: {kind: echo}}\n"
+)
+REST, JSONRPC = "HTTP+JSON", "JSONRPC"
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FedNode, FedNode]]:
+    root: Path = tmp_path_factory.mktemp("rest-binding")
+    a = FedNode(root, "node-a", ["node-b"], {"echo": "echo"})
+    b = FedNode(root, "node-b", ["node-a"], B_AGENTS)
+    with running(a, b):
+        secret = link(a, b)
+        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", REST,
+                       stdin=secret)
+        assert chosen.returncode == 0, chosen.stderr
+        yield a, b
+
+
+def operations_from_a(b: FedNode) -> list[str]:
+    """The A2A operations node-b served node-a (the card fetches aside)."""
+    return [e["operation"] for e in b.events("a2a.inbound.completed")
+            if e.get("peer_name") == "node-a" and e["operation"].startswith("gateway.")]
+
+
+def delegated(a: FedNode, *args: str) -> dict[str, Any]:
+    result = a.cli("delegate", "node-b", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    record: dict[str, Any] = json.loads(result.stdout)
+    return record
+
+
+def test_the_record_shows_the_binding(nodes: tuple[FedNode, FedNode]) -> None:
+    a, _ = nodes
+    assert a.cli_json("peers", "show", "node-b")["binding"] == REST
+    shown = a.cli("peers", "show", "node-b")
+    assert re.search(r"binding:\s+HTTP\+JSON", shown.stdout), shown.stdout
+
+
+def test_a_delegation_followed_by_stream_goes_over_http_json(
+    nodes: tuple[FedNode, FedNode],
+) -> None:
+    a, b = nodes
+    record = delegated(a, "write it", "--agent", "writer", "--wait")
+    assert record["state"] == "completed" and record["binding"] == REST
+    assert len(artifact_texts(record["task"])) == 3  # every chunk, appended in order
+    served = operations_from_a(b)
+    assert "gateway.rest.send_streaming_message" in served
+    assert not [op for op in served if not op.startswith("gateway.rest.")], served
+    # what the remote task is at node-b, read over HTTP+JSON too
+    again = a.cli_json("tasks", "get", record["id"], "--refresh")
+    assert again["state"] == "completed" and again["binding"] == REST
+    assert "gateway.rest.get_task" in operations_from_a(b)
+
+
+def test_the_cli_says_which_binding_it_used(nodes: tuple[FedNode, FedNode]) -> None:
+    a, _ = nodes
+    shown = a.cli("delegate", "node-b", "hello", "--agent", "echo")
+    assert shown.returncode == 0, shown.stderr
+    assert "delegated to node-b, agent echo over HTTP+JSON" in shown.stdout
+    local = re.search(r"local id\s+(\S+)", shown.stdout)
+    assert local, shown.stdout
+    got = a.cli("tasks", "get", local.group(1))
+    assert re.search(r"binding\s+HTTP\+JSON", got.stdout), got.stdout
+    listed = a.cli("tasks", "list", "--outbound")
+    assert "BINDING" in listed.stdout
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(local.group(1)))
+    assert REST in row.split()
+
+
+def test_cancel_goes_over_http_json(nodes: tuple[FedNode, FedNode]) -> None:
+    a, b = nodes
+    record = delegated(a, "long", "--agent", "slowpoke")
+    assert record["binding"] == REST and record["state"] in ("submitted", "working")
+    canceled = a.cli("tasks", "cancel", record["id"], "--json")
+    assert json.loads(canceled.stdout)["state"] == "canceled", canceled.stderr
+    assert a.cli_json("tasks", "get", record["id"])["state"] == "canceled"
+    assert "gateway.rest.cancel_task" in operations_from_a(b)
+
+
+def test_a_refusal_reads_as_the_same_error_as_over_json_rpc(
+    nodes: tuple[FedNode, FedNode],
+) -> None:
+    a, _ = nodes
+    refused = a.cli("delegate", "node-b", "anyone?", "--agent", "nobody")
+    assert refused.returncode != 0
+    # node-b answers 404 with google.rpc.Status, ErrorInfo reason UNKNOWN_AGENT: the CLI
+    # reads it back as the JSON-RPC error it stands for
+    assert "peer node-b refused: -32012" in refused.stderr, refused.stderr
+    assert "(HTTP 404)" in refused.stderr
