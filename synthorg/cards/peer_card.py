@@ -62,12 +62,12 @@ def read_peer_card(document: Any) -> PeerCard:
                     if isinstance(entry, dict)][:MAX_INTERFACES]
         picked["supportedInterfaces"] = [entry for entry in readable if _valid_interface(entry)]
         if "url" not in picked:  # an A2A 1.0 card: its endpoint is in its interfaces
-            jsonrpc = [
-                entry["url"] for entry in picked["supportedInterfaces"]
-                if entry["protocolBinding"] == "JSONRPC"
-            ]
-            if jsonrpc:
-                picked["url"] = jsonrpc[0]
+            listed = picked["supportedInterfaces"]
+            # its JSON-RPC one, else the first it lists (a peer serving HTTP+JSON only)
+            jsonrpc = [entry["url"] for entry in listed if entry["protocolBinding"] == "JSONRPC"]
+            urls = jsonrpc or [entry["url"] for entry in listed]
+            if urls:
+                picked["url"] = urls[0]
     elif interfaces is not None:
         del picked["supportedInterfaces"]
     capabilities = picked.pop("capabilities", None)

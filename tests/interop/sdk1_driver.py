@@ -9,6 +9,9 @@ tests in `test_sdk1.py`, which run this file as a subprocess with that venv's py
                                                 prints JSON
     python sdk1_driver.py server PEER KEY       a 1.x server on 127.0.0.1 (prints "PORT n",
                                                 serves until stdin closes)
+    python sdk1_driver.py server-rest PEER KEY  the same, serving HTTP+JSON only (the SDK's
+                                                own REST routes, under /a2a/rest; its card
+                                                lists that interface alone, and streaming)
 
 Our peer headers go through the SDK's own hooks: a client call interceptor (client) and a
 small ASGI middleware answering 401 (server). Agents, by `metadata.agentId`: `echo`
@@ -30,6 +33,7 @@ import httpx
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 RPC_PATH = "/api/v1/a2a/"
+REST_PATH = "/a2a/rest"  # not our node's path: the client must take it from the card
 
 
 def _dict(message: Any) -> dict[str, Any]:
@@ -138,12 +142,16 @@ async def client_run(url: str, peer: str, key: str, binding: str = "JSONRPC") ->
 # -- the server -------------------------------------------------------------------------------
 
 
-def build_server(peer: str, key: str, port: int) -> Any:
+def build_server(peer: str, key: str, port: int, rest: bool = False) -> Any:
     from a2a.helpers.proto_helpers import new_task_from_user_message
     from a2a.server.agent_execution import AgentExecutor, RequestContext
     from a2a.server.events import EventQueue
     from a2a.server.request_handlers import DefaultRequestHandler
-    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.routes import (
+        create_agent_card_routes,
+        create_jsonrpc_routes,
+        create_rest_routes,
+    )
     from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
     from a2a.types.a2a_pb2 import AgentCard, Message, Part
     from starlette.applications import Starlette
@@ -180,16 +188,18 @@ def build_server(peer: str, key: str, port: int) -> Any:
             assert context.task_id is not None and context.context_id is not None
             await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
-    url = f"http://127.0.0.1:{port}{RPC_PATH}"
+    path = REST_PATH if rest else RPC_PATH
+    url = f"http://127.0.0.1:{port}{path}"
     card = ParseDict(
         {
             "name": "sdk1-peer",
             "description": "a2a-sdk 1.x server for interop tests",
             "version": "1.0.0",
             "supportedInterfaces": [
-                {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+                {"url": url, "protocolBinding": "HTTP+JSON" if rest else "JSONRPC",
+                 "protocolVersion": "1.0"}
             ],
-            "capabilities": {"streaming": False},
+            "capabilities": {"streaming": rest},
             "defaultInputModes": ["text/plain"],
             "defaultOutputModes": ["text/plain"],
             "skills": [
@@ -201,15 +211,20 @@ def build_server(peer: str, key: str, port: int) -> Any:
     handler = DefaultRequestHandler(
         agent_executor=Agents(), task_store=InMemoryTaskStore(), agent_card=card
     )
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, RPC_PATH)]
-    app = Starlette(routes=routes)
+    served = (create_rest_routes(handler, path_prefix=REST_PATH) if rest
+              else create_jsonrpc_routes(handler, RPC_PATH))
+    app = Starlette(routes=[*create_agent_card_routes(card), *served])
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(RPC_PATH):
+        if scope["type"] == "http" and scope["path"].startswith(path):
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
             if headers.get("x-a2a-peer-name") != peer or headers.get("x-api-key") != key:
-                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
-                    "code": -32003, "message": "Authentication required"}}).encode()
+                error = ({"code": 401, "status": "UNAUTHENTICATED"} if rest
+                         else {"code": -32003})  # google.rpc.Status, or a JSON-RPC error
+                refusal: dict[str, Any] = {"error": {**error, "message": "Authentication required"}}
+                if not rest:
+                    refusal.update(jsonrpc="2.0", id=None)
+                body = json.dumps(refusal).encode()
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json")]})
                 await send({"type": "http.response.body", "body": body})
@@ -220,14 +235,14 @@ def build_server(peer: str, key: str, port: int) -> Any:
     return guarded
 
 
-def server_run(peer: str, key: str) -> None:
+def server_run(peer: str, key: str, rest: bool = False) -> None:
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(build_server(peer, key, port), log_level="warning")
+    config = uvicorn.Config(build_server(peer, key, port, rest), log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -241,8 +256,8 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["client"] and len(argv) in (4, 5):
         print(json.dumps(asyncio.run(client_run(*argv[1:]))))
         return 0
-    if argv[:1] == ["server"] and len(argv) == 3:
-        server_run(*argv[1:])
+    if argv[:1] in (["server"], ["server-rest"]) and len(argv) == 3:
+        server_run(*argv[1:], rest=argv[0] == "server-rest")
         return 0
     print(__doc__, file=sys.stderr)
     return 2
