@@ -4,7 +4,7 @@ stream, get, cancel) goes to node-b's HTTP+JSON routes; the CLI says which bindi
 
     node-a  allows node-b   (the operator's node: the CLI runs on its data dir)
     node-b  allows node-a   agents: writer (progress and artifact chunks, about a second),
-                            slowpoke (a minute), echo
+                            patient (the same, 6 s), slowpoke (a minute), echo
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ WRITER = (
 B_AGENTS = (
     "agents:\n"
     + WRITER.format(id="writer", seconds=0.9, chunks=3)
+    + WRITER.format(id="patient", seconds=6, chunks=3)
     + WRITER.format(id="slowpoke", seconds=60, chunks=60)
     + "  - {id: echo, name: echo, executor: {kind: echo}}\n"
 )
@@ -117,3 +118,33 @@ def test_a_refusal_reads_as_the_same_error_as_over_json_rpc(
     # reads it back as the JSON-RPC error it stands for
     assert "peer node-b refused: -32012" in refused.stderr, refused.stderr
     assert "(HTTP 404)" in refused.stderr
+
+
+def test_a_task_followed_later_resubscribes_over_http_json(
+    nodes: tuple[FedNode, FedNode],
+) -> None:
+    a, b = nodes
+    record = delegated(a, "later", "--agent", "patient")
+    assert record["state"] in ("submitted", "working"), record
+    followed = a.cli("tasks", "follow", record["id"], "--json", "--timeout", "60")
+    assert followed.returncode == 0, followed.stderr
+    done = json.loads(followed.stdout)
+    assert done["state"] == "completed" and len(artifact_texts(done["task"])) == 3
+    assert "gateway.rest.subscribe_to_task" in operations_from_a(b)
+
+
+def test_a_node_with_a_public_url_is_pushed_to_after_asking_over_http_json(
+    tmp_path: Path,
+) -> None:
+    a = FedNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"}, public=True)
+    b = FedNode(tmp_path, "node-b", ["node-a"], B_AGENTS)
+    with running(a, b):
+        secret = link(a, b)
+        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", REST,
+                       stdin=secret)
+        assert chosen.returncode == 0, chosen.stderr
+        record = delegated(a, "pushed", "--agent", "writer", "--wait")
+        assert record["state"] == "completed" and record["binding"] == REST
+        served = operations_from_a(b)
+        assert "gateway.rest.create_task_push_notification_config" in served, served
+        assert not [op for op in served if not op.startswith("gateway.rest.")], served
