@@ -9,6 +9,8 @@ stream, get, cancel) goes to node-b's HTTP+JSON routes; the CLI says which bindi
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -17,6 +19,14 @@ from typing import Any
 
 import pytest
 
+from synthorg.clock import utc_now
+from synthorg.delegation.client import A2AClient
+from synthorg.delegation.rest_binding import default_rest_url
+from synthorg.delegation.sse_client import stream_call
+from synthorg.dialects.outbound import PeerDialect
+from synthorg.generated.constants import TASKS_RESUBSCRIBE
+from synthorg.generated.models import TasksResubscribeParams
+from synthorg.store.catalog import PeerRecord
 from tests.federation.harness import FedNode, artifact_texts, link, running
 
 WRITER = (
@@ -32,6 +42,7 @@ B_AGENTS = (
     + "  - {id: echo, name: echo, executor: {kind: echo}}\n"
 )
 REST, JSONRPC = "HTTP+JSON", "JSONRPC"
+SECRETS: dict[str, str] = {}  # the link secret of each module's nodes
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +52,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FedNode, F
     b = FedNode(root, "node-b", ["node-a"], B_AGENTS)
     with running(a, b):
         secret = link(a, b)
+        SECRETS[b.url] = secret
         chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", REST,
                        stdin=secret)
         assert chosen.returncode == 0, chosen.stderr
@@ -148,3 +160,36 @@ def test_a_node_with_a_public_url_is_pushed_to_after_asking_over_http_json(
         served = operations_from_a(b)
         assert "gateway.rest.create_task_push_notification_config" in served, served
         assert not [op for op in served if not op.startswith("gateway.rest.")], served
+
+
+def test_a_dropped_stream_resumes_after_the_last_event_it_read(
+    nodes: tuple[FedNode, FedNode],
+) -> None:
+    """Last-Event-ID on tasks/{id}:subscribe: the peer replays from the event after it."""
+    a, b = nodes
+    record = delegated(a, "resumed", "--agent", "patient")
+    now = utc_now()
+    peer = PeerRecord("node-b", b.url, "api_key", SECRETS[b.url], now, now)
+    client = A2AClient(peer, "node-a", lambda: 30.0,
+                       dialect=PeerDialect("1.0", default_rest_url(b.url), REST))
+    params = TasksResubscribeParams(method=TASKS_RESUBSCRIBE, id=record["remote_task_id"])
+
+    async def read(last: int | None, count: int | None) -> list[tuple[int | None, Any]]:
+        read: list[tuple[int | None, Any]] = []
+        async with contextlib.aclosing(stream_call(client, params, last)) as events:
+            async for item in events:
+                read.append(item)
+                if count is not None and len(read) == count:
+                    break
+        return read
+
+    first = asyncio.run(read(None, 2))
+    last = first[-1][0]
+    assert len(first) == 2 and last is not None
+    rest = asyncio.run(read(last, None))  # to the end of the task
+    seqs = [seq for seq, _ in rest]
+    # nothing read again: every event is after the last one read, in the log's order
+    assert seqs and all(seq is not None and seq > last for seq in seqs), (last, seqs)
+    assert seqs == sorted(seqs)
+    final = rest[-1][1]
+    assert final.status.state == "completed" and final.final is True
