@@ -519,3 +519,29 @@ def test_a_peers_rate_limit_is_set_through_the_api_and_cleared_through_the_remot
                               ("admin.peer.replaced", "admin_api", None)]
     finally:
         admin.put(f"/peers/{CALLER}/rate-limit", json={"rateLimit": None})
+
+
+def test_a_peers_binding_is_set_and_cleared_through_the_remote_cli(
+    node: LiveNode, tmp_path: Path
+) -> None:
+    added = remote_cli(node, tmp_path, "peers", "add", "bound-1", "--endpoint",
+                       "http://127.0.0.1:9", "--binding", "HTTP+JSON",
+                       stdin="bound-peer-secret-7c2e91")
+    assert added.returncode == 0, added.stderr
+    shown = json.loads(remote_cli(node, tmp_path, "peers", "show", "bound-1", "--json").stdout)
+    assert shown["binding"] == "HTTP+JSON"
+    # a replaced record keeps it; `card` clears it
+    again = remote_cli(node, tmp_path, "peers", "add", "bound-1", "--endpoint",
+                       "http://127.0.0.1:9", stdin="bound-peer-secret-7c2e91")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(remote_cli(node, tmp_path, "peers", "show", "bound-1", "--json")
+                      .stdout)["binding"] == "HTTP+JSON"
+    cleared = remote_cli(node, tmp_path, "peers", "add", "bound-1", "--endpoint",
+                         "http://127.0.0.1:9", "--binding", "card",
+                         stdin="bound-peer-secret-7c2e91")
+    assert cleared.returncode == 0, cleared.stderr
+    assert json.loads(remote_cli(node, tmp_path, "peers", "show", "bound-1", "--json")
+                      .stdout)["binding"] is None
+    refused = remote_cli(node, tmp_path, "peers", "add", "bound-1", "--endpoint",
+                         "http://127.0.0.1:9", "--binding", "SOAP", stdin="x")
+    assert refused.returncode == 2 and "--binding" in refused.stderr
