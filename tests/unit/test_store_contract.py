@@ -253,6 +253,30 @@ def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
     assert run(one.delegations.get("missing")) is None
 
 
+def test_a_delegation_keeps_the_binding_it_was_sent_in(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    task = _at("submitted", None)
+    record = Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", None, task,
+                        "2030-01-01T00:00:00.000Z", "2030-01-01T00:00:00.000Z", "HTTP+JSON")
+    run(one.delegations.add(record))
+    assert run(two.delegations.get("d-1")) == record
+    assert run(two.delegations.update("d-1", _at("completed", None))).binding == "HTTP+JSON"
+
+
+def test_a_peers_binding_is_set_kept_by_put_and_cleared(bundles: Bundles) -> None:
+    one, two = bundles.open(), bundles.open()
+    one.catalog.put("peer-a", "http://a.example", "api_key", "secret-a")
+    assert two.catalog.get("peer-a").binding is None  # type: ignore[union-attr]
+    assert one.catalog.set_binding("peer-a", "HTTP+JSON") is True
+    one.catalog.put("peer-a", "http://a2.example", "api_key", "secret-a")
+    assert two.catalog.get("peer-a").binding == "HTTP+JSON"  # type: ignore[union-attr]
+    with pytest.raises(ValueError):
+        one.catalog.set_binding("peer-a", "SOAP")
+    assert one.catalog.set_binding("nobody", "GRPC") is False
+    assert one.catalog.set_binding("peer-a", None) is True
+    assert two.catalog.get("peer-a").binding is None  # type: ignore[union-attr]
+
+
 def _at(state: str, second: int | None) -> Task:
     status: dict[str, Any] = {"state": state}
     if second is not None:
