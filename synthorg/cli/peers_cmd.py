@@ -424,10 +424,11 @@ def run_list(args: argparse.Namespace) -> int:
               "--endpoint URL)")
     else:
         card_column = ("CARD",) if probed else ()
-        header = ("NAME", "ENDPOINT", "SCHEME", "RATE", "CREATED", "UPDATED", *card_column)
+        header = ("NAME", "ENDPOINT", "SCHEME", "RATE", "BINDING", "CREATED", "UPDATED",
+                  *card_column)
         rows = [header] + [
             (r["name"], r["endpoint"], r["scheme"], _shown_limit(r["rate_limit"]),
-             r["created_at"], r["updated_at"],
+             r.get("binding") or _NO_BINDING, r["created_at"], r["updated_at"],
              *((_describe(cards[r["name"]]),) if probed else ()))
             for r in records
         ]

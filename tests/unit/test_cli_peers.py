@@ -264,16 +264,17 @@ def test_usage_errors_exit_2(run: Runner) -> None:
 
 def test_list_and_show_never_print_the_secret(run: Runner) -> None:
     assert run.add("synthorg-a", SECRET).returncode == 0
-    assert run.add("peer-z", SECRET_2, "--scheme", "bearer",
+    assert run.add("peer-z", SECRET_2, "--scheme", "bearer", "--binding", "HTTP+JSON",
                    endpoint="https://z.example").returncode == 0
 
     table = run("peers", "list", "--no-probe")
     assert table.returncode == 0
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "ENDPOINT", "SCHEME", "RATE", "CREATED", "UPDATED"]
-    assert [line.split()[:4] for line in lines[1:]] == [
-        ["peer-z", "https://z.example", "bearer", "default"],
-        ["synthorg-a", ENDPOINT, "api_key", "default"],
+    assert lines[0].split() == ["NAME", "ENDPOINT", "SCHEME", "RATE", "BINDING", "CREATED",
+                                "UPDATED"]
+    assert [line.split()[:5] for line in lines[1:]] == [
+        ["peer-z", "https://z.example", "bearer", "default", "HTTP+JSON"],
+        ["synthorg-a", ENDPOINT, "api_key", "default", "card"],
     ]
 
     listed: list[dict[str, Any]] = json.loads(run("peers", "list", "--json", "--no-probe").stdout)
