@@ -1,4 +1,6 @@
-"""The outbound A2A client: this node calling one catalog peer over JSON-RPC.
+"""The outbound A2A client: this node calling one catalog peer over JSON-RPC, or A2A 1.0's
+HTTP+JSON binding (`rest_binding.py`: the same calls as routes, the same limits, retries and
+TLS rules; refusals read back as the same PeerRpcError).
 
 Every call carries `X-A2A-Peer-Name` (this node's name as the peer knows it) and the link
 secret under the record's scheme. Transient failures (connect errors, 429 with Retry-After,
@@ -455,7 +457,7 @@ class A2AClient:
     def rest_result(self, status: int, payload: Any) -> Any:
         """An HTTP+JSON answer's result (the body itself), or its google.rpc.Status raised as
         the PeerRpcError the same refusal is over JSON-RPC."""
-        if status == 200:
+        if 200 <= status < 300:
             if payload is None:
                 raise PeerProtocolError(f"{self.record.name}: HTTP 200 without a JSON body")
             return payload

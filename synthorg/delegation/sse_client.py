@@ -1,7 +1,9 @@
 """Reading a peer's Server-Sent Events: `tasks/resubscribe` (and `message/stream`) outbound.
 
-Each event's `data` is one JSON-RPC response; its `id` is the event's sequence number in the
-peer's durable per-task log, which a resubscription names in `Last-Event-ID` to resume
+Each event's `data` is one JSON-RPC response (HTTP+JSON: the StreamResponse itself, or the
+google.rpc.Status a refusal ends the stream with; the call is `message:stream` or
+`tasks/{id}:subscribe`); its `id` is the event's sequence number in the peer's durable
+per-task log, which a resubscription names in `Last-Event-ID` to resume
 exactly after it. Reads are bounded: one event (its data lines together), and any line, at
 most `max_bytes`; a stream that stays silent longer than `idle_seconds` (a live peer sends a
 keep-alive comment every 15 s) is dropped, and the follower resubscribes.
