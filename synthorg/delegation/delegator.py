@@ -40,6 +40,7 @@ from synthorg.generated.constants import (
 )
 from synthorg.generated.models import (
     Part,
+    PeerCard,
     PushNotificationAuthenticationInfo,
     PushNotificationConfig,
     Task,
@@ -48,7 +49,7 @@ from synthorg.push.signing import push_credential
 from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
 
-DIALECT_TTL_SECONDS = 300.0  # how long a peer's card decides its dialect before a re-read
+DIALECT_TTL_SECONDS = 300.0  # how long a peer's card decides its binding before a re-read
 SETTLED = TERMINAL_STATES | {STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED}
 
 
@@ -86,9 +87,9 @@ class Delegator:
         self._local_name = local_name
         self._timeout = timeout
         self._transport = transport
-        # (peer, endpoint, configured binding) -> (expires at, the binding and dialect chosen,
+        # (peer, endpoint) -> (expires at, its card: what decides its binding, its dialect and
         # whether it streams)
-        self._dialects: dict[tuple[str, str, str | None], tuple[float, PeerDialect, bool]] = {}
+        self._cards: dict[tuple[str, str], tuple[float, PeerCard | None]] = {}
 
     def client(self, peer: str, dialect: PeerDialect | None = None) -> A2AClient:
         """A client for `peer`; in 0.3 unless `dialect` says otherwise."""
@@ -119,25 +120,25 @@ class Delegator:
     async def streams(self, peer: str) -> bool:
         """Whether `peer`'s tasks can be followed by stream: its card says
         `capabilities.streaming` (tasks/resubscribe in 0.3, SubscribeToTask in 1.0)."""
-        client = self.client(peer)
-        await self._dialect(client, client.record.binding)
-        cached = self._dialects.get(self._key(client, client.record.binding))
-        return cached is not None and cached[2]
-
-    @staticmethod
-    def _key(client: A2AClient, binding: str | None) -> tuple[str, str, str | None]:
-        return client.record.name, client.record.endpoint, binding
+        card = await self._card(self.client(peer))
+        return bool(card and card.capabilities and card.capabilities.streaming)
 
     async def _dialect(self, client: A2AClient, binding: str | None) -> PeerDialect:
-        endpoint, extensions = client.record.endpoint, client.extensions
+        endpoint = client.record.endpoint
+        return choose(await self._card(client), endpoint, default_rpc_url(endpoint), binding,
+                      default_rest_url(endpoint))
+
+    async def _card(self, client: A2AClient) -> PeerCard | None:
+        """The peer's card as last read (None: none, or unreadable), read again after
+        DIALECT_TTL_SECONDS."""
+        key = (client.record.name, client.record.endpoint)
         now = time.monotonic()
-        key = self._key(client, binding)
-        cached = self._dialects.get(key)
+        cached = self._cards.get(key)
         if cached is not None and cached[0] > now:
             return cached[1]
         fetched = await fetch_card_document(
-            card_url(endpoint), timeout=self._timeout(), transport=self._transport,
-            tls=self._tls, extensions=extensions,  # an mtls peer's card from the pinned key only
+            card_url(client.record.endpoint), timeout=self._timeout(), transport=self._transport,
+            tls=self._tls, extensions=client.extensions,  # an mtls peer's: the pinned key only
         )
         card = None
         if fetched.document is not None:
@@ -145,11 +146,8 @@ class Delegator:
                 card = read_peer_card(fetched.document)
             except InvalidCard:
                 card = None
-        chosen = choose(card, endpoint, default_rpc_url(endpoint), binding,
-                        default_rest_url(endpoint))
-        streaming = bool(card and card.capabilities and card.capabilities.streaming)
-        self._dialects[key] = (now + DIALECT_TTL_SECONDS, chosen, streaming)
-        return chosen
+        self._cards[key] = (now + DIALECT_TTL_SECONDS, card)
+        return card
 
     async def delegate(
         self,
