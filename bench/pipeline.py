@@ -169,7 +169,7 @@ async def run(n: int, rounds: int) -> list[tuple[str, float, float, float, float
 
         async def event_lines(i: int) -> int:
             # What a request's lines cost: the access event and one more, then a loop turn.
-            log.emit(INBOUND_COMPLETED, operation="handlers.rpc.post", method="tasks/get",
+            log.emit(INBOUND_COMPLETED, operation="gateway.rpc", method="tasks/get",
                      status=200, peer_name=PEER, duration_ms=0.25, bytes_in=80,
                      bytes_out=120, reason=None)
             log.emit("a2a.task.bench", task_id=f"t-{i}", state="completed")
@@ -181,7 +181,7 @@ async def run(n: int, rounds: int) -> list[tuple[str, float, float, float, float
             return 200
 
         metrics = Metrics(frozenset({PEER}))
-        record = RequestRecord("handlers.rpc.post", "POST", "0.3", [])
+        record = RequestRecord("gateway.rpc", "POST", "0.3", [])
         record.method, record.status, record.duration = "tasks/get", 200, 0.0004
 
         async def metrics_only(_: int) -> int:

@@ -312,7 +312,12 @@ class Node:
             admission=AdmissionWatch(self.gate, self.stores.request_started),
         )
         gateway = Gateway(gateway_config)
-        listener = self._grpc(gateway_config, listen)
+        observers: list[Observer] = [self.activity]
+        if self.metrics is not None:
+            observers.append(self.metrics)
+        if self.traced:
+            observers.append(Tracing())
+        listener = self._grpc(gateway_config, listen, tuple(observers))
         activity = ActivityView(self.admin, self.discovery, self.activity, self.stores.tasks,
                                 self.stores.delegations)
         tasks = AdminTasks(self.tasks, self.stores.tasks, self.stores.delegations,
@@ -335,15 +340,10 @@ class Node:
                       on_stop=self.stop_background if listener is None else listener.stopped(
                           self.stop_background),
                       console=self._console(operations))
-        observers: list[Observer] = [self.activity]
-        if self.metrics is not None:
-            observers.append(self.metrics)
-        if self.traced:
-            observers.append(Tracing())
         return app.observed(lambda inner: Observed(inner, observers))
 
-    def _grpc(self, config: GatewayConfig,
-              listen: tuple[str, int] | None) -> GrpcListener | None:
+    def _grpc(self, config: GatewayConfig, listen: tuple[str, int] | None,
+              observers: tuple[Observer, ...]) -> GrpcListener | None:
         """The gRPC listener on `server.grpc_port`, beside the HTTP one at `listen`."""
         port = self.config.server.grpc_port
         if port is None or listen is None or not self.enabled:
@@ -354,7 +354,8 @@ class Node:
         tls = tls_files(self.config.server.tls, _dir_of(self.config, self.data_dir))
         scope = {"scheme": "https" if tls is not None else "http", "server": (host, http_port)}
         return GrpcListener(config, host, port, tls, scope, shared_port=_workers() > 1,
-                            max_metadata_bytes=self.config.server.max_header_bytes)
+                            max_metadata_bytes=self.config.server.max_header_bytes,
+                            observers=observers)
 
     def _task_owners(self) -> list[str]:
         """Every peer that may own an inbound task: the catalog's and the allowlisted."""

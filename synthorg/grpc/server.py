@@ -11,6 +11,7 @@ import grpc
 
 from synthorg.gateway.endpoint import GatewayConfig
 from synthorg.grpc.service import A2AServicer
+from synthorg.observability.access import Observer
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.tls.context import TlsFiles
@@ -25,8 +26,9 @@ def address(host: str, port: int) -> str:
 class GrpcListener:
     def __init__(self, config: GatewayConfig, host: str, port: int, tls: TlsFiles | None,
                  scope: Mapping[str, Any], shared_port: bool = False,
-                 max_metadata_bytes: int = 32 * 1024) -> None:
-        self._servicer = A2AServicer(config, scope)
+                 max_metadata_bytes: int = 32 * 1024, observers: tuple[Observer, ...] = ()
+                 ) -> None:
+        self._servicer = A2AServicer(config, scope, observers)
         self._max_metadata = max_metadata_bytes
         self._config, self._host, self._port = config, host, port
         self._tls, self._shared_port = tls, shared_port

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -44,6 +45,7 @@ from synthorg.gateway.gates import Admitted, Refused
 from synthorg.gateway.ratelimit import retry_after
 from synthorg.gateway.replies import RPC_ERRORS, rpc_error
 from synthorg.generated.constants import (
+    A2A_VERSION_1_0,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -53,11 +55,13 @@ from synthorg.generated.constants import (
 from synthorg.generated.grpc import a2a_pb2
 from synthorg.grpc.status import abort
 from synthorg.http.headers import header_map
+from synthorg.observability.access import Observer, RequestRecord, finished
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 
 SERVICE = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"]
 PATH = "/grpc"  # the endpoint as the event lines name it (no HTTP path)
+OPERATION = "grpc"  # the metrics' and access events' operation of a gRPC call
 Context = grpc.aio.ServicerContext[bytes, bytes]
 
 
@@ -87,11 +91,25 @@ class A2AServicer:
     """The gRPC calls of one node process, over its gateway's config (gates, limiter,
     services): one instance per server."""
 
-    def __init__(self, config: GatewayConfig, scope: Mapping[str, Any]) -> None:
+    def __init__(self, config: GatewayConfig, scope: Mapping[str, Any],
+                 observers: tuple[Observer, ...] = ()) -> None:
         self.config = config
         # What the extended card reads to name the node's JSON-RPC URL: the HTTP listener
         # (a2a.public_url overrides it, as for the HTTP caller).
         self.scope = scope
+        # The HTTP requests' observers (metrics, activity, traces): a call is one request.
+        self.observers = observers
+
+    def _record(self, name: str, request: bytes, context: Context) -> RequestRecord:
+        """The call's access record: operation `grpc`, its RPC as the method, its status
+        the gRPC status code once it ends (`finished`)."""
+        record = RequestRecord(OPERATION, "POST", A2A_VERSION_1_0, _raw(context),
+                               self.observers)
+        record.method = name
+        record.bytes_in = len(request)
+        for observer in self.observers:
+            observer.started(record)
+        return record
 
     def handler(self) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler[bytes, Message]] = {}
@@ -115,17 +133,23 @@ class A2AServicer:
         self, name: str, route: Route, request_cls: type[Message], response_cls: type[Message]
     ) -> Callable[[bytes, Context], Any]:
         async def call(request: bytes, context: Context) -> Message:
-            _, _, peer = await self._admit(context)
-            params = await self._params(name, request, request_cls, peer, context)
-            assert route.handler is not None
+            record = self._record(name, request, context)
             try:
-                result = await route.handler(params, self._call(peer))
-                return result_message(result, response_cls)
-            except SynthorgError as error:
-                await _refuse_error(context, error, name, peer)
-            except Exception as exc:  # an unexpected fault: no detail leaves the node
-                await _fault(context, exc, name, peer)
-            raise AssertionError("unreachable")
+                _, _, peer = await self._admit(context, record)
+                params = await self._params(name, request, request_cls, peer, context)
+                assert route.handler is not None
+                try:
+                    result = await route.handler(params, self._call(peer))
+                    answer = result_message(result, response_cls)
+                    record.bytes_out = answer.ByteSize()
+                    return answer
+                except SynthorgError as error:
+                    await _refuse_error(context, error, name, peer)
+                except Exception as exc:  # an unexpected fault: no detail leaves the node
+                    await _fault(context, exc, name, peer)
+                raise AssertionError("unreachable")
+            finally:
+                _finish(record, context)
 
         return call
 
@@ -133,42 +157,53 @@ class A2AServicer:
         self, name: str, route: Route, request_cls: type[Message], response_cls: type[Message]
     ) -> Callable[[bytes, Context], AsyncIterator[Message]]:
         async def call(request: bytes, context: Context) -> AsyncIterator[Message]:
-            headers, cert, peer = await self._admit(context)
-            params = await self._params(name, request, request_cls, peer, context)
-            assert route.stream is not None
-            events_ = route.stream(params, self._call(peer))
-            watch = self.config.admission
-            revoked = watch.watch(headers, cert) if watch is not None else None
+            record = self._record(name, request, context)
             try:
-                async for item in _until_revoked(events_, revoked):
-                    if isinstance(item, Refused):
-                        emit(events.STREAM_REVOKED, level="warning", peer_name=peer,
-                             reason=item.reason, status=item.status)
-                        await abort(context, item.error, item.message)
-                    if not item.quiet:  # a quiet event is a keep-alive: HTTP/2 has its own
-                        yield result_message(item.event, response_cls)
-            except SynthorgError as error:
-                await _refuse_error(context, error, name, peer)
-            except (grpc.aio.AbortError, asyncio.CancelledError):
-                raise
-            except Exception as exc:
-                await _fault(context, exc, name, peer)
+                async for answer in self._events(name, route, request, request_cls,
+                                                 response_cls, context, record):
+                    record.bytes_out += answer.ByteSize()
+                    yield answer
             finally:
-                if watch is not None and revoked is not None:
-                    watch.release(revoked)
-                with contextlib.suppress(Exception):
-                    await events_.aclose()  # type: ignore[attr-defined]
+                _finish(record, context)
 
         return call
 
-    async def _admit(self, context: Context) -> tuple[dict[str, str], bytes | None, str]:
+    async def _events(
+        self, name: str, route: Route, request: bytes, request_cls: type[Message],
+        response_cls: type[Message], context: Context, record: RequestRecord,
+    ) -> AsyncIterator[Message]:
+        headers, cert, peer = await self._admit(context, record)
+        params = await self._params(name, request, request_cls, peer, context)
+        assert route.stream is not None
+        events_ = route.stream(params, self._call(peer))
+        watch = self.config.admission
+        revoked = watch.watch(headers, cert) if watch is not None else None
+        try:
+            async for item in _until_revoked(events_, revoked):
+                if isinstance(item, Refused):
+                    emit(events.STREAM_REVOKED, level="warning", peer_name=peer,
+                         reason=item.reason, status=item.status)
+                    await abort(context, item.error, item.message)
+                if not item.quiet:  # a quiet event is a keep-alive: HTTP/2 has its own
+                    yield result_message(item.event, response_cls)
+        except SynthorgError as error:
+            await _refuse_error(context, error, name, peer)
+        except (grpc.aio.AbortError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            await _fault(context, exc, name, peer)
+        finally:
+            if watch is not None and revoked is not None:
+                watch.release(revoked)
+            with contextlib.suppress(Exception):
+                await events_.aclose()  # type: ignore[attr-defined]
+
+    async def _admit(
+        self, context: Context, record: RequestRecord
+    ) -> tuple[dict[str, str], bytes | None, str]:
         """Steps 3-5 and the rate limit: the admitted (headers, certificate, peer)."""
         config = self.config
-        headers = header_map(
-            (key.encode("latin-1"), value.encode("utf-8", "surrogateescape"))
-            for key, value in context.invocation_metadata() or ()
-            if isinstance(value, str)  # a -bin entry carries no gate header
-        )
+        headers = header_map(record.headers)
         try:
             await config.request_started()
         except Exception as exc:
@@ -181,8 +216,12 @@ class A2AServicer:
             emit(events.INBOUND_AUTH_FAILED, level="warning", path=PATH, reason=result.reason,
                  status=result.status, peer_name=result.peer,
                  **({"detail": result.detail} if result.detail else {}))
+            record.refusal, record.peer = result.reason, result.peer
             await abort(context, result.error, result.message)
-        peer = result.peer
+        peer = record.peer = result.peer
+        for observer in self.observers:
+            observer.admitted(record)
+            observer.method(record)
         version = headers.get(A2A_VERSION)
         if version is not None and not dialect.speaks_v1(version):  # this binding is 1.0's
             await abort(context, VERSION_NOT_SUPPORTED)
@@ -193,6 +232,7 @@ class A2AServicer:
                 wait = await config.limiter.take(peer, own)
             if wait:
                 seconds = retry_after(wait)
+                record.refusal = "rate_limited"
                 emit(events.INBOUND_REJECTED, level="warning", reason="rate_limited",
                      status=429, path=PATH, peer_name=peer, retry_after=seconds)
                 await abort(context, RATE_LIMITED, RATE_LIMITED.message, retry_after=seconds)
@@ -252,6 +292,23 @@ async def _until_revoked(
             yield following.result()
         except StopAsyncIteration:
             return
+
+
+def _raw(context: Context) -> tuple[tuple[bytes, bytes], ...]:
+    """The call's text metadata as raw headers (what a trace's caller is read from)."""
+    return tuple(
+        (key.encode("latin-1"), value.encode("utf-8", "surrogateescape"))
+        for key, value in context.invocation_metadata() or ()
+        if isinstance(value, str)  # a -bin entry carries no header
+    )
+
+
+def _finish(record: RequestRecord, context: Context) -> None:
+    """The call ended: its gRPC status (OK unless one was set or it was aborted)."""
+    record.duration = time.perf_counter() - record.started
+    code = context.code()
+    record.status = code.value[0] if isinstance(code, grpc.StatusCode) else int(code or 0)
+    finished(record)
 
 
 def _peer_certificate(context: Context) -> bytes | None:

@@ -192,22 +192,27 @@ class Observed:
             self._finished(record)
 
     def _finished(self, record: RequestRecord) -> None:
-        emit(
-            INBOUND_COMPLETED,
-            operation=record.operation,
-            method=record.method,
-            status=record.status,
-            peer_name=record.peer,
-            duration_ms=round(record.duration * 1000, 3),
-            bytes_in=record.bytes_in,
-            bytes_out=record.bytes_out,
-            reason=record.refusal,
-        )
-        for observer in self.observers:
-            try:  # noqa: SIM105 - a plain try costs less than suppress, once per request
-                observer.finished(record)
-            except Exception:  # an observer's fault never reaches a caller
-                pass
+        finished(record)
+
+
+def finished(record: RequestRecord) -> None:
+    """The access event of an answered request or call, and the observers' last hook."""
+    emit(
+        INBOUND_COMPLETED,
+        operation=record.operation,
+        method=record.method,
+        status=record.status,
+        peer_name=record.peer,
+        duration_ms=round(record.duration * 1000, 3),
+        bytes_in=record.bytes_in,
+        bytes_out=record.bytes_out,
+        reason=record.refusal,
+    )
+    for observer in record.observers:
+        try:  # noqa: SIM105 - a plain try costs less than suppress, once per request
+            observer.finished(record)
+        except Exception:  # an observer's fault never reaches a caller
+            pass
 
 
 def _counting_receive(receive: Receive, record: RequestRecord) -> Callable[[], Awaitable[Message]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
+import httpx
 import pytest
 from google.protobuf import struct_pb2
 from google.rpc import error_details_pb2, status_pb2
@@ -30,6 +31,7 @@ PEER_UNLISTED, KEY_UNLISTED = "grpc-unlisted", "key-grpc-unlisted-3c5e7a9b1d"
 PEER_SLOW, KEY_SLOW = "grpc-slow", "key-grpc-slow-6b8d0f2a4c6e"  # one call per 100 s
 PEER_GONE, KEY_GONE = "grpc-gone", "key-grpc-gone-1a3c5e7b9d0f"  # removed while it streams
 LIMIT = 16 * 1024
+ADMIN_TOKEN = "admin-token-for-grpc-tests-7c1e3a5b9d2f"
 StatusCode = grpc.StatusCode
 
 
@@ -66,7 +68,7 @@ agents:
         add_peer(data_dir, peer, key)
     cli(data_dir, "peers", "add", PEER_SLOW, "--endpoint", "http://127.0.0.1:9",
         "--rate-limit", "0.01/s", stdin=KEY_SLOW)
-    with LiveNode(data_dir, config) as live:
+    with LiveNode(data_dir, config, env={"SYNTHORG_ADMIN_TOKEN": ADMIN_TOKEN}) as live:
         live.wait_for_event("a2a.grpc.listening")
         yield live
 
@@ -508,3 +510,32 @@ def test_free_form_metadata_round_trips_and_is_bounded_in_depth(node: LiveNode) 
                                                         metadata=A))
     assert error.code() == StatusCode.INVALID_ARGUMENT
     assert "deeper than" in (error.details() or "")
+
+
+def test_calls_are_logged_and_counted_like_http_requests(node: LiveNode) -> None:
+    """A call is one request to the access event, the metrics and the activity view:
+    operation `grpc`, its RPC as the method, its gRPC status code as the status."""
+    async def calls(stub: A2AServiceStub) -> None:
+        await send(stub, "counted")
+        with pytest.raises(grpc.aio.AioRpcError):
+            await stub.GetTask(pb.GetTaskRequest(id="no-such-task"), metadata=A)
+        with pytest.raises(grpc.aio.AioRpcError):
+            await stub.GetTask(pb.GetTaskRequest(id="x"),
+                               metadata=_metadata(PEER_A, "key-that-is-not-right-0"))
+
+    run(node, calls)
+    node.wait_for_event("a2a.inbound.completed", operation="grpc", method="SendMessage",
+                        status=StatusCode.OK.value[0], peer_name=PEER_A)
+    node.wait_for_event("a2a.inbound.completed", operation="grpc", method="GetTask",
+                        status=StatusCode.NOT_FOUND.value[0], peer_name=PEER_A)
+    node.wait_for_event("a2a.inbound.completed", operation="grpc", method="GetTask",
+                        status=StatusCode.UNAUTHENTICATED.value[0], peer_name=PEER_A,
+                        reason="credential_mismatch")
+    with httpx.Client(base_url=node.url) as admin:
+        scraped = admin.get("/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert scraped.status_code == 200
+    assert ('synthorg_requests_total{dialect="1.0",method="SendMessage",'
+            'operation="grpc",status="0"}') in scraped.text
+    assert ('synthorg_requests_total{dialect="1.0",method="GetTask",'
+            'operation="grpc",status="5"}') in scraped.text
+    assert 'synthorg_gate_refusals_total{reason="credential_mismatch"}' in scraped.text

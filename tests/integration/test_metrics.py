@@ -156,7 +156,7 @@ def test_one_worker_counts_n_requests_in_every_family(tmp_path: Path) -> None:
         after = samples(single)
     finally:
         single.stop()
-    tasks_get = {"operation": "handlers.rpc.post", "method": "tasks/get", "dialect": "0.3",
+    tasks_get = {"operation": "gateway.rpc", "method": "tasks/get", "dialect": "0.3",
                  "status": "200"}
 
     def grew(name: str, **labels: str) -> float:

@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 
+from synthorg.generated.constants import (
+    GATEWAY_REST_LIST_TASKS,
+    GATEWAY_REST_SEND_STREAMING_MESSAGE,
+)
 from tests.integration.helpers import RPC_PATH, envelope, message, unique
 from tests.integration.live import LiveNode
 from tests.support.catalog import add_peer
@@ -45,6 +49,8 @@ def change_remove(data_dir: Path) -> None:
     cli(data_dir, "peers", "remove", PEER)
 
 
+REST_STREAM = GATEWAY_REST_SEND_STREAMING_MESSAGE.path
+REST_TASKS = GATEWAY_REST_LIST_TASKS.path
 V1_MESSAGE = {"role": "ROLE_USER", "parts": [{"text": "long"}], "metadata": {"agentId": "slow"}}
 
 
@@ -80,3 +86,32 @@ def test_a_stream_ends_when_its_peer_is_removed_or_rekeyed(
         assert event["reason"] == reason and event["status"] == 401
         refused = client.post(RPC_PATH, json=envelope("tasks/get", {"id": "x"}, 1))
         assert refused.status_code == 401
+
+
+@pytest.mark.parametrize("change,reason", [
+    (change_remove, "no_credential_record"),
+    (change_rekey, "credential_mismatch"),
+])
+def test_an_http_json_stream_ends_when_its_peer_is_removed_or_rekeyed(
+    tmp_path: Path, change: Callable[[Path], None], reason: str
+) -> None:
+    """The HTTP+JSON binding's stream ends the same way, its last event a google.rpc.Status
+    naming the refusal."""
+    add_peer(tmp_path, PEER, KEY)
+    body = {"message": {**V1_MESSAGE, "messageId": unique()}}
+    with LiveNode(tmp_path, CONFIG) as node, node.client(PEER, KEY) as client:
+        with client.stream("POST", REST_STREAM, json=body,
+                           headers={"Accept": "text/event-stream"}) as response:
+            assert response.status_code == 200
+            lines = response.iter_lines()
+            first = next(line for line in lines if line.startswith("data:"))
+            assert "task" in json.loads(first[len("data:"):])  # a bare StreamResponse
+            change(tmp_path)
+            rest = data_lines(lines)  # the stream ends: this returns
+        error = rest[-1]["error"]
+        assert (error["code"], error["status"]) == (401, "UNAUTHENTICATED")
+        assert error["details"][0]["reason"] == "UNAUTHENTICATED"
+        assert all("error" not in event for event in rest[:-1])
+        event = node.wait_for_event(REVOKED, peer_name=PEER)
+        assert event["reason"] == reason and event["status"] == 401
+        assert client.get(REST_TASKS).status_code == 401
