@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
 from synthorg.dialects.outbound import BINDINGS
@@ -142,6 +142,11 @@ def require_https(endpoint: str) -> None:
     """An mtls peer is reached over TLS only: its certificate is what is checked."""
     if not endpoint.lower().startswith("https://"):
         raise ValueError("endpoint must be an https URL for scheme mtls")
+
+
+# The peer settings written one column at a time (`set_rate_limit`, `set_card_key`,
+# `set_binding`): a closed set, so a store may name the column in its SQL.
+PeerColumn = Literal["rate_limit", "card_key", "binding"]
 
 
 def validate_binding(binding: str | None) -> str | None:

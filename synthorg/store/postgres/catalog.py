@@ -16,6 +16,7 @@ from synthorg.names import canonical_peer_name
 from synthorg.store.catalog import (
     MTLS,
     PeerAddress,
+    PeerColumn,
     PeerRecord,
     Scheme,
     tls_pin_of,
@@ -105,40 +106,23 @@ class PgCatalog:
         return status != "DELETE 0"
 
     def set_rate_limit(self, name: str, per_second: float | None) -> bool:
-        canonical = canonical_peer_name(name)
-        if canonical is None:
-            return False
-        value = validate_rate_limit(per_second)
-        status = self._db.blocking(
-            lambda db: db.execute(
-                "UPDATE peers SET rate_limit = $2, updated_at = $3 WHERE name = $1",
-                canonical, value, utc_now(),
-            )
-        )
-        self._snapshot.stale()
-        return status != "UPDATE 0"
+        return self._set_column(name, "rate_limit", validate_rate_limit(per_second))
 
     def set_card_key(self, name: str, card_key: str | None) -> bool:
-        canonical = canonical_peer_name(name)
-        if canonical is None:
-            return False
-        status = self._db.blocking(
-            lambda db: db.execute(
-                "UPDATE peers SET card_key = $2, updated_at = $3 WHERE name = $1",
-                canonical, card_key, utc_now(),
-            )
-        )
-        self._snapshot.stale()
-        return status != "UPDATE 0"
+        return self._set_column(name, "card_key", card_key)
 
     def set_binding(self, name: str, binding: str | None) -> bool:
+        return self._set_column(name, "binding", validate_binding(binding))
+
+    def _set_column(self, name: str, column: PeerColumn, value: object) -> bool:
+        """One peer's setting written; False when no peer has that name. `column` is one of
+        a closed set (the Literal), never caller text, so it may be spliced into the SQL."""
         canonical = canonical_peer_name(name)
         if canonical is None:
             return False
-        value = validate_binding(binding)
         status = self._db.blocking(
             lambda db: db.execute(
-                "UPDATE peers SET binding = $2, updated_at = $3 WHERE name = $1",
+                f"UPDATE peers SET {column} = $2, updated_at = $3 WHERE name = $1",
                 canonical, value, utc_now(),
             )
         )

@@ -16,6 +16,7 @@ from synthorg.names import canonical_peer_name
 from synthorg.store.catalog import (
     MTLS,
     PeerAddress,
+    PeerColumn,
     PeerRecord,
     Scheme,
     tls_pin_of,
@@ -87,44 +88,25 @@ class SqliteCatalog:
         return self._db.write_blocking(job)
 
     def set_rate_limit(self, name: str, per_second: float | None) -> bool:
-        canonical = canonical_peer_name(name)
-        if canonical is None:
-            return False
-        value = validate_rate_limit(per_second)
-        now = utc_now()
-
-        def job(conn: sqlite3.Connection) -> bool:
-            return conn.execute(
-                "UPDATE peers SET rate_limit = ?, updated_at = ? WHERE name = ?",
-                (value, now, canonical),
-            ).rowcount > 0
-
-        return self._db.write_blocking(job)
+        return self._set_column(name, "rate_limit", validate_rate_limit(per_second))
 
     def set_card_key(self, name: str, card_key: str | None) -> bool:
-        canonical = canonical_peer_name(name)
-        if canonical is None:
-            return False
-        now = utc_now()
-
-        def job(conn: sqlite3.Connection) -> bool:
-            return conn.execute(
-                "UPDATE peers SET card_key = ?, updated_at = ? WHERE name = ?",
-                (card_key, now, canonical),
-            ).rowcount > 0
-
-        return self._db.write_blocking(job)
+        return self._set_column(name, "card_key", card_key)
 
     def set_binding(self, name: str, binding: str | None) -> bool:
+        return self._set_column(name, "binding", validate_binding(binding))
+
+    def _set_column(self, name: str, column: PeerColumn, value: object) -> bool:
+        """One peer's setting written; False when no peer has that name. `column` is one of
+        a closed set (the Literal), never caller text, so it may be spliced into the SQL."""
         canonical = canonical_peer_name(name)
         if canonical is None:
             return False
-        value = validate_binding(binding)
         now = utc_now()
 
         def job(conn: sqlite3.Connection) -> bool:
             return conn.execute(
-                "UPDATE peers SET binding = ?, updated_at = ? WHERE name = ?",
+                f"UPDATE peers SET {column} = ?, updated_at = ? WHERE name = ?",
                 (value, now, canonical),
             ).rowcount > 0
 
