@@ -221,6 +221,7 @@ HEALTH_STATUSES: Final = frozenset({HEALTH_STATUS_OK, HEALTH_STATUS_READY, HEALT
 MEDIA_TYPE_TEXT_PLAIN: Final = 'text/plain'
 MEDIA_TYPE_APPLICATION_JSON: Final = 'application/json'
 MEDIA_TYPE_TEXT_EVENT_STREAM: Final = 'text/event-stream'
+MEDIA_TYPE_APPLICATION_A2A_JSON: Final = 'application/a2a+json'
 
 # A2A-Version values served (spec/schemas/jsonrpc.json, A2AVersion)
 A2A_VERSION_0_3: Final = '0.3'

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from synthorg.generated.constants import MEDIA_TYPE_APPLICATION_JSON
+from synthorg.generated.constants import (
+    MEDIA_TYPE_APPLICATION_A2A_JSON,
+    MEDIA_TYPE_APPLICATION_JSON,
+)
 from synthorg.http.numbers import MAX_DIGITS, ascii_digits
 
 
@@ -36,11 +39,10 @@ def is_json(content_type: str | None) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == MEDIA_TYPE_APPLICATION_JSON
 
 
-A2A_JSON = "application/a2a+json"  # A2A 1.0's own media type for its HTTP+JSON binding
-
-
 def is_json_or_a2a(content_type: str | None) -> bool:
-    """`application/json` or `application/a2a+json`, parameters allowed."""
+    """`application/json` or `application/a2a+json` (A2A 1.0's own media type, which the
+    HTTP+JSON binding's request bodies declare), parameters allowed."""
     if content_type is None:
         return False
-    return is_json(content_type) or content_type.split(";", 1)[0].strip().lower() == A2A_JSON
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media in (MEDIA_TYPE_APPLICATION_JSON, MEDIA_TYPE_APPLICATION_A2A_JSON)

@@ -85,7 +85,8 @@ def _values() -> dict[str | int, str]:
                              "PUSH_REFUSAL_", "AUDIT_EVENT_", "AUDIT_VIA_", "TASK_DIRECTION_"))
             or value in spec.METHODS | spec.METHODS_V1
             or name in ("KIND_STATUS_UPDATE", "KIND_ARTIFACT_UPDATE", "JSONRPC_VERSION",
-                        "MEDIA_TYPE_APPLICATION_JSON", "MEDIA_TYPE_TEXT_EVENT_STREAM")
+                        "MEDIA_TYPE_APPLICATION_JSON", "MEDIA_TYPE_APPLICATION_A2A_JSON",
+                        "MEDIA_TYPE_TEXT_EVENT_STREAM")
         ):
             named.setdefault(value, name)
         elif isinstance(value, str) and name.endswith("_HEADER"):
