@@ -5,8 +5,10 @@ Five targets, every server pinned to one CPU and the load generators to another:
 - `grpc node`: this node's gRPC binding (`server.grpc_port`), gates and store included;
 - `grpc a2a-sdk 1.3.0`: the official SDK's gRPC server (`bench/sdk1_grpc_app.py`, run with
   `.venv-sdk1`, `make sdk1-venv`) with an InMemoryTaskStore holding the node's task;
-- `grpc floor`: a bare grpc.aio server answering a canned Task (`bench/grpc_floor_app.py`),
-  what grpcio's asyncio server itself allows on this machine;
+- `grpc floor` and `grpc floor uvloop`: a bare grpc.aio server answering a canned Task
+  (`bench/grpc_floor_app.py`), what grpcio's asyncio server itself allows on this machine, on
+  asyncio's default event loop (the SDK's, run as its examples run it) and on uvloop (the
+  node's: uvicorn picks it);
 - `json-rpc node` and `rest node`: GetTask of the same task over JSON-RPC (`POST
   /api/v1/a2a/`, A2A-Version 1.0) and over HTTP+JSON (`GET /api/v1/a2a/rest/tasks/{id}`).
 
@@ -244,9 +246,10 @@ def start_servers(workdir: Path, pinning: Pinning) -> tuple[Server, int, list[Se
         others.append(launch("a2a-sdk 1.3.0", "sdk", [
             *pinning.server, str(SDK1_PYTHON), str(ROOT / "bench" / "sdk1_grpc_app.py"),
             str(task_file)], env, workdir / "sdk1.log", STARTED))
-        others.append(launch("floor", "floor", [
-            *pinning.server, sys.executable, "-m", "bench.grpc_floor_app", str(task_file)],
-            dict(os.environ), workdir / "floor.log", STARTED))
+        for name, extra in (("floor", []), ("floor uvloop", ["--uvloop"])):
+            others.append(launch(name, "floor", [
+                *pinning.server, sys.executable, "-m", "bench.grpc_floor_app", str(task_file),
+                *extra], dict(os.environ), workdir / f"{name.replace(' ', '-')}.log", STARTED))
     except BaseException:
         for server in (*others, node):
             server.stop()
@@ -262,9 +265,10 @@ def build_targets(args: argparse.Namespace, workdir: Path, pinning: Pinning, nod
     task_id = pb.Task.FromString(task_bytes).id
     body = workdir / "get_task.bin"
     body.write_bytes(grpc_frame(pb.GetTaskRequest(id=task_id).SerializeToString()))
-    sdk1, floor = others
+    sdk1, floor, floor_uvloop = others
     node_grpc = Server(node.name, node.kind, node.proc, grpc_port, node.log)
-    for server, headers in ((node_grpc, node.headers), (sdk1, {}), (floor, {})):
+    for server, headers in ((node_grpc, node.headers), (sdk1, {}), (floor, {}),
+                            (floor_uvloop, {})):
         reply = asyncio.run(_grpc_get(server.port, task_id, _metadata(headers)))
         if reply != task_bytes:
             raise BenchError(f"{server.name}: its GetTask reply is not the node's task")
@@ -286,6 +290,7 @@ def build_targets(args: argparse.Namespace, workdir: Path, pinning: Pinning, nod
         Target("grpc node", node_grpc, grpc_load(node.headers)),
         Target("grpc a2a-sdk 1.3.0", sdk1, grpc_load({})),
         Target("grpc floor", floor, grpc_load({})),
+        Target("grpc floor uvloop", floor_uvloop, grpc_load({})),
         Target("json-rpc node", node, wrk_measure(
             wrk, pinning.load, workdir, Load(http_headers, body=rpc), base + RPC_PATH,
             http_connections, args.warmup)),
@@ -332,7 +337,9 @@ def report(targets: list[Target]) -> list[str]:
     for label, top, bottom, goal in (
         ("grpc node / grpc a2a-sdk 1.3.0", "grpc node", "grpc a2a-sdk 1.3.0", GOAL_GRPC),
         ("grpc floor / grpc a2a-sdk 1.3.0", "grpc floor", "grpc a2a-sdk 1.3.0", None),
-        ("grpc node / grpc floor", "grpc node", "grpc floor", None),
+        ("grpc floor uvloop / grpc a2a-sdk 1.3.0", "grpc floor uvloop", "grpc a2a-sdk 1.3.0",
+         None),
+        ("grpc node / grpc floor uvloop", "grpc node", "grpc floor uvloop", None),
         ("rest node / json-rpc node", "rest node", "json-rpc node", GOAL_REST),
     ):
         ratios = [a.rps / b.rps for a, b in zip(by_name[top].runs, by_name[bottom].runs,

@@ -2,10 +2,12 @@
 canned Task; no gates, no store, no conversion. What grpcio's asyncio server allows on this
 machine, for `bench.bindings`.
 
-    .venv/bin/python -m bench.grpc_floor_app TASK_FILE
+    .venv/bin/python -m bench.grpc_floor_app TASK_FILE [--uvloop]
 
-TASK_FILE holds the serialized Task to answer. Listens on 127.0.0.1:0 and writes one
-`bench.server.started` JSON line (with the port) on stderr; serves until SIGTERM or SIGINT.
+TASK_FILE holds the serialized Task to answer. `--uvloop` serves on uvloop's event loop (the
+node's: uvicorn picks it when it is installed) instead of asyncio's default. Listens on
+127.0.0.1:0 and writes one `bench.server.started` JSON line (with the port) on stderr; serves
+until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -48,4 +50,9 @@ async def serve(task_file: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(Path(sys.argv[1])))
+    if "--uvloop" in sys.argv[2:]:
+        import uvloop
+
+        uvloop.run(serve(Path(sys.argv[1])))
+    else:
+        asyncio.run(serve(Path(sys.argv[1])))
