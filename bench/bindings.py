@@ -1,6 +1,6 @@
 """GetTask over each binding, in one run (`make bench-bindings`): throughput under load.
 
-Five targets, every server pinned to one CPU and the load generators to another:
+Six targets, every server pinned to one CPU and the load generators to another:
 
 - `grpc node`: this node's gRPC binding (`server.grpc_port`), gates and store included;
 - `grpc a2a-sdk 1.3.0`: the official SDK's gRPC server (`bench/sdk1_grpc_app.py`, run with
