@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench tck clean
+.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench bench-bindings tck clean
 
 venv: $(STAMP)
 
@@ -73,6 +73,14 @@ tck-v1: venv tck1-venv
 
 bench: venv
 	$(BIN)/python -m bench.live $(BENCH_ARGS)
+
+# GetTask over each binding in one run (bench/bindings.py): this node's gRPC against the
+# official a2a-sdk 1.3.0 gRPC server (.venv-sdk1) and a bare grpc.aio floor under h2load
+# (Debian package nghttp2-client), its REST against its JSON-RPC under wrk; then where a
+# gRPC call's time goes (bench/grpc_profile.py). E.g. BENCH_ARGS=--quick.
+bench-bindings: venv sdk1-venv
+	$(BIN)/python -m bench.bindings $(BENCH_ARGS)
+	$(BIN)/python -m bench.grpc_profile
 
 # The official A2A conformance kit (TCK), in a venv of its own under .tck/ (git-ignored),
 # against a fresh node behind a proxy that adds the peer headers (the card's url, through

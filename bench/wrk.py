@@ -67,6 +67,7 @@ class Load:
     expect_status: int = 200
     path: str = RPC_PATH
     ports: tuple[int, ...] = ()  # several servers (replicas): wrk's threads spread over them
+    method: str = "POST"  # a fixed request may be another (GET, with no body)
 
     def all_headers(self) -> dict[str, str]:
         return {"Content-Type": "application/json", **self.headers}
@@ -100,7 +101,8 @@ def lua_string(value: str) -> str:
 def lua_script(load: Load, nonce: str) -> str:
     headers = ", ".join(f"[{lua_string(k)}] = {lua_string(v)}"
                         for k, v in load.all_headers().items())
-    lines = [f"bench_path = {lua_string(load.path)}", f"bench_headers = {{ {headers} }}"]
+    lines = [f"bench_path = {lua_string(load.path)}", f"bench_headers = {{ {headers} }}",
+             f"bench_method = {lua_string(load.method)}"]
     if len(load.ports) > 1:
         lines.append(f"bench_ports = {{ {', '.join(str(port) for port in load.ports)} }}")
     if load.message_text is None:

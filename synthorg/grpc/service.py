@@ -18,8 +18,9 @@ Each call, in the order of the JSON-RPC pipeline (`gateway/endpoint.py`):
 
 The request arrives as bytes and is parsed only once the caller is admitted, so an
 unauthenticated caller never reaches the protobuf parser. The conversion is the protobuf
-JSON mapping both ways (json_format): the request message as the camelCase document the
-1.0 params models take, the result model's document back into the response message.
+JSON mapping both ways: the request message as the camelCase document the 1.0 params models
+take (json_format), the result model's document back into the response message (built
+directly by `messages`, as json_format would).
 """
 
 from __future__ import annotations
@@ -53,9 +54,15 @@ from synthorg.generated.constants import (
     VERSION_NOT_SUPPORTED,
 )
 from synthorg.generated.grpc import a2a_pb2
+from synthorg.grpc import messages
 from synthorg.grpc.status import abort
 from synthorg.http.headers import header_map
-from synthorg.observability.access import Observer, RequestRecord, finished
+from synthorg.observability.access import (
+    Observer,
+    RequestRecord,
+    call_started,
+    finished,
+)
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 
@@ -84,7 +91,7 @@ def result_message(result: BaseModel | list[Any] | None, cls: type[Message]) -> 
         return cls()
     assert isinstance(result, BaseModel)  # no 1.0 method answers a bare list
     document = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return json_format.ParseDict(document, cls(), ignore_unknown_fields=True)
+    return messages.build(document, cls)  # json_format.ParseDict's message, built directly
 
 
 class A2AServicer:
@@ -103,13 +110,8 @@ class A2AServicer:
     def _record(self, name: str, request: bytes, context: Context) -> RequestRecord:
         """The call's access record: operation `grpc`, its RPC as the method, its status
         the gRPC status code once it ends (`finished`)."""
-        record = RequestRecord(OPERATION, "POST", A2A_VERSION_1_0, _raw(context),
-                               self.observers)
-        record.method = name
-        record.bytes_in = len(request)
-        for observer in self.observers:
-            observer.started(record)
-        return record
+        return call_started(OPERATION, name, A2A_VERSION_1_0, _raw(context), len(request),
+                            self.observers)
 
     def handler(self) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler[bytes, Message]] = {}

@@ -5,7 +5,8 @@ are sent and the request body's bytes as they are read, times the request, and w
 response is done emits `a2a.inbound.completed` (method, status, peer, duration, bytes) and
 hands the same record to each observer (metrics, traces). The gateway fills in what only it
 knows, through `note_peer`, `note_method` and `note_refusal`: a context variable holds the
-request's record, so the gateway's functions keep their signatures.
+request's record, so the gateway's functions keep their signatures. A call that is not an HTTP
+request (the gRPC binding's) gets its record from `call_started` and ends it with `finished`.
 
 Label values are bounded: a method the spec does not define (in either dialect) is `other`,
 a path no operation of the spec matches is `other`, and the peer is a canonical name that
@@ -128,6 +129,20 @@ def note_refusal(reason: str, peer: str | None = None) -> None:
         record.refusal = reason
         if peer is not None:
             record.peer = peer
+
+
+def call_started(operation: str, method: str, dialect: str,
+                 headers: Sequence[tuple[bytes, bytes]], bytes_in: int,
+                 observers: tuple[Observer, ...] = ()) -> RequestRecord:
+    """The record of a call that is not an HTTP request (a gRPC call), whose method is known
+    from the start and whose request arrived whole: the observers' `started` hook has run,
+    and `finished` ends it as it ends a request's."""
+    record = RequestRecord(operation, "POST", dialect, headers, observers)  # HTTP/2's method
+    record.method = method if method in _METHODS else OTHER
+    record.bytes_in = bytes_in
+    for observer in observers:
+        observer.started(record)
+    return record
 
 
 def _template(path: str) -> re.Pattern[str]:

@@ -1,10 +1,14 @@
-"""The live bench's parsers, on output captured from wrk 4.1 (no wrk, no servers here)."""
+"""The live bench's parsers, on output captured from wrk 4.1 and h2load 1.52 (no wrk, h2load
+or servers here)."""
 
 from __future__ import annotations
 
 import json
 import re
 
+import pytest
+
+from bench.bindings import BenchError, parse_h2load
 from bench.wrk import Load, lua_script, parse_summary, parse_wrk_text
 
 WRK_OUTPUT = """\
@@ -62,3 +66,35 @@ def test_lua_script_escapes_the_body() -> None:
     assert re.fullmatch(r'(?:[^"\\]|\\[0-9]{3})*', literal[1:-1])
     decoded = re.sub(rb"\\([0-9]{3})", lambda m: bytes([int(m[1])]), literal[1:-1].encode())
     assert decoded == body.encode()
+
+
+H2LOAD_OUTPUT = """\
+finished in 18.10ms, 2209.46 req/s, 177.79KB/s
+requests: 40 total, 40 started, 40 done, 40 succeeded, 0 failed, 0 errored, 0 timeout
+status codes: 40 2xx, 0 3xx, 0 4xx, 0 5xx
+traffic: 3.22KB (3296) total, 270B (270) headers (space savings 91.67%), 640B (640) data
+                     min         max         mean         sd        +/- sd
+time for request:      579us      6.52ms      1.70ms      2.02ms    80.00%
+time for connect:       86us       199us       143us        80us   100.00%
+"""
+
+
+def test_h2load_report_with_one_reply_per_request() -> None:
+    # 40 gRPC replies of an 11-byte message: 40 x (5 + 11) bytes of DATA.
+    assert parse_h2load(H2LOAD_OUTPUT, 11) == (40, 2209.46, 1700.0)
+
+
+def test_h2load_report_with_fewer_bytes_than_replies_is_refused() -> None:
+    # A gRPC error is a 200 without a message: its bytes are missing from the DATA.
+    with pytest.raises(BenchError, match="some calls failed"):
+        parse_h2load(H2LOAD_OUTPUT, 12)
+    failed = H2LOAD_OUTPUT.replace("40 succeeded, 0 failed", "38 succeeded, 2 failed")
+    with pytest.raises(BenchError, match="2 failed"):
+        parse_h2load(failed, 11)
+    with pytest.raises(BenchError, match="no report"):
+        parse_h2load("starting benchmark...\n", 11)
+
+
+def test_a_fixed_load_may_be_a_get() -> None:
+    script = lua_script(Load({}, method="GET", path="/api/v1/a2a/rest/tasks/t-1"), "n")
+    assert 'bench_method = "GET"' in script and 'wrk.method = bench_method or "POST"' in script
