@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import grpc
 import httpx
 from pydantic import ValidationError
 
@@ -30,7 +31,7 @@ from synthorg.delegation.client import (
 )
 from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import Events, stream_call
-from synthorg.dialects.outbound import JSONRPC, PeerDialect, choose
+from synthorg.dialects.outbound import JSONRPC, BindingUnusable, PeerDialect, choose
 from synthorg.generated.constants import (
     MESSAGE_STREAM,
     PUSH_RECEIVE,
@@ -80,9 +81,11 @@ class Delegator:
         timeout: Callable[[], float],
         transport: httpx.AsyncBaseTransport | None = None,
         tls: ssl.SSLContext | None = None,
+        grpc_tls: grpc.ChannelCredentials | None = None,
     ) -> None:
         self._catalog = catalog
         self._tls = tls  # server.tls: the client certificate shown to peers
+        self._grpc_tls = grpc_tls  # the same for gRPC channels
         self.store = store
         self._local_name = local_name
         self._timeout = timeout
@@ -102,7 +105,7 @@ class Delegator:
             raise DelegationError(f"no catalog record for peer {peer!r}")
         return A2AClient(
             record, self._local_name, self._timeout, transport=self._transport, dialect=dialect,
-            tls=self._tls,
+            tls=self._tls, grpc_tls=self._grpc_tls,
         )
 
     async def peer_client(self, peer: str, binding: str | None = None) -> A2AClient:
@@ -125,8 +128,11 @@ class Delegator:
 
     async def _dialect(self, client: A2AClient, binding: str | None) -> PeerDialect:
         endpoint = client.record.endpoint
-        return choose(await self._card(client), endpoint, default_rpc_url(endpoint), binding,
-                      default_rest_url(endpoint))
+        try:
+            return choose(await self._card(client), endpoint, default_rpc_url(endpoint), binding,
+                          default_rest_url(endpoint), mtls=client.record.scheme == MTLS)
+        except BindingUnusable as exc:
+            raise DelegationError(f"peer {client.record.name}: {exc}") from None
 
     async def _card(self, client: A2AClient) -> PeerCard | None:
         """The peer's card as last read (None: none, or unreadable), read again after
