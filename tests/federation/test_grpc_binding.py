@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from examples.make_test_ca import issue, make_ca, write_node
 from synthorg.cards.fetch import card_url
 from tests.federation.harness import FedNode, artifact_texts, link, running
 from tests.federation.test_rest_binding import B_AGENTS
@@ -170,3 +171,61 @@ def test_a_peer_without_a_grpc_interface_is_not_called(tmp_path: Path) -> None:
         assert "configured for GRPC, but its card lists no A2A 1.0 gRPC interface" in (
             refused.stderr), refused.stderr
         assert a2a_from_a(b) == []
+
+
+class TlsGrpcNode(FedNode):
+    """A node serving HTTPS, and gRPC over TLS, with a certificate of the test CA, whose
+    outbound calls trust that CA."""
+
+    def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str] | str,
+                 certs: Path, *, grpc: bool = False) -> None:
+        super().__init__(root, name, allowed, agents, grpc=grpc)
+        config = self.data_dir / "config.yaml"
+        tls = ("  tls:\n"
+               f"    cert_file: {certs / name}.pem\n"
+               f"    key_file: {certs / name}.key\n"
+               f"    ca_file: {certs / 'ca.pem'}\n")
+        text = config.read_text()
+        if "server:\n" in text:
+            text = text.replace("server:\n", "server:\n" + tls)
+        else:
+            text += "server:\n" + tls
+        config.write_text(text)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+
+def test_over_tls_a_delegation_goes_over_grpcs_and_an_mtls_peer_is_refused_grpc(
+    tmp_path: Path,
+) -> None:
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    ca = make_ca()
+    (certs / "ca.pem").write_bytes(ca.pem)
+    for name in ("node-a", "node-b"):
+        write_node(certs, name, issue(ca, name))
+    a = TlsGrpcNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"}, certs)
+    b = TlsGrpcNode(tmp_path, "node-b", ["node-a"], B_AGENTS, certs, grpc=True)
+    with running(a, b):
+        secret = link(a, b)
+        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", GRPC,
+                       stdin=secret)
+        assert chosen.returncode == 0, chosen.stderr
+        # the card's target `127.0.0.1:PORT` of an https endpoint: TLS, trusting ca_file
+        record = delegated(a, "over tls", "--agent", "writer", "--wait")
+        assert record["state"] == "completed" and record["binding"] == GRPC
+        assert len(artifact_texts(record["task"])) == 3
+        assert "SendStreamingMessage" in rpcs_from_a(b)
+        assert set(a2a_from_a(b)) == {"grpc"}, a2a_from_a(b)
+        # an mtls record: never over gRPC; configured so, refused before any call
+        pinned = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--scheme", "mtls",
+                       "--cert", str(certs / "node-b.pem"), "--binding", GRPC)
+        assert pinned.returncode == 0, pinned.stderr
+        served = len(a2a_from_a(b))
+        refused = a.cli("delegate", "node-b", "hello", "--agent", "echo")
+        assert refused.returncode != 0
+        assert "configured for GRPC, but it authenticates by client certificate" in (
+            refused.stderr), refused.stderr
+        assert len(a2a_from_a(b)) == served
