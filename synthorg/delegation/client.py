@@ -26,7 +26,6 @@ from typing import Any, TypeVar
 
 import grpc
 import httpx
-from google.protobuf import json_format
 from pydantic import ValidationError
 
 from synthorg import jsonrpc
@@ -394,11 +393,7 @@ class A2AClient:
 
     async def _call(self, params: v1.OutboundParams | v1.V1OutboundParams) -> Any:
         if self.binding == GRPC:
-            try:
-                return await grpc_binding.unary(self.grpc_call(), self.grpc_params(params))
-            except json_format.ParseError:
-                raise RequestInvalid(
-                    f"{self.record.name}: the call is not a valid gRPC request") from None
+            return await grpc_binding.unary(self.grpc_call(), self.grpc_params(params))
         request_id = str(uuid.uuid4())
         rest = self.binding == HTTP_JSON
         if rest:

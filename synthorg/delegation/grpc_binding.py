@@ -34,11 +34,16 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
 
-from synthorg.delegation.errors import PeerProtocolError, PeerRpcError, PeerUnavailable
+from synthorg.delegation.errors import (
+    PeerProtocolError,
+    PeerRpcError,
+    PeerUnavailable,
+    RequestInvalid,
+)
 from synthorg.delegation.rest_binding import BY_REASON
 from synthorg.dialects import v1
 from synthorg.generated import constants
-from synthorg.generated.constants import INTERNAL_ERROR, RpcErrorSpec
+from synthorg.generated.constants import INTERNAL_ERROR, INVALID_REQUEST, RpcErrorSpec
 from synthorg.generated.grpc import a2a_pb2
 from synthorg.jsonrpc import method_of
 from synthorg.observability.outbound import trace_headers
@@ -113,7 +118,10 @@ def _request(params: v1.V1OutboundParams) -> tuple[MethodDescriptor, Message]:
     method = SERVICE.methods_by_name[method_of(params)]
     document = params.model_dump(mode="json", by_alias=True, exclude_none=True,
                                  exclude={"method"})
-    message = json_format.ParseDict(document, _message_class(method, output=False)())
+    try:
+        message = json_format.ParseDict(document, _message_class(method, output=False)())
+    except json_format.ParseError:
+        raise RequestInvalid(f"not a valid {method.name} request") from None
     return method, message
 
 
@@ -230,11 +238,14 @@ def error_of(call: GrpcCall, exc: grpc.aio.AioRpcError) -> Exception:
     text = exc.details() or ""
     if code == Code.DEADLINE_EXCEEDED:
         return PeerUnavailable(f"{call.peer}: no answer within {call.timeout:g}s")
-    if code == Code.RESOURCE_EXHAUSTED and "Received message larger than max" in text:
-        # the channel's own refusal: the peer's response is past the bound
-        return PeerProtocolError(
-            f"{call.peer}: response larger than {call.max_response_bytes} bytes")
     status = _status(exc)
+    if code == Code.RESOURCE_EXHAUSTED and status is None and "larger than max" in text:
+        if text.endswith(f"vs. {call.max_response_bytes})"):
+            # the channel's own refusal: the peer's response is past this client's bound
+            return PeerProtocolError(
+                f"{call.peer}: response larger than {call.max_response_bytes} bytes")
+        # the peer's: the request is past its bound (HTTP's 413)
+        return PeerRpcError(INVALID_REQUEST.code, text, 413, transport_status=code.name)
     spec = _details(status)[0] if status is not None else None
     if spec is None:
         spec = BY_CODE.get(code, INTERNAL_ERROR)

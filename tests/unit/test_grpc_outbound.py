@@ -150,3 +150,7 @@ def test_a_deadline_and_an_oversized_answer_are_not_refusals() -> None:
     large = error_of(CALL, refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                    "Received message larger than max (2048 vs. 1024)"))
     assert isinstance(large, PeerProtocolError) and "larger than 1024 bytes" in str(large)
+    # the peer's own bound on what it receives: our request was too large for it
+    theirs = error_of(CALL, refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                    "Received message larger than max (4096 vs. 2048)"))
+    assert isinstance(theirs, PeerRpcError) and theirs.code == spec.INVALID_REQUEST.code
