@@ -250,6 +250,8 @@ class A2AClient:
         """What a gRPC call to the peer is made with (the dialect's target, this client's
         headers, timeout, bound, TLS and retries)."""
         assert self.dialect is not None and self.dialect.binding == GRPC
+        if self.record.scheme == PEER_SCHEME_MTLS:  # its pin is checked over HTTPS only
+            raise PeerUnavailable(f"{self.record.name}: an mtls peer is not called over gRPC")
         return grpc_binding.GrpcCall(
             self.record.name, self.dialect.url, self.headers, self._timeout(), self._max_bytes,
             self._grpc_tls, self._retry, self._sleep,
