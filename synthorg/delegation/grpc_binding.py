@@ -23,10 +23,13 @@ connection that died.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import certifi
 import grpc
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
@@ -86,9 +89,16 @@ class GrpcCall:
     headers: Mapping[str, str]
     timeout: float
     max_response_bytes: int
-    credentials: grpc.ChannelCredentials | None  # None: TLS with gRPC's default roots
+    credentials: grpc.ChannelCredentials | None  # None: the public CAs (`public_roots`)
     retry: RetryPolicy
     sleep: Callable[[float], Awaitable[None]]
+
+
+@functools.cache
+def public_roots() -> grpc.ChannelCredentials:
+    """TLS trusting the public CAs httpx trusts (certifi's), as the node's HTTPS calls do
+    without `server.tls`."""
+    return grpc.ssl_channel_credentials(root_certificates=Path(certifi.where()).read_bytes())
 
 
 def _message_class(method: MethodDescriptor, output: bool) -> type[Message]:
@@ -103,7 +113,7 @@ def _channel(call: GrpcCall) -> grpc.aio.Channel:
         ("grpc.keepalive_time_ms", KEEPALIVE_MS),
     ]
     if scheme == "grpcs":
-        credentials = call.credentials or grpc.ssl_channel_credentials()
+        credentials = call.credentials or public_roots()
         return grpc.aio.secure_channel(address, credentials, options=options)
     return grpc.aio.insecure_channel(address, options=options)
 
