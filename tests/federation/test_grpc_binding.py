@@ -229,3 +229,26 @@ def test_over_tls_a_delegation_goes_over_grpcs_and_an_mtls_peer_is_refused_grpc(
         assert "configured for GRPC, but it authenticates by client certificate" in (
             refused.stderr), refused.stderr
         assert len(a2a_from_a(b)) == served
+
+
+def test_a_peer_down_is_unavailable_and_read_again_once_it_is_back(tmp_path: Path) -> None:
+    """Only its card names the gRPC target: while the peer is down a call fails as
+    unavailable (what a follower retries), and once it is back the card is read again."""
+    a = FedNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"})
+    b = FedNode(tmp_path, "node-b", ["node-a"], B_AGENTS, grpc=True)
+    with running(a, b):
+        secret = link(a, b)
+        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", GRPC,
+                       stdin=secret)
+        assert chosen.returncode == 0, chosen.stderr
+        record = delegated(a, "long", "--agent", "slowpoke")
+        assert record["binding"] == GRPC
+        b.stop()
+        down = a.cli("tasks", "get", record["id"], "--refresh")
+        assert down.returncode != 0
+        assert "peer node-b unavailable: its card, which names its gRPC target, cannot be read" in (
+            down.stderr), down.stderr
+        b.restart()
+        again = a.cli_json("tasks", "get", record["id"], "--refresh")
+        assert again["binding"] == GRPC and again["remote_task_id"] == record["remote_task_id"]
+        assert "GetTask" in rpcs_from_a(b)
