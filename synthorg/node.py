@@ -77,7 +77,7 @@ from synthorg.tasks.executors import (
 from synthorg.tasks.plugins import PluginError, add_import_roots, load_executor
 from synthorg.tasks.service import AgentRuntime, TaskService, now_iso
 from synthorg.tasks.streams import TaskStreams
-from synthorg.tls.context import client_context, tls_files
+from synthorg.tls.context import client_context, grpc_client_credentials, tls_files
 from synthorg.tls.context import problems as problems_of_tls
 from synthorg.web.app import NodeApp
 from synthorg.web.endpoints import operation_endpoints
@@ -235,6 +235,7 @@ class Node:
         delegator = Delegator(
             catalog, stores.delegations, node_name, lambda: settings.client_timeout_seconds,
             tls=tls,
+            grpc_tls=grpc_client_credentials(tls_files(config.server.tls, _config_dir(setup))),
         )
         if any(a.executor is not None and a.executor.kind == "python" for a in config.agents):
             add_import_roots(config.python_path, _config_dir(setup))

@@ -63,7 +63,7 @@ def read_peer_card(document: Any) -> PeerCard:
         picked["supportedInterfaces"] = [entry for entry in readable if _valid_interface(entry)]
         if "url" not in picked:  # an A2A 1.0 card: its endpoint is in its interfaces
             listed = picked["supportedInterfaces"]
-            # its JSON-RPC one, else the first it lists (a peer serving HTTP+JSON only)
+            # its JSON-RPC one, else the first it lists (a peer serving HTTP+JSON or gRPC only)
             jsonrpc = [entry["url"] for entry in listed if entry["protocolBinding"] == "JSONRPC"]
             urls = jsonrpc or [entry["url"] for entry in listed]
             if urls:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import grpc
 from pydantic import ValidationError
 
 from synthorg.cli.common import (
@@ -55,7 +56,7 @@ from synthorg.store.catalog import Catalog
 from synthorg.store.delegations import Delegation
 from synthorg.store.tasks import TaskStore
 from synthorg.tasks.hops import VISITED_KEY
-from synthorg.tls.context import client_context, tls_files
+from synthorg.tls.context import TlsFiles, client_context, grpc_client_credentials, tls_files
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -165,13 +166,24 @@ def load_node_config(directory: Path) -> NodeConfig:
         fail(str(exc))
 
 
+def _tls_files(config: NodeConfig, directory: Path) -> TlsFiles | None:
+    return tls_files(config.server.tls,
+                     config.source.parent if config.source is not None else directory)
+
+
 def client_tls(config: NodeConfig, directory: Path) -> ssl.SSLContext | None:
     """The node's client certificate (server.tls), shown to peers as the node shows it."""
-    files = tls_files(config.server.tls,
-                      config.source.parent if config.source is not None else directory)
     try:
-        return client_context(files)
+        return client_context(_tls_files(config, directory))
     except (OSError, ssl.SSLError) as exc:
+        fail(f"server.tls: cannot load the node's certificate ({type(exc).__name__})")
+
+
+def client_grpc_tls(config: NodeConfig, directory: Path) -> grpc.ChannelCredentials | None:
+    """The same, for gRPC channels."""
+    try:
+        return grpc_client_credentials(_tls_files(config, directory))
+    except OSError as exc:
         fail(f"server.tls: cannot load the node's certificate ({type(exc).__name__})")
 
 
@@ -190,7 +202,7 @@ def open_outbound(directory: Path) -> Iterator[Outbound]:
             stores.delegations,
             config.a2a.node_name,
             lambda: settings.client_timeout_seconds,  # read per call: runtime writes apply
-            tls=client_tls(config, directory),
+            tls=client_tls(config, directory), grpc_tls=client_grpc_tls(config, directory),
         )
         yield Outbound(directory, config, stores, catalog, delegator)
 
@@ -201,7 +213,8 @@ def open_outbound(directory: Path) -> Iterator[Outbound]:
 def peer_error_line(peer: str, exc: PeerError) -> str:
     """One readable line naming the peer; never a secret or a raw body."""
     if isinstance(exc, PeerRpcError):
-        status = "" if exc.http_status == 200 else f" (HTTP {exc.http_status})"
+        status = ("" if exc.http_status == 200 else f" (HTTP {exc.http_status})"
+                  ) if exc.transport_status is None else f" (gRPC {exc.transport_status})"
         return f"peer {peer} refused: {exc.code} {exc.message}{status}"
     detail = str(exc).removeprefix(f"{peer}: ")
     if isinstance(exc, PeerUnavailable):

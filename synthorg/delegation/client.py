@@ -1,6 +1,7 @@
 """The outbound A2A client: this node calling one catalog peer over JSON-RPC, or A2A 1.0's
 HTTP+JSON binding (`rest_binding.py`: the same calls as routes, the same limits, retries and
-TLS rules; refusals read back as the same PeerRpcError).
+TLS rules; refusals read back as the same PeerRpcError), or its gRPC binding
+(`grpc_binding.py`: the same calls as RPCs, with the same headers as metadata).
 
 Every call carries `X-A2A-Peer-Name` (this node's name as the peer knows it) and the link
 secret under the record's scheme. Transient failures (connect errors, 429 with Retry-After,
@@ -23,14 +24,21 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import grpc
 import httpx
 from pydantic import ValidationError
 
 from synthorg import jsonrpc
 from synthorg.clock import utc_now
-from synthorg.delegation import rest_binding
+from synthorg.delegation import grpc_binding, rest_binding
+from synthorg.delegation.errors import PIN_MISMATCH as PIN_MISMATCH
+from synthorg.delegation.errors import PeerError as PeerError
+from synthorg.delegation.errors import PeerProtocolError as PeerProtocolError
+from synthorg.delegation.errors import PeerRpcError as PeerRpcError
+from synthorg.delegation.errors import PeerUnavailable as PeerUnavailable
+from synthorg.delegation.errors import RequestInvalid as RequestInvalid
 from synthorg.dialects import v1
-from synthorg.dialects.outbound import HTTP_JSON, JSONRPC, PeerDialect
+from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect
 from synthorg.generated.constants import (
     A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
@@ -80,31 +88,6 @@ _ANSWERED = uuid.UUID("0b6f2d8e-4c1a-4e3b-9f57-a2d4c6e8b013")  # ids of tasks a 
 MAX_RETRY_AFTER = 30.0
 
 
-class PeerError(Exception):
-    """Calling a peer failed; the message is safe to show (no secret, no raw body)."""
-
-
-class PeerRpcError(PeerError):
-    """The peer answered with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, http_status: int, data: Any = None) -> None:
-        super().__init__(f"peer error {code}: {message} (HTTP {http_status})")
-        self.code, self.message, self.http_status, self.data = code, message, http_status, data
-
-
-class PeerUnavailable(PeerError):
-    """The peer could not be reached, or kept answering with a transient failure."""
-
-
-class PeerProtocolError(PeerError):
-    """The peer answered something that is not a valid response to our request."""
-
-
-class RequestInvalid(PeerError):
-    """The call this node would make is not valid by the spec (a message past a bound): it
-    is not sent, as the peer would refuse it."""
-
-
 # The result label of an outbound call that failed (synthorg.observability.outbound).
 _RESULTS: dict[type[PeerError], str] = {
     PeerRpcError: "rpc_error", PeerUnavailable: "unavailable", PeerProtocolError: "protocol_error",
@@ -126,9 +109,6 @@ class RetryPolicy:
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER)
         return random.uniform(0, min(self.max_delay, self.base_delay * 2**attempt))
-
-
-PIN_MISMATCH = "its certificate is not the one its catalog record pins"
 
 
 def credential_headers(record: PeerRecord, local_name: str) -> dict[str, str]:
@@ -220,6 +200,7 @@ class A2AClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         dialect: PeerDialect | None = None,
         tls: ssl.SSLContext | None = None,
+        grpc_tls: grpc.ChannelCredentials | None = None,
     ) -> None:
         self.record = record
         # None: A2A 0.3 at the catalog endpoint. In 1.0 the same calls are made with the 1.0
@@ -234,6 +215,7 @@ class A2AClient:
         self._transport = transport
         # server.tls: the node's client certificate, and the peers' CA trusted too
         self.verify: ssl.SSLContext | bool = tls if tls is not None else True
+        self._grpc_tls = grpc_tls  # the same, for a gRPC channel; None: gRPC's default roots
         # mtls: the peer's server certificate must have the record's pin
         self.extensions = request_extensions(record.scheme, record.secret)
         self._sleep = sleep
@@ -264,9 +246,27 @@ class A2AClient:
             return self.dialect.url
         return default_rpc_url(self.record.endpoint)
 
+    def grpc_call(self) -> grpc_binding.GrpcCall:
+        """What a gRPC call to the peer is made with (the dialect's target, this client's
+        headers, timeout, bound, TLS and retries)."""
+        assert self.dialect is not None and self.dialect.binding == GRPC
+        if self.record.scheme == PEER_SCHEME_MTLS:  # its pin is checked over HTTPS only
+            raise PeerUnavailable(f"{self.record.name}: an mtls peer is not called over gRPC")
+        return grpc_binding.GrpcCall(
+            self.record.name, self.dialect.url, self.headers, self._timeout(), self._max_bytes,
+            self._grpc_tls, self._retry, self._sleep,
+        )
+
+    def grpc_params(self, params: v1.OutboundParams | v1.V1OutboundParams
+                    ) -> v1.V1OutboundParams:
+        """A call in the gRPC binding: its 1.0 params (the dialect is 1.0's)."""
+        if isinstance(params, v1.OutboundParams):
+            raise RequestInvalid(f"{self.record.name}: a gRPC call is made in 1.0 only")
+        return params
+
     @property
     def binding(self) -> str:
-        """The binding calls are made in: JSONRPC, or HTTP+JSON (in 1.0)."""
+        """The binding calls are made in: JSONRPC, or HTTP+JSON or GRPC (in 1.0)."""
         return self.dialect.binding if self.dialect is not None else JSONRPC
 
     @property
@@ -394,6 +394,8 @@ class A2AClient:
                 raise
 
     async def _call(self, params: v1.OutboundParams | v1.V1OutboundParams) -> Any:
+        if self.binding == GRPC:
+            return await grpc_binding.unary(self.grpc_call(), self.grpc_params(params))
         request_id = str(uuid.uuid4())
         rest = self.binding == HTTP_JSON
         if rest:

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import grpc
 import httpx
 from pydantic import ValidationError
 
@@ -24,13 +25,14 @@ from synthorg.delegation.client import (
     A2AClient,
     PeerError,
     PeerProtocolError,
+    PeerUnavailable,
     build_message,
     default_rpc_url,
     stream_params,
 )
 from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import Events, stream_call
-from synthorg.dialects.outbound import JSONRPC, PeerDialect, choose
+from synthorg.dialects.outbound import GRPC, JSONRPC, BindingUnusable, PeerDialect, choose
 from synthorg.generated.constants import (
     MESSAGE_STREAM,
     PUSH_RECEIVE,
@@ -80,9 +82,11 @@ class Delegator:
         timeout: Callable[[], float],
         transport: httpx.AsyncBaseTransport | None = None,
         tls: ssl.SSLContext | None = None,
+        grpc_tls: grpc.ChannelCredentials | None = None,
     ) -> None:
         self._catalog = catalog
         self._tls = tls  # server.tls: the client certificate shown to peers
+        self._grpc_tls = grpc_tls  # the same for gRPC channels
         self.store = store
         self._local_name = local_name
         self._timeout = timeout
@@ -102,7 +106,7 @@ class Delegator:
             raise DelegationError(f"no catalog record for peer {peer!r}")
         return A2AClient(
             record, self._local_name, self._timeout, transport=self._transport, dialect=dialect,
-            tls=self._tls,
+            tls=self._tls, grpc_tls=self._grpc_tls,
         )
 
     async def peer_client(self, peer: str, binding: str | None = None) -> A2AClient:
@@ -125,8 +129,20 @@ class Delegator:
 
     async def _dialect(self, client: A2AClient, binding: str | None) -> PeerDialect:
         endpoint = client.record.endpoint
-        return choose(await self._card(client), endpoint, default_rpc_url(endpoint), binding,
-                      default_rest_url(endpoint))
+        card = await self._card(client)
+        try:
+            return choose(card, endpoint, default_rpc_url(endpoint), binding,
+                          default_rest_url(endpoint), mtls=client.record.scheme == MTLS)
+        except BindingUnusable as exc:
+            if card is None and binding == GRPC and client.record.scheme != MTLS:
+                # Only its card names the gRPC target, and it could not be read (the peer is
+                # down, or restarting): a failure to try again, with the card read anew.
+                self._cards.pop((client.record.name, client.record.endpoint), None)
+                raise PeerUnavailable(
+                    f"{client.record.name}: its card, which names its gRPC target, cannot be "
+                    "read"
+                ) from None
+            raise DelegationError(f"peer {client.record.name}: {exc}") from None
 
     async def _card(self, client: A2AClient) -> PeerCard | None:
         """The peer's card as last read (None: none, or unreadable), read again after
@@ -146,6 +162,10 @@ class Delegator:
                 card = read_peer_card(fetched.document)
             except InvalidCard:
                 card = None
+        elif cached is not None:
+            # Unreachable now (a restart, a blip): the card last read still says how to call
+            # it, so a delegation in a binding only its card names is followed on.
+            card = cached[1]
         self._cards[key] = (now + DIALECT_TTL_SECONDS, card)
         return card
 

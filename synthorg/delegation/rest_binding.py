@@ -49,7 +49,7 @@ ROUTES: dict[str, Operation] = {
 REST_BASE = posixpath.commonpath([op.path for op in ROUTES.values()])
 # An error's ErrorInfo reason is its name in the spec, without V1_ (`dialects/errors.py`;
 # A2A 1.0's own errors are named so by every implementation): by reason, the error.
-_BY_REASON: dict[str, RpcErrorSpec] = {
+BY_REASON: dict[str, RpcErrorSpec] = {
     name.removeprefix("V1_"): value
     for name, value in vars(constants).items()
     if isinstance(value, RpcErrorSpec)
@@ -116,7 +116,7 @@ def status_error(status: int, payload: Any) -> tuple[RpcErrorSpec, str] | None:
                 "google.rpc.ErrorInfo"):
             reason = detail.get("reason")
             break
-    spec = _BY_REASON.get(reason) if isinstance(reason, str) else None
+    spec = BY_REASON.get(reason) if isinstance(reason, str) else None
     if spec is None:
         spec = _BY_STATUS.get(status, INTERNAL_ERROR)
     return spec, message if isinstance(message, str) else spec.message

@@ -2,8 +2,9 @@
 
 Each event's `data` is one JSON-RPC response (HTTP+JSON: the StreamResponse itself, or the
 google.rpc.Status a refusal ends the stream with; the call is `message:stream` or
-`tasks/{id}:subscribe`); its `id` is the event's sequence number in the peer's durable
-per-task log, which a resubscription names in `Last-Event-ID` to resume
+`tasks/{id}:subscribe`; gRPC: no SSE, each StreamResponse message of `SendStreamingMessage`
+or `SubscribeToTask`, `grpc_binding.stream`); its `id` is the event's sequence number in the
+peer's durable per-task log, which a resubscription names in `Last-Event-ID` to resume
 exactly after it. Reads are bounded: one event (its data lines together), and any line, at
 most `max_bytes`; a stream that stays silent longer than `idle_seconds` (a live peer sends a
 keep-alive comment every 15 s) is dropped, and the follower resubscribes.
@@ -20,6 +21,7 @@ import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from synthorg import jsonrpc
+from synthorg.delegation import grpc_binding
 from synthorg.delegation.client import (
     PIN_MISMATCH,
     A2AClient,
@@ -30,7 +32,7 @@ from synthorg.delegation.client import (
 )
 from synthorg.delegation.rest_binding import RestCall, rest_call
 from synthorg.dialects import v1
-from synthorg.dialects.outbound import HTTP_JSON
+from synthorg.dialects.outbound import GRPC, HTTP_JSON
 from synthorg.generated.constants import (
     LAST_EVENT_ID_HEADER,
     MEDIA_TYPE_APPLICATION_JSON,
@@ -132,6 +134,18 @@ async def stream_call(
     name = client.record.name
     spoken = client.spoken(params)  # the same call in 1.0 for a 1.0 peer
     method = jsonrpc.method_of(spoken)
+    if client.binding == GRPC:
+        # A gRPC stream has no event ids: a resubscription starts from the task as it is.
+        with outbound_call(name, method) as outcome:
+            try:
+                grpc_events = grpc_binding.stream(client.grpc_call(), client.grpc_params(spoken))
+                async with contextlib.aclosing(grpc_events) as results:
+                    async for result in results:
+                        yield None, stream_event(name, result, speaks_v1=True)
+            except PeerError as exc:
+                outcome.result = result_label(exc)
+                raise
+        return
     request = (rest_call(client.rpc_url, spoken) if client.binding == HTTP_JSON
                else RestCall("POST", client.rpc_url, jsonrpc.call(spoken, 1)))
     headers = {**client.headers, "Accept": EVENT_STREAM}

@@ -1174,7 +1174,7 @@ class SupportedInterface(SpecModel):
 class PeerInterface(SpecModel):
     """The members of a peer card's supportedInterfaces entry that the client reads; others are ignored."""
 
-    url: Annotated[str, Field(max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$')]
+    url: Annotated[str, Field(max_length=2048, pattern='^([Hh][Tt][Tt][Pp][Ss]?://[^\\s]+|[Gg][Rr][Pp][Cc][Ss]?://[^\\s]+|[^\\s/:@?#\\[\\]]+:[0-9]{1,5}|\\[[0-9A-Fa-f:.]+\\]:[0-9]{1,5})$')]
     protocolBinding: Annotated[str, Field(max_length=64)]
     protocolVersion: Annotated[str, Field(max_length=64)]
 
@@ -1243,7 +1243,7 @@ class PeerCard(SpecModel):
     """The members of a peer's card that discovery reads: a peer's card is projected onto these (other members are ignored) before it is validated, so cards from other A2A implementations are accepted as long as what we use is well formed."""
 
     name: Annotated[str, Field(min_length=1, max_length=1024)]
-    url: Annotated[str, Field(max_length=2048, pattern='^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$')]
+    url: Annotated[str, Field(max_length=2048, pattern='^([Hh][Tt][Tt][Pp][Ss]?://[^\\s]+|[Gg][Rr][Pp][Cc][Ss]?://[^\\s]+|[^\\s/:@?#\\[\\]]+:[0-9]{1,5}|\\[[0-9A-Fa-f:.]+\\]:[0-9]{1,5})$')]
     version: Annotated[Annotated[str, Field(max_length=256)] | None, NoNull] = None
     protocolVersion: Annotated[Annotated[str, Field(max_length=64)] | None, NoNull] = None
     supportedInterfaces: Annotated[Annotated[list[PeerInterface], Field(max_length=16)] | None, NoNull] = None

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import certifi
+import grpc
+
 from synthorg.generated.models import ServerTlsConfig
 
 MINIMUM_VERSION = ssl.TLSVersion.TLSv1_2
@@ -111,6 +114,21 @@ def client_context(files: TlsFiles | None) -> ssl.SSLContext | None:
         context.load_verify_locations(cafile=files.ca)
     context.load_cert_chain(files.cert, files.key)
     return context
+
+
+def grpc_client_credentials(files: TlsFiles | None) -> grpc.ChannelCredentials | None:
+    """The same for a gRPC channel: the node's certificate presented, `ca_file` trusted
+    beside the public CAs httpx trusts (certifi's; grpc takes one bundle of roots). None:
+    gRPC's defaults."""
+    if files is None:
+        return None
+    roots = Path(certifi.where()).read_bytes()
+    if files.ca is not None:
+        roots += b"\n" + files.ca.read_bytes()
+    return grpc.ssl_channel_credentials(
+        root_certificates=roots, private_key=files.key.read_bytes(),
+        certificate_chain=files.cert.read_bytes(),
+    )
 
 
 # -- the ASGI scope ----------------------------------------------------------------------------

@@ -42,9 +42,11 @@ def agents_yaml(agents: dict[str, str]) -> str:
 
 
 def node_config(
-    name: str, allowed: list[str], agents: dict[str, str] | str, public_url: str | None = None
+    name: str, allowed: list[str], agents: dict[str, str] | str, public_url: str | None = None,
+    grpc_port: int | None = None,
 ) -> str:
-    """`agents` as for agents_yaml, or the agents list already written as YAML."""
+    """`agents` as for agents_yaml, or the agents list already written as YAML; `grpc_port`:
+    the node serves gRPC there too."""
     return (
         "a2a:\n"
         "  enabled: true\n"
@@ -52,6 +54,7 @@ def node_config(
         f"  allowed_peers: [{', '.join(allowed)}]\n"
         f"  client_timeout_seconds: {CLIENT_TIMEOUT}\n"
         + (f"  public_url: {public_url}\n" if public_url else "")
+        + (f"server:\n  grpc_port: {grpc_port}\n" if grpc_port else "")
         + (agents if isinstance(agents, str) else agents_yaml(agents))
     )
 
@@ -64,12 +67,14 @@ def free_port() -> int:
 
 class FedNode(LiveNode):
     def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str] | str,
-                 *, public: bool = False):
+                 *, public: bool = False, grpc: bool = False):
         """`public`: the node listens on a port fixed now and names it as its public_url
-        (its peers push to it there)."""
+        (its peers push to it there); `grpc`: it serves gRPC too, on a port of its own."""
         port = free_port() if public else 0
         public_url = f"http://127.0.0.1:{port}" if public else None
-        super().__init__(root / name, node_config(name, allowed, agents, public_url),
+        self.grpc_port = free_port() if grpc else None
+        super().__init__(root / name, node_config(name, allowed, agents, public_url,
+                                                  self.grpc_port),
                          env={"SYNTHORG_BACKEND_PORT": str(port)} if public else None)
         self.name = name
 

@@ -12,9 +12,15 @@ tests in `test_sdk1.py`, which run this file as a subprocess with that venv's py
     python sdk1_driver.py server-rest PEER KEY  the same, serving HTTP+JSON only (the SDK's
                                                 own REST routes, under /a2a/rest; its card
                                                 lists that interface alone, and streaming)
+    python sdk1_driver.py server-grpc PEER KEY  the same, serving gRPC only (the SDK's own
+                                                GrpcHandler on a port of its own; the card,
+                                                still served over HTTP, lists that interface
+                                                alone, as `127.0.0.1:PORT`; prints "PORT n
+                                                GRPC m")
 
 Our peer headers go through the SDK's own hooks: a client call interceptor (client) and a
-small ASGI middleware answering 401 (server). Agents, by `metadata.agentId`: `echo`
+small ASGI middleware answering 401 (server; over gRPC an interceptor answering
+UNAUTHENTICATED). Agents, by `metadata.agentId`: `echo`
 completes with an artifact echoing the text; `parker` waits in input-required until
 canceled; `chatty` answers with a Message.
 """
@@ -142,7 +148,10 @@ async def client_run(url: str, peer: str, key: str, binding: str = "JSONRPC") ->
 # -- the server -------------------------------------------------------------------------------
 
 
-def build_server(peer: str, key: str, port: int, rest: bool = False) -> Any:
+def build_server(peer: str, key: str, port: int, binding: str = "JSONRPC",
+                 grpc_port: int | None = None) -> Any:
+    """The app (its card, and the routes of `binding`) and the request handler."""
+    rest = binding == "HTTP+JSON"
     from a2a.helpers.proto_helpers import new_task_from_user_message
     from a2a.server.agent_execution import AgentExecutor, RequestContext
     from a2a.server.events import EventQueue
@@ -190,16 +199,17 @@ def build_server(peer: str, key: str, port: int, rest: bool = False) -> Any:
 
     path = REST_PATH if rest else RPC_PATH
     url = f"http://127.0.0.1:{port}{path}"
+    if grpc_port is not None:
+        url = f"127.0.0.1:{grpc_port}"
     card = ParseDict(
         {
             "name": "sdk1-peer",
             "description": "a2a-sdk 1.x server for interop tests",
             "version": "1.0.0",
             "supportedInterfaces": [
-                {"url": url, "protocolBinding": "HTTP+JSON" if rest else "JSONRPC",
-                 "protocolVersion": "1.0"}
+                {"url": url, "protocolBinding": binding, "protocolVersion": "1.0"}
             ],
-            "capabilities": {"streaming": rest},
+            "capabilities": {"streaming": binding != "JSONRPC"},
             "defaultInputModes": ["text/plain"],
             "defaultOutputModes": ["text/plain"],
             "skills": [
@@ -212,7 +222,7 @@ def build_server(peer: str, key: str, port: int, rest: bool = False) -> Any:
         agent_executor=Agents(), task_store=InMemoryTaskStore(), agent_card=card
     )
     served = (create_rest_routes(handler, path_prefix=REST_PATH) if rest
-              else create_jsonrpc_routes(handler, RPC_PATH))
+              else [] if grpc_port is not None else create_jsonrpc_routes(handler, RPC_PATH))
     app = Starlette(routes=[*create_agent_card_routes(card), *served])
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -232,17 +242,21 @@ def build_server(peer: str, key: str, port: int, rest: bool = False) -> Any:
             scope.setdefault("state", {})["a2a_version"] = headers.get("a2a-version")
         await app(scope, receive, send)
 
-    return guarded
+    return guarded, handler
 
 
-def server_run(peer: str, key: str, rest: bool = False) -> None:
+def server_run(peer: str, key: str, binding: str = "JSONRPC") -> None:
     import uvicorn
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(build_server(peer, key, port, rest), log_level="warning")
+    if binding == "GRPC":
+        asyncio.run(_serve_grpc(peer, key, sock))
+        return
+    app, _ = build_server(peer, key, port, binding)
+    config = uvicorn.Config(app, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -252,12 +266,54 @@ def server_run(peer: str, key: str, rest: bool = False) -> None:
     thread.join(10)
 
 
+async def _serve_grpc(peer: str, key: str, sock: socket.socket) -> None:
+    """The card over HTTP on `sock`, the A2AService on a gRPC port of its own, in one loop."""
+    import grpc
+    import uvicorn
+    from a2a.server.request_handlers import GrpcHandler
+    from a2a.types import a2a_pb2_grpc
+
+    class Guard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+        async def intercept_service(self, continuation: Any, details: Any) -> Any:
+            handler = await continuation(details)
+            metadata = dict(details.invocation_metadata or ())
+            if metadata.get("x-a2a-peer-name") == peer and metadata.get("x-api-key") == key:
+                return handler
+
+            async def deny(request: Any, context: Any) -> Any:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, "Authentication required")
+
+            async def deny_stream(request: Any, context: Any) -> Any:
+                await deny(request, context)
+                yield  # pragma: no cover - abort raises
+
+            options = {"request_deserializer": handler.request_deserializer,
+                       "response_serializer": handler.response_serializer}
+            if handler.response_streaming:
+                return grpc.unary_stream_rpc_method_handler(deny_stream, **options)
+            return grpc.unary_unary_rpc_method_handler(deny, **options)
+
+    server = grpc.aio.server(interceptors=[Guard()])
+    grpc_port = server.add_insecure_port("127.0.0.1:0")
+    app, handler = build_server(peer, key, sock.getsockname()[1], "GRPC", grpc_port)
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+    await server.start()
+    http = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    serving = asyncio.ensure_future(http.serve(sockets=[sock]))
+    print(f"PORT {sock.getsockname()[1]} GRPC {grpc_port}", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    http.should_exit = True
+    await serving
+    await server.stop(1)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["client"] and len(argv) in (4, 5):
         print(json.dumps(asyncio.run(client_run(*argv[1:]))))
         return 0
-    if argv[:1] in (["server"], ["server-rest"]) and len(argv) == 3:
-        server_run(*argv[1:], rest=argv[0] == "server-rest")
+    bindings = {"server": "JSONRPC", "server-rest": "HTTP+JSON", "server-grpc": "GRPC"}
+    if argv[:1] and argv[0] in bindings and len(argv) == 3:
+        server_run(*argv[1:], binding=bindings[argv[0]])
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -34,15 +34,10 @@ from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
 from synthorg.store.sqlite.delegations import SqliteDelegationStore
 from tests.support.node import NodeProcess, cli
+from tests.support.sdk1 import DRIVER, SDK1_PYTHON, needs_sdk1
+from tests.support.sdk1 import sdk1_server as sdk1_peer
 
-ROOT = Path(__file__).resolve().parents[2]
-SDK1_PYTHON = ROOT / ".venv-sdk1" / "bin" / "python"
-DRIVER = Path(__file__).with_name("sdk1_driver.py")
-
-pytestmark = pytest.mark.skipif(
-    not SDK1_PYTHON.exists(),
-    reason="the a2a-sdk 1.x venv is missing: run `make sdk1-venv` (make test builds it)",
-)
+pytestmark = needs_sdk1
 
 PEER, KEY = "sdk1-peer", "sdk1-peer-link-secret-5c1e9a"
 CONFIG = f"""\
@@ -149,23 +144,8 @@ TEXT = [TextPart(kind="text", text="hello from synthorg")]
 
 @pytest.fixture(scope="module")
 def sdk1_server() -> Iterator[str]:
-    process = subprocess.Popen(
-        [str(SDK1_PYTHON), str(DRIVER), "server", NODE, NODE_KEY],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("PORT "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with sdk1_peer(NODE, NODE_KEY) as server:
+        yield server.url
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
-"""Our node delegating to the official `a2a-sdk` 1.x server when it serves HTTP+JSON only
-(the SDK's own REST routes, `sdk1_driver.py server-rest`): its card lists that one
-interface, at a path that is not ours, so the client takes the binding and the URL from the
+"""Our node delegating to the official `a2a-sdk` 1.x server when it serves one binding other
+than JSON-RPC: HTTP+JSON only (the SDK's own REST routes, `sdk1_driver.py server-rest`), or
+gRPC only (the SDK's own GrpcHandler, `server-grpc`). Its card lists that one interface, at a
+path (or a gRPC port) that is not ours, so the client takes the binding and the URL from the
 card. A delegation completes (sent, streamed, got, canceled), the SDK's google.rpc.Status
 refusals read as the same errors as over JSON-RPC, and the CLI says which binding it used.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,38 +24,27 @@ from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
 from synthorg.store.sqlite.delegations import SqliteDelegationStore
-from tests.interop.test_sdk1 import DRIVER, SDK1_PYTHON
 from tests.support.node import cli
+from tests.support.sdk1 import Sdk1Server, needs_sdk1, sdk1_server
 
-pytestmark = pytest.mark.skipif(
-    not SDK1_PYTHON.exists(),
-    reason="the a2a-sdk 1.x venv is missing: run `make sdk1-venv` (make test builds it)",
-)
+pytestmark = needs_sdk1
 
 NODE, NODE_KEY = "node-a", "sdk1-rest-link-secret-8a2c"
-TEXT = [TextPart(kind="text", text="hello over HTTP+JSON")]
-REST = "HTTP+JSON"
+TEXT = [TextPart(kind="text", text="hello in one binding")]
+REST, GRPC = "HTTP+JSON", "GRPC"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    process = subprocess.Popen(
-        [str(SDK1_PYTHON), str(DRIVER), "server-rest", NODE, NODE_KEY],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("PORT "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}"
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+@pytest.fixture(scope="module", params=[REST, GRPC])
+def peer(request: pytest.FixtureRequest) -> Iterator[Sdk1Server]:
+    with sdk1_server(NODE, NODE_KEY, request.param) as served:
+        yield served
+
+
+def where(peer: Sdk1Server) -> str:
+    """Where its card says it serves its binding, as the client calls it."""
+    if peer.binding == GRPC:
+        return f"grpc://127.0.0.1:{peer.grpc_port}"
+    return peer.url + "/a2a/rest"
 
 
 @pytest.fixture
@@ -73,35 +62,35 @@ def delegator(db: Database, tmp_path: Path, url: str, key: str = NODE_KEY) -> De
     return Delegator(catalog, SqliteDelegationStore(db), NODE, lambda: 10.0)
 
 
-def test_the_card_picks_http_json_and_a_delegation_completes(
-    db: Database, tmp_path: Path, server: str,
+def test_the_card_picks_its_binding_and_a_delegation_completes(
+    db: Database, tmp_path: Path, peer: Sdk1Server,
 ) -> None:
-    ours = delegator(db, tmp_path, server)
+    ours = delegator(db, tmp_path, peer.url)
     client = asyncio.run(ours.peer_client("sdk1"))
-    assert client.binding == REST and client.rpc_url == server + "/a2a/rest"
+    assert client.binding == peer.binding and client.rpc_url == where(peer)
     done = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="echo"))
-    assert done.state == "completed" and done.binding == REST
+    assert done.state == "completed" and done.binding == peer.binding
     assert done.task.artifacts and done.task.artifacts[0].parts[0] == TEXT[0]
     assert asyncio.run(ours.refresh(done.id)).state == "completed"
 
 
 def test_a_parked_task_is_followed_and_canceled(
-    db: Database, tmp_path: Path, server: str,
+    db: Database, tmp_path: Path, peer: Sdk1Server,
 ) -> None:
-    ours = delegator(db, tmp_path, server)
+    ours = delegator(db, tmp_path, peer.url)
     record = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="parker"))
     assert record.state == "input-required"
     assert asyncio.run(ours.refresh(record.id)).state == "input-required"
     assert asyncio.run(ours.cancel(record.id)).state == "canceled"
 
 
-def test_a_delegation_streams(db: Database, tmp_path: Path, server: str) -> None:
-    ours = delegator(db, tmp_path, server)
+def test_a_delegation_streams(db: Database, tmp_path: Path, peer: Sdk1Server) -> None:
+    ours = delegator(db, tmp_path, peer.url)
     assert asyncio.run(ours.streams("sdk1"))
 
     async def streamed() -> Delegation:
         record, events, last = await ours.delegate_streaming("sdk1", TEXT, agent_id="echo")
-        assert record.binding == REST
+        assert record.binding == peer.binding
 
         async def nothing(_: Delegation) -> None:
             return None
@@ -114,29 +103,29 @@ def test_a_delegation_streams(db: Database, tmp_path: Path, server: str) -> None
 
 
 def test_its_refusals_read_as_the_errors_they_stand_for(
-    db: Database, tmp_path: Path, server: str,
+    db: Database, tmp_path: Path, peer: Sdk1Server,
 ) -> None:
-    ours = delegator(db, tmp_path, server)
+    ours = delegator(db, tmp_path, peer.url)
     client = asyncio.run(ours.peer_client("sdk1"))
     with pytest.raises(PeerRpcError) as missing:
         asyncio.run(client.get_task("no-such-task"))
     assert missing.value.code == -32001 and missing.value.http_status == 404
     answered = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="chatty"))
     assert answered.state == "completed"
-    wrong = delegator(db, tmp_path, server, key="wrong")
+    wrong = delegator(db, tmp_path, peer.url, key="wrong")
     with pytest.raises(PeerRpcError) as refused:
         asyncio.run(wrong.delegate("sdk1", TEXT))
     assert refused.value.http_status == 401 and refused.value.code == -32003
 
 
-def test_the_cli_delegates_and_shows_the_binding(tmp_path: Path, server: str) -> None:
+def test_the_cli_delegates_and_shows_the_binding(tmp_path: Path, peer: Sdk1Server) -> None:
     (tmp_path / "config.yaml").write_text(f"a2a:\n  enabled: true\n  node_name: {NODE}\n")
-    cli(tmp_path, "peers", "add", "sdk1", "--endpoint", server, stdin=NODE_KEY)
+    cli(tmp_path, "peers", "add", "sdk1", "--endpoint", peer.url, stdin=NODE_KEY)
     shown = cli(tmp_path, "delegate", "sdk1", "hi", "--agent", "echo")
-    assert "delegated to sdk1, agent echo over HTTP+JSON" in shown.stdout, shown.stdout
+    assert f"delegated to sdk1, agent echo over {peer.binding}" in shown.stdout, shown.stdout
     waited = cli(tmp_path, "delegate", "sdk1", "hi", "--agent", "echo", "--wait", "--json")
     record = json.loads(waited.stdout)
-    assert record["state"] == "completed" and record["binding"] == REST
+    assert record["state"] == "completed" and record["binding"] == peer.binding
     listed = cli(tmp_path, "tasks", "list", "--outbound").stdout
     row = next(line for line in listed.splitlines() if line.startswith(record["id"]))
-    assert REST in row.split()
+    assert peer.binding in row.split()

@@ -12,7 +12,7 @@ from synthorg.cards.peer_card import read_peer_card
 from synthorg.delegation.client import build_message, send_params, stream_params
 from synthorg.delegation.rest_binding import default_rest_url, rest_call, status_error
 from synthorg.dialects.errors import http_error
-from synthorg.dialects.outbound import PeerDialect, choose
+from synthorg.dialects.outbound import BindingUnusable, PeerDialect, choose
 from synthorg.dialects.v1 import params_v1
 from synthorg.generated import constants as spec
 from synthorg.generated.models import (
@@ -70,8 +70,9 @@ def test_the_operators_binding_comes_before_the_cards_order() -> None:
     # configured but not on the card (or no card): a peer of ours serves it at its own path
     assert chosen(None, "HTTP+JSON") == PeerDialect("1.0", DEFAULT_REST, "HTTP+JSON")
     assert default_rest_url(ENDPOINT + "/") == DEFAULT_REST
-    # gRPC is not spoken by this client: the card decides
-    assert chosen(both, "GRPC") == PeerDialect("1.0", RPC, "JSONRPC")
+    # gRPC configured, and the card lists no gRPC target: not sent in another binding
+    with pytest.raises(BindingUnusable, match=r"lists no A2A 1\.0 gRPC interface"):
+        chosen(both, "GRPC")
 
 
 def message() -> Any:
