@@ -27,6 +27,7 @@ from synthorg.http.caching import DEFAULT_MAX_AGE, freshness_seconds, usable_eta
 from synthorg.http.headers import content_length
 from synthorg.http.numbers import json_int
 from synthorg.observability.outbound import trace_headers
+from synthorg.tls.context import public_trust
 from synthorg.tls.outbound import PinMismatch
 
 CARD_PATH = CARDS_COMPANY_CARD.path
@@ -114,7 +115,7 @@ async def _fetch(
     trace_headers(headers)
     async with httpx.AsyncClient(
         timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False,
-        transport=transport, verify=tls if tls is not None else True,
+        transport=transport, verify=tls if tls is not None else public_trust(),
     ) as client, client.stream("GET", url, headers=headers, extensions=extensions) as response:
         status = response.status_code
         new_etag = usable_etag(response.headers.get("etag"))

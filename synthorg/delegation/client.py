@@ -76,6 +76,7 @@ from synthorg.generated.models import (
 from synthorg.http.numbers import ascii_int
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.store.catalog import PeerRecord
+from synthorg.tls.context import public_trust
 from synthorg.tls.outbound import PinMismatch, request_extensions
 
 RequestId = str | int | None
@@ -214,7 +215,7 @@ class A2AClient:
         self._max_bytes = max_response_bytes
         self._transport = transport
         # server.tls: the node's client certificate, and the peers' CA trusted too
-        self.verify: ssl.SSLContext | bool = tls if tls is not None else True
+        self.verify: ssl.SSLContext = tls if tls is not None else public_trust()
         self._grpc_tls = grpc_tls  # the same, for a gRPC channel; None: gRPC's default roots
         # mtls: the peer's server certificate must have the record's pin
         self.extensions = request_extensions(record.scheme, record.secret)

@@ -13,6 +13,7 @@ peers, which trust `ca_file` besides the system's CAs.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -113,6 +114,16 @@ def client_context(files: TlsFiles | None) -> ssl.SSLContext | None:
     if files.ca is not None:
         context.load_verify_locations(cafile=files.ca)
     context.load_cert_chain(files.cert, files.key)
+    return context
+
+
+@functools.cache
+def public_trust() -> ssl.SSLContext:
+    """What outbound HTTPS calls verify with when the node has no `server.tls`: the public
+    CAs httpx trusts (certifi's), loaded once per process. httpx's `verify=True` loads the
+    bundle again for each client, tens of milliseconds a call; a context is safe to share."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    context.minimum_version = MINIMUM_VERSION
     return context
 
 
