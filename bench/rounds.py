@@ -1,0 +1,97 @@
+"""Alternating rounds: every row measured once per round, rounds repeated, medians reported.
+
+On a shared, noisy machine a row measured in one block can land on a quiet or a busy minute;
+measured once per round, in an order that rotates each round, every row sees the same
+minutes, so their ratios hold even when the absolute rates drift. A row's figure is the median
+of its rounds, its spread the lowest and highest.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from bench.servers import Server
+from bench.system import cpu_seconds
+from bench.wrk import WrkResult
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        if not values:
+            return cls(float("nan"), float("nan"), float("nan"))
+        return cls(statistics.median(values), min(values), max(values))
+
+    def relative(self) -> float:
+        """(high - low) / median: how far apart the rounds were."""
+        return (self.high - self.low) / self.median if self.median else float("nan")
+
+    def show(self, digits: int = 0) -> str:
+        return (f"{self.median:,.{digits}f} [{self.low:,.{digits}f}-{self.high:,.{digits}f}]"
+                if self.median == self.median else "-")
+
+
+@dataclass
+class Sample:
+    """One measured wrk run of a row, with the server's CPU time over it."""
+
+    result: WrkResult
+    server_cpu_s: float
+
+    @property
+    def cpu_us_per_request(self) -> float:
+        requests = self.result.requests
+        return self.server_cpu_s * 1e6 / requests if requests else float("nan")
+
+
+@dataclass
+class RowSamples:
+    key: str
+    samples: list[Sample] = field(default_factory=list)
+    unexpected: int = 0  # answers without the expected status, and socket errors
+
+    def rps(self) -> Spread:
+        return Spread.of([s.result.rps for s in self.samples])
+
+    def cpu_us(self) -> Spread:
+        return Spread.of([s.cpu_us_per_request for s in self.samples])
+
+    def latency_ms(self, percentile: str) -> Spread:
+        return Spread.of([s.result.latency_us[percentile] / 1000 for s in self.samples])
+
+
+def rotation(items: Sequence[T], round_index: int) -> list[T]:
+    """`items` starting at `round_index` (mod its length), wrapping: no row always runs first,
+    or always right after the same other row."""
+    if not items:
+        return []
+    start = round_index % len(items)
+    return [*items[start:], *items[:start]]
+
+
+def measure(server: Server, run: Callable[[], WrkResult]) -> Sample:
+    """`run` (one wrk run against `server`), with the CPU time every process of the server used
+    meanwhile, from /proc (utime + stime)."""
+    before = sum(cpu_seconds(pid) for pid in server.pids)
+    result = run()
+    used = sum(cpu_seconds(pid) for pid in server.pids) - before
+    return Sample(result, used)
+
+
+def unexpected(result: WrkResult, expect_status: int) -> int:
+    """Answers without the expected status, plus socket errors and timeouts."""
+    errors = result.errors
+    sockets = errors["connect"] + errors["read"] + errors["write"] + errors["timeout"]
+    if expect_status < 400:
+        return errors["status"] + sockets
+    return result.requests - errors["status"] + sockets  # wrk counts >= 400 only
