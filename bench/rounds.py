@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from bench.servers import Server
-from bench.system import cpu_seconds
+from bench.system import cpu_busy_seconds, cpu_seconds
 from bench.wrk import WrkResult
 
 T = TypeVar("T")
@@ -43,10 +43,13 @@ class Spread:
 
 @dataclass
 class Sample:
-    """One measured wrk run of a row, with the server's CPU time over it."""
+    """One measured wrk run of a row, with the server's CPU time over it, and the share of
+    the server's CPU that other processes (or the hypervisor) took meanwhile, when the server
+    is pinned to one."""
 
     result: WrkResult
     server_cpu_s: float
+    others: float = float("nan")
 
     @property
     def cpu_us_per_request(self) -> float:
@@ -66,6 +69,9 @@ class RowSamples:
     def cpu_us(self) -> Spread:
         return Spread.of([s.cpu_us_per_request for s in self.samples])
 
+    def others(self) -> Spread:
+        return Spread.of([s.others for s in self.samples if s.others == s.others])
+
     def latency_ms(self, percentile: str) -> Spread:
         return Spread.of([s.result.latency_us[percentile] / 1000 for s in self.samples])
 
@@ -79,13 +85,19 @@ def rotation(items: Sequence[T], round_index: int) -> list[T]:
     return [*items[start:], *items[:start]]
 
 
-def measure(server: Server, run: Callable[[], WrkResult]) -> Sample:
+def measure(server: Server, run: Callable[[], WrkResult], cpu: int | None = None) -> Sample:
     """`run` (one wrk run against `server`), with the CPU time every process of the server used
-    meanwhile, from /proc (utime + stime)."""
+    meanwhile, from /proc (utime + stime); with `cpu` (the one the server is pinned to), also
+    the share of it others used."""
     before = sum(cpu_seconds(pid) for pid in server.pids)
+    busy_before = cpu_busy_seconds(cpu) if cpu is not None else (0.0, 0.0)
     result = run()
     used = sum(cpu_seconds(pid) for pid in server.pids) - before
-    return Sample(result, used)
+    others = float("nan")
+    if cpu is not None and result.seconds > 0:
+        busy, stolen = cpu_busy_seconds(cpu)
+        others = max(0.0, busy - busy_before[0] + stolen - busy_before[1] - used) / result.seconds
+    return Sample(result, used, others)
 
 
 def unexpected(result: WrkResult, expect_status: int) -> int:

@@ -128,10 +128,13 @@ def plain_config() -> str:
     return f"a2a:\n  enabled: true\n  allowed_peers: [{PEER}]\n"
 
 
-def start_node_uvicorn(workdir: Path, pin: list[str], label: str, config: str) -> Server:
+def start_node_uvicorn(workdir: Path, pin: list[str], label: str, config: str,
+                       args: tuple[str, ...] = ()) -> Server:
+    """The node as it serves today: `python -m synthorg.api` (`args` appended)."""
     data_dir, headers = node_data_dir(workdir, label, config)
     env = {**os.environ, "SYNTHORG_DATA_DIR": str(data_dir)}
-    command = [*pin, sys.executable, "-m", "synthorg.api", "--host", "127.0.0.1", "--port", "0"]
+    command = [*pin, sys.executable, "-m", "synthorg.api", "--host", "127.0.0.1", "--port", "0",
+               *args]
     server = launch(label, "node", command, env, workdir / f"{label}.log", NODE_STARTED)
     server.headers = headers
     return server
@@ -277,18 +280,20 @@ def run_rounds(args: argparse.Namespace, wrk: str, pinning: Pinning, rows: list[
         for row in rotation(rows, index):
             if args.warmup:
                 wrk_run(row, args.warmup)
-            sample = measure(row.server, functools.partial(wrk_run, row, args.duration))
+            sample = measure(row.server, functools.partial(wrk_run, row, args.duration),
+                             pinning.server_cpu)
             row.samples.samples.append(sample)
             row.samples.unexpected += unexpected(sample.result, row.load.expect_status)
             print(f"  {row.key}: {sample.result.rps:,.0f} req/s, "
-                  f"{sample.cpu_us_per_request:.0f} us CPU/req", flush=True)
+                  f"{sample.cpu_us_per_request:.0f} us CPU/req, others on its CPU "
+                  f"{sample.others:.0%}", flush=True)
 
 
 def table(rows: list[Row], rss_after: dict[str, float]) -> str:
     baseline = {r.row: r.samples for r in rows if r.candidate == CANDIDATES[0].name}
     lines = ["| server | row | req/s median [min-max] | x uvicorn | CPU us/req median "
-             "[min-max] | p50 ms | p99 ms | unexpected | RSS MiB |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "[min-max] | p50 ms | p99 ms | others on its CPU | unexpected | RSS MiB |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         rps, cpu = row.samples.rps(), row.samples.cpu_us()
         base = baseline.get(row.row)
@@ -296,7 +301,8 @@ def table(rows: list[Row], rss_after: dict[str, float]) -> str:
         lines.append(
             f"| {row.candidate} | {row.row} | {rps.show()} | {ratio:.2f} | {cpu.show()} | "
             f"{row.samples.latency_ms('p50').median:.2f} | "
-            f"{row.samples.latency_ms('p99').median:.2f} | {row.samples.unexpected} | "
+            f"{row.samples.latency_ms('p99').median:.2f} | "
+            f"{row.samples.others().median:.0%} | {row.samples.unexpected} | "
             f"{rss_after.get(row.server.name, float('nan')):.0f} |")
     return "\n".join(lines)
 
@@ -381,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
             {"server": r.candidate, "row": r.row, "unexpected": r.samples.unexpected,
              "rps": [s.result.rps for s in r.samples.samples],
              "cpu_us_per_request": [s.cpu_us_per_request for s in r.samples.samples],
+             "others_on_cpu": [s.others for s in r.samples.samples],
              "p50_ms": [s.result.latency_us["p50"] / 1000 for s in r.samples.samples],
              "p99_ms": [s.result.latency_us["p99"] / 1000 for s in r.samples.samples],
              "rss_mib": rss_after.get(r.server.name)} for r in rows],

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +16,10 @@ import yaml
 
 from bench.limit_probes import Limits, Outcome, parse_status
 from bench.rounds import Spread, rotation, unexpected
+from bench.scale_out import process_rss
 from bench.server_apps import BareEchoProtocol, asgi_echo, echo_answer, rsgi_echo
 from bench.server_choice import granian_command, granian_probe_options
+from bench.servers import Server
 from bench.wrk import WrkResult
 from synthorg.config.company import parse_config
 
@@ -184,3 +189,14 @@ def test_granian_is_given_one_worker_one_thread_and_its_nearest_limits() -> None
                                            max_connections=16))
     assert options == ("--http1-header-read-timeout", "1500", "--http1-buffer-size", "8192",
                        "--backpressure", "16")
+
+
+def test_the_memory_of_a_node_of_one_process_is_named_as_such(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                            stdin=subprocess.PIPE)
+    try:
+        server = Server("one", "node", proc, 0, tmp_path / "log")
+        [(role, mib)] = process_rss(server)
+        assert role == "node (one process)" and 1 < mib < 500
+    finally:
+        proc.communicate(b"")
