@@ -216,11 +216,13 @@ def body_ceiling_streamed(port: int, limits: Limits, headers: dict[str, str]) ->
 
 
 def run_all(port: int, limits: Limits, headers: dict[str, str]) -> list[Outcome]:
+    """Every probe; the connection bound last, since the server may count the connections it
+    held until it has seen them closed."""
     return [
         header_cap(port, limits),
         header_timeout(port, limits),
         body_timeout(port, limits, headers),
-        connection_bound(port, limits),
         body_ceiling_declared(port, limits, headers),
         body_ceiling_streamed(port, limits, headers),
+        connection_bound(port, limits),
     ]
