@@ -18,6 +18,7 @@ from bench.system import cpu_busy_seconds, cpu_seconds
 from bench.wrk import WrkResult
 
 T = TypeVar("T")
+QUIET = 0.10  # a round is quiet for a row when others took less than this of the server's CPU
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,12 @@ class RowSamples:
 
     def rps(self) -> Spread:
         return Spread.of([s.result.rps for s in self.samples])
+
+    def quiet_rps(self) -> tuple[Spread, int]:
+        """req/s over the rounds in which others left the server's CPU alone (`QUIET`), and
+        how many rounds those were: the server's own rate, where the machine let it run."""
+        quiet = [s.result.rps for s in self.samples if s.others < QUIET]
+        return Spread.of(quiet), len(quiet)
 
     def cpu_us(self) -> Spread:
         return Spread.of([s.cpu_us_per_request for s in self.samples])

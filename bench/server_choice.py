@@ -291,15 +291,18 @@ def run_rounds(args: argparse.Namespace, wrk: str, pinning: Pinning, rows: list[
 
 def table(rows: list[Row], rss_after: dict[str, float]) -> str:
     baseline = {r.row: r.samples for r in rows if r.candidate == CANDIDATES[0].name}
-    lines = ["| server | row | req/s median [min-max] | x uvicorn | CPU us/req median "
-             "[min-max] | p50 ms | p99 ms | others on its CPU | unexpected | RSS MiB |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| server | row | CPU us/req median [min-max] | x uvicorn | req/s median "
+             "[min-max] | req/s, quiet rounds (n) | p50 ms | p99 ms | others on its CPU | "
+             "unexpected | RSS MiB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         rps, cpu = row.samples.rps(), row.samples.cpu_us()
+        quiet, count = row.samples.quiet_rps()
         base = baseline.get(row.row)
-        ratio = rps.median / base.rps().median if base and base.rps().median else float("nan")
+        ratio = cpu.median / base.cpu_us().median if base and base.cpu_us().median else float("nan")
         lines.append(
-            f"| {row.candidate} | {row.row} | {rps.show()} | {ratio:.2f} | {cpu.show()} | "
+            f"| {row.candidate} | {row.row} | {cpu.show()} | {ratio:.2f} | {rps.show()} | "
+            f"{quiet.show()} ({count}) | "
             f"{row.samples.latency_ms('p50').median:.2f} | "
             f"{row.samples.latency_ms('p99').median:.2f} | "
             f"{row.samples.others().median:.0%} | {row.samples.unexpected} | "

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from bench.limit_probes import Limits, Outcome, parse_status
-from bench.rounds import Spread, rotation, unexpected
+from bench.rounds import RowSamples, Sample, Spread, rotation, unexpected
 from bench.scale_out import process_rss
 from bench.server_apps import BareEchoProtocol, asgi_echo, echo_answer, rsgi_echo
 from bench.server_choice import granian_command, granian_probe_options
@@ -200,3 +200,14 @@ def test_the_memory_of_a_node_of_one_process_is_named_as_such(tmp_path: Path) ->
         assert role == "node (one process)" and 1 < mib < 500
     finally:
         proc.communicate(b"")
+
+
+def test_quiet_rounds_are_those_in_which_others_left_the_servers_cpu_alone() -> None:
+    samples = RowSamples("row", [Sample(_result(1000, {}), 0.1, 0.02),
+                                 Sample(_result(300, {}), 0.03, 0.60),
+                                 Sample(_result(900, {}), 0.09, 0.05)])
+    quiet, count = samples.quiet_rps()
+    assert count == 2 and (quiet.low, quiet.high) == (900.0, 1000.0)
+    assert samples.rps().median == 900.0
+    assert samples.cpu_us().median == pytest.approx(100.0)
+    assert samples.others().high == 0.60
