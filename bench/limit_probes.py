@@ -118,7 +118,8 @@ class Probe:
             return False
         try:
             self.sock.sendall(data)
-        except OSError:
+        except OSError:  # closed under the probe: read the answer it may have left
+            self.wait(1.0)
             self.closed = True
             return False
         self.sent += len(data)

@@ -29,6 +29,8 @@ class Spread:
 
     @classmethod
     def of(cls, values: Sequence[float]) -> Spread:
+        """Of the values that are numbers (a run with no answers has no CPU per request)."""
+        values = [value for value in values if value == value]
         if not values:
             return cls(float("nan"), float("nan"), float("nan"))
         return cls(statistics.median(values), min(values), max(values))

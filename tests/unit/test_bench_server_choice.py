@@ -128,6 +128,7 @@ def test_a_spread_is_the_median_and_the_extremes() -> None:
     assert spread.relative() == pytest.approx(4.0 / 3.5)
     assert spread.show(1) == "3.5 [1.0-5.0]"
     assert Spread.of([]).show() == "-"
+    assert Spread.of([float("nan"), 2.0]).median == 2.0
 
 
 def test_each_round_starts_one_row_later() -> None:
