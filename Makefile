@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench bench-bindings tck clean
+.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench bench-bindings bench-servers bench-scale tck clean
 
 venv: $(STAMP)
 
@@ -81,6 +81,17 @@ bench: venv
 bench-bindings: venv sdk1-venv
 	$(BIN)/python -m bench.bindings $(BENCH_ARGS)
 	$(BIN)/python -m bench.grpc_profile
+
+# Candidate HTTP servers (uvicorn with the node's protocol, stock uvicorn, Granian ASGI/RSGI, a
+# bare httptools protocol) in alternating rounds, then the node's limits probed under each
+# (bench/server_choice.py; docs/performance.md "Server choice"); e.g. BENCH_ARGS=--quick.
+bench-servers: venv
+	$(BIN)/python -m bench.server_choice $(BENCH_ARGS)
+
+# One node with --workers 2 against --workers 1 on this machine's cores, wrk beside them
+# (bench/scale_out.py; docs/performance.md "Scale-out on one machine").
+bench-scale: venv
+	$(BIN)/python -m bench.scale_out $(BENCH_ARGS)
 
 # The official A2A conformance kit (TCK), in a venv of its own under .tck/ (git-ignored),
 # against a fresh node behind a proxy that adds the peer headers (the card's url, through

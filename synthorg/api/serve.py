@@ -39,7 +39,6 @@ from synthorg.observability.events import admin as admin_events
 from synthorg.observability.events import store as store_events
 from synthorg.observability.log import LOG_LEVEL_ENV, configure_logging, emit, log_level_from
 from synthorg.observability.log import flush as flush_log
-from synthorg.paths import data_dir_from_env
 from synthorg.store.backend import Stores
 from synthorg.store.secretbox import SecretBoxError
 from synthorg.store.select import OptionsError, open_stores, runner_from_env, uses_postgres
@@ -371,18 +370,3 @@ def workers_from(raw: str | None) -> int:
     if count is None or not 1 <= count <= MAX_WORKERS:
         raise ValueError(f"{raw!r} is not a worker count (1-{MAX_WORKERS})")
     return count
-
-
-def serve_from_env() -> int:
-    host = os.environ.get("SYNTHORG_BACKEND_HOST") or DEFAULT_HOST
-    raw_port = os.environ.get("SYNTHORG_BACKEND_PORT") or str(DEFAULT_PORT)
-    port = ascii_int(raw_port, 5)
-    if port is None or port > 65535:
-        print(f"error: SYNTHORG_BACKEND_PORT: {raw_port!r} is not a port number", file=sys.stderr)
-        return 2
-    try:
-        workers = workers_from(os.environ.get(WORKERS_ENV))
-    except ValueError as exc:
-        print(f"error: {WORKERS_ENV}: {exc}", file=sys.stderr)
-        return 2
-    return serve(data_dir_from_env(), host, port, workers)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from synthorg.api.serve import (
@@ -14,7 +16,15 @@ from synthorg.api.serve import (
     serve,
     workers_from,
 )
-from synthorg.cli.common import add_data_dir_option, data_dir, fail
+from synthorg.cli.common import (
+    EXIT_USAGE,
+    CliError,
+    CliParser,
+    add_data_dir_option,
+    data_dir,
+    fail,
+)
+from synthorg.http.numbers import ascii_int
 
 if TYPE_CHECKING:
     from synthorg.cli.common import Subparsers
@@ -23,13 +33,32 @@ HOST_ENV = "SYNTHORG_BACKEND_HOST"
 PORT_ENV = "SYNTHORG_BACKEND_PORT"
 
 
+DESCRIPTION = ("Run this node: the A2A JSON-RPC endpoint at /api/v1/a2a/. "
+               "Options override the environment.")
+
+
 def register(subparsers: Subparsers) -> None:
-    parser = subparsers.add_parser(
-        "serve",
-        help="run this node",
-        description="Run this node: the A2A JSON-RPC endpoint at /api/v1/a2a/. "
-        "Options override the environment.",
-    )
+    parser = subparsers.add_parser("serve", help="run this node", description=DESCRIPTION)
+    add_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m synthorg.api`: the options of `serve`, parsed the same way."""
+    parser = CliParser(prog="python -m synthorg.api", description=DESCRIPTION)
+    add_options(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help and usage errors; already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return run(args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
     add_data_dir_option(parser)
     parser.add_argument("--host", metavar="HOST",
                         help=f"bind address (default: ${HOST_ENV}, else {DEFAULT_HOST})")
@@ -39,7 +68,6 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument("--workers", type=_workers, metavar="N",
                         help=f"worker processes sharing the port and the data dir, 1-{MAX_WORKERS} "
                         f"(default: ${WORKERS_ENV}, else 1)")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,9 +78,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 0 <= int(text) <= 65535:
+    port = ascii_int(text, 5)
+    if port is None or port > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
-    return int(text)
+    return port
 
 
 def _workers(text: str) -> int:

@@ -14,6 +14,7 @@ import os
 import re
 import select
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -346,3 +347,23 @@ def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path, store: Sto
                 assert replay["id"] == answer["id"]
     finally:
         restarted.stop()
+
+
+@pytest.mark.parametrize("command", [("synthorg.api",), ("synthorg.cli.main", "serve")],
+                         ids=["python -m synthorg.api", "synthorg-a2a serve"])
+def test_the_workers_option_starts_that_many_workers_over_the_environment(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    data_dir = tmp_path / "node"
+    Store(None).add_peer(data_dir, PEER_A, KEY_A)
+    node = LiveNode(data_dir, CONFIG, env={"SYNTHORG_WORKERS": "1"})  # the option wins
+    node.argv = [sys.executable, "-m", *command, "--workers", "2"]
+    with node, ExitStack() as stack:
+        assert node.wait_for_event("a2a.node.started")["workers"] == 2
+        pool = [stack.enter_context(peer_client(node, api_key_headers(PEER_A, KEY_A)))
+                for _ in range(CONNECTIONS)]
+        # An answer on each connection: every worker that holds one is serving.
+        race(pool, lambda _, client: get_task(client, "warm-up"))
+        counts = connections_per_worker(node)
+        assert len(counts) == 2, counts
+        assert all(held > 0 for held in counts.values()), counts
