@@ -6,13 +6,15 @@ Each measurement runs in a child process whose `synthorg` comes from the tree it
 alternate the trees in a fresh order each round and the medians are reported, with each
 tree's ratio to the baseline's in the same round.
 
-Calls go straight into the node's ASGI app (no sockets): `message/send` to the echo agent,
-a fresh `messageId` each time (a new task: one write), through the whole pipeline.
+Calls go straight into the node's ASGI app (no sockets): `message/send` to the echo agent
+(pure: a new task is one write), a fresh `messageId` each time, through the whole pipeline.
 
 - sequential: one send at a time (µs per send: wall, and the loop thread's CPU);
 - concurrent: `--in-flight` sends at once, so SQLite's group commit batches their writes
   (wall µs per send, loop thread's CPU µs per send);
-- replay: a send repeated with its `messageId` and content (the idempotent answer).
+- replay: a send repeated with its `messageId` and content (the idempotent answer);
+- python agent: one send at a time to an operator's agent (`kind: python`, not pure) that
+  answers at once, so its task is created, run in a job of its own and settled.
 
 With `--postgres` each child also runs the cases on a fresh database of the server at
 127.0.0.1:5432 (dropped after).
@@ -36,18 +38,57 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent.parent
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-def _send_body(i: int, message_id: str) -> bytes:
+# An operator's agent (`kind: python`) that answers at once: its tasks take the path of
+# every agent that is not pure (created, run in a job of its own, settled).
+QUICK_AGENT = """\
+from synthorg.tasks.executors import Outcome
+
+
+class Quick:
+    pure = False
+
+    async def run(self, task, message, progress):
+        return Outcome("completed", message_text="done")
+
+    async def cancel(self, task):
+        return None
+
+
+def factory(options):
+    return Quick()
+"""
+
+
+def _build_node(data_dir: Path) -> Any:
+    from bench.pipeline import PEER, SECRET
+    from synthorg.node import Node
+
+    (data_dir / "bench_quick_agent.py").write_text(QUICK_AGENT)
+    (data_dir / "config.yaml").write_text(
+        f"a2a:\n  enabled: true\n  allowed_peers: [{PEER}]\n"
+        "agents:\n"
+        "  - {id: echo, name: Echo, executor: {kind: echo}}\n"
+        "  - {id: quick, name: Quick, executor: {kind: python, "
+        "entrypoint: 'bench_quick_agent:factory'}}\n"
+    )
+    node = Node.build(data_dir)
+    node.catalog.put(PEER, "http://127.0.0.1:9", "api_key", SECRET)
+    return node
+
+
+def _send_body(i: int, message_id: str, agent: str = "echo") -> bytes:
     message = {
         "kind": "message",
         "messageId": message_id,
         "role": "user",
         "parts": [{"kind": "text", "text": "hello"}],
-        "metadata": {"trace": "bench", "n": 1},
+        "metadata": {"trace": "bench", "n": 1, "agentId": agent},
     }
     return json.dumps(
         {"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {"message": message}}
@@ -56,13 +97,13 @@ def _send_body(i: int, message_id: str) -> bytes:
 
 async def _measure(backend: str, n: int, in_flight: int) -> dict[str, float]:
     """One child's cases on this tree (imported from sys.path[0])."""
-    from bench.pipeline import build_node, call  # the tree's own
+    from bench.pipeline import call  # the tree's own
     from synthorg.observability import log
 
     log.configure_logging("warning")
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        node = build_node(Path(tmp))
+        node = _build_node(Path(tmp))
         app = node.app()
         await node.recover()
         run_id = secrets.token_hex(4)
@@ -85,10 +126,12 @@ async def _measure(backend: str, n: int, in_flight: int) -> dict[str, float]:
             for i in range(cases):
                 await one(i)
 
+        sent = [10**7]  # the next fresh message number of the concurrent sends
+
         async def concurrent(cases: int) -> None:
-            base = 10**7
-            for start in range(0, cases, in_flight):
-                await asyncio.gather(*(one(base + i) for i in range(start, start + in_flight)))
+            for _ in range(0, cases, in_flight):
+                first, sent[0] = sent[0], sent[0] + in_flight
+                await asyncio.gather(*(one(first + i) for i in range(in_flight)))
 
         replayed = _send_body(0, f"m-{run_id}-0")
 
@@ -96,14 +139,53 @@ async def _measure(backend: str, n: int, in_flight: int) -> dict[str, float]:
             for _ in range(cases):
                 await call(app, path, replayed)
 
+        async def quick(cases: int) -> None:
+            for i in range(cases):
+                await call(app, path, _send_body(i, f"q-{run_id}-{i}", "quick"))
+
         await timed(f"{backend} sequential", n, sequential)
+        if backend == "sqlite":
+            await _savepoints_ab(results, concurrent, n, in_flight)
         await timed(f"{backend} concurrent", n - n % in_flight or in_flight, concurrent)
         await timed(f"{backend} replay", n, replay)
+        await timed(f"{backend} python agent", n, quick)
         close = getattr(node, "aclose", None)
         if close is not None:
             await close()
         node.close()
     return results
+
+
+async def _savepoints_ab(
+    results: dict[str, float], concurrent: Callable[[int], Awaitable[None]], n: int,
+    in_flight: int,
+) -> None:
+    """Concurrent sends with a savepoint per job in every batch (as before batches ran
+    without them until a retry), against the batches as they run now, alternating in
+    blocks in this one process; the loop thread's CPU µs per send, medians over blocks."""
+    import inspect
+
+    from synthorg.store.sqlite.database import Database
+
+    run_batch = Database._run
+    if "careful" not in inspect.signature(run_batch).parameters:
+        return  # a tree where every batch of several jobs takes savepoints
+
+    def always_careful(self: Database, batch: Any, careful: bool = False) -> bool:
+        return run_batch(self, batch, True)
+
+    block = max(in_flight, (n // 10) - (n // 10) % in_flight)
+    samples: dict[str, list[float]] = {"savepoint per job": [], "savepoints on retry": []}
+    for i in range(20):
+        for label in sorted(samples, reverse=i % 2 == 1):
+            chosen = always_careful if label == "savepoint per job" else run_batch
+            setattr(Database, "_run", chosen)  # noqa: B010 (only inside this bench)
+            cpu = time.thread_time()
+            await concurrent(block)
+            samples[label].append((time.thread_time() - cpu) / block * 1e6)
+    setattr(Database, "_run", run_batch)  # noqa: B010
+    for label, values in samples.items():
+        results[f"sqlite conc. {label} cpu"] = statistics.median(values)
 
 
 async def _admin(sql: str) -> None:

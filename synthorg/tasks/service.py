@@ -264,10 +264,14 @@ class TaskService:
             emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
             self._state_changed(peer, stored.task)
             return stored.task
+        # Created working, in one write: a stream still sees the task submitted, then its
+        # status working (both events are logged with it), and the run's first report is
+        # not a second write over the row just written.
         task = _new_task(task_id, context_id, first, agent, STATE_SUBMITTED)
-        body, logged = _first_write(task)
+        working = _working(task)
+        logged = [dumps(task), *serialised(task_events(task, working))]
         try:
-            stored = await self._store.create(peer, key, task, logged, body=body)
+            stored = await self._store.create(peer, key, working, logged)
         except KeyRecorded as race:
             return await self._replay(peer, race.key, key)
         emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
