@@ -84,7 +84,11 @@ now_iso = utc_now  # the node's clock (synthorg.clock)
 
 
 def message_digest(message: Message) -> str:
-    document = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """The message's content hash: over its canonical JSON (members sorted, nulls left
+    out), so a retry's layout, request id or binding does not change it."""
+    document = message.__pydantic_serializer__.to_python(
+        message, mode="json", by_alias=True, exclude_none=True
+    )
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -299,9 +303,10 @@ class TaskService:
             if (message.contextId or task.contextId) != task.contextId:
                 raise InvalidParams("Invalid params: contextId does not match the task")
             appended = message.model_copy(update={"contextId": task.contextId})
-            with_message = _working(
-                task.model_copy(update={"history": [*(task.history or []), appended]})
-            )
+            with_message = task.model_copy(update={  # working, with the message: one copy
+                "history": [*(task.history or []), appended],
+                "status": TaskStatus(state=STATE_WORKING, timestamp=now_iso()),
+            })
             agent = self._runtime(task)
             try:
                 if agent.executor.pure:
