@@ -258,16 +258,19 @@ def main() -> None:
                 samples[name].setdefault(case, []).append(value)
         if "baseline" in this_round:
             for case, value in this_round["this"].items():
-                ratios.setdefault(case, []).append(value / this_round["baseline"][case])
+                if case in this_round["baseline"]:  # a case the baseline has too
+                    ratios.setdefault(case, []).append(value / this_round["baseline"][case])
     print(f"median of {args.rounds} rounds of {args.requests} sends "
           f"({args.in_flight} in flight when concurrent); µs per send")
-    header = f"{'case':<28}" + "".join(f"{name:>10}" for name in trees)
+    header = f"{'case':<38}" + "".join(f"{name:>10}" for name in trees)
     print(header + (f"{'this/base':>11}" if ratios else ""))
     for case in samples["this"]:
-        row = f"{case:<28}" + "".join(
-            f"{statistics.median(samples[name][case]):>10.1f}" for name in trees
+        row = f"{case:<38}" + "".join(
+            f"{statistics.median(samples[name][case]):>10.1f}" if case in samples[name]
+            else f"{'-':>10}"
+            for name in trees
         )
-        if ratios:
+        if case in ratios:
             row += f"{statistics.median(ratios[case]):>11.3f}"
         print(row)
 
