@@ -13,6 +13,8 @@ Calls go straight into the node's ASGI app (no sockets): `message/send` to the e
 - concurrent: `--in-flight` sends at once, so SQLite's group commit batches their writes
   (wall µs per send, loop thread's CPU µs per send);
 - replay: a send repeated with its `messageId` and content (the idempotent answer);
+- savepoints (this tree only): concurrent sends, and the task store's creates alone, with
+  a savepoint per job in every batch against savepoints only on a retried batch;
 - python agent: one send at a time to an operator's agent (`kind: python`, not pure) that
   answers at once, so its task is created, run in a job of its own and settled.
 
@@ -186,6 +188,52 @@ async def _savepoints_ab(
     setattr(Database, "_run", run_batch)  # noqa: B010
     for label, values in samples.items():
         results[f"sqlite conc. {label} cpu"] = statistics.median(values)
+    await _store_savepoints_ab(results, always_careful, in_flight)
+
+
+async def _store_savepoints_ab(
+    results: dict[str, float], always_careful: Callable[..., bool], in_flight: int
+) -> None:
+    """The same A/B on the task store alone (batches of `in_flight` task creates), where
+    the rest of a send does not drown the difference."""
+    from synthorg.generated.models import Task
+    from synthorg.store.sqlite.database import Database, open_database
+    from synthorg.store.sqlite.tasks import SqliteTaskStore
+    from synthorg.store.tasks import MessageKey
+
+    run_batch = Database._run
+    task = Task.model_validate({
+        "kind": "task", "id": "t", "contextId": "c",
+        "status": {"state": "completed", "timestamp": "2026-01-01T00:00:00.000Z"},
+        "history": [{"kind": "message", "role": "user", "messageId": "m",
+                     "parts": [{"kind": "text", "text": "hello"}]}],
+    })
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_database(Path(tmp))
+        store = SqliteTaskStore(db)
+        made = [0]
+
+        async def batches(count: int) -> float:
+            cpu = time.thread_time()
+            for _ in range(count):
+                first, made[0] = made[0], made[0] + in_flight
+                await asyncio.gather(*(
+                    store.create("p", MessageKey(f"m-{i}", "d"),
+                                 task.model_copy(update={"id": f"t-{i}"}))
+                    for i in range(first, first + in_flight)
+                ))
+            return (time.thread_time() - cpu) / (count * in_flight) * 1e6
+
+        samples: dict[str, list[float]] = {"savepoint per job": [], "savepoints on retry": []}
+        for i in range(40):
+            for label in sorted(samples, reverse=i % 2 == 1):
+                chosen = always_careful if label == "savepoint per job" else run_batch
+                setattr(Database, "_run", chosen)  # noqa: B010
+                samples[label].append(await batches(20))
+        setattr(Database, "_run", run_batch)  # noqa: B010
+        db.close()
+    for label, values in samples.items():
+        results[f"store create, {label} cpu"] = statistics.median(values)
 
 
 async def _admin(sql: str) -> None:
