@@ -125,7 +125,9 @@ class Database:
     # -- writes -------------------------------------------------------------------------
 
     async def write(self, job: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `job` in the next group commit; returns its result once committed."""
+        """Run `job` in the next group commit; returns its result once committed. A job may
+        run twice (its batch retried, see `_run`), only the last run committed: it must act
+        on the connection only."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._pending.append(_Pending(job, future))
