@@ -146,11 +146,11 @@ async def _measure(backend: str, n: int, in_flight: int) -> dict[str, float]:
                 await call(app, path, _send_body(i, f"q-{run_id}-{i}", "quick"))
 
         await timed(f"{backend} sequential", n, sequential)
-        if backend == "sqlite":
-            await _savepoints_ab(results, concurrent, n, in_flight)
         await timed(f"{backend} concurrent", n - n % in_flight or in_flight, concurrent)
         await timed(f"{backend} replay", n, replay)
         await timed(f"{backend} python agent", n, quick)
+        if backend == "sqlite":  # last: the cases above find both trees' files alike
+            await _savepoints_ab(results, concurrent, n, in_flight)
         close = getattr(node, "aclose", None)
         if close is not None:
             await close()
