@@ -13,16 +13,17 @@ Calls go straight into the node's ASGI app (no sockets): `message/send` to the e
 - concurrent: `--in-flight` sends at once, so SQLite's group commit batches their writes
   (wall µs per send, loop thread's CPU µs per send);
 - replay: a send repeated with its `messageId` and content (the idempotent answer);
-- savepoints (this tree only): concurrent sends, and the task store's creates alone, with
-  a savepoint per job in every batch against savepoints only on a retried batch;
 - python agent: one send at a time to an operator's agent (`kind: python`, not pure) that
-  answers at once, so its task is created, run in a job of its own and settled.
+  answers at once, so its task is created, run in a job of its own and settled;
+- `--savepoints` (this tree only, after the rest): concurrent sends, and the task store's
+  creates alone, with a savepoint per job in every batch against savepoints only on a
+  retried batch, alternating in one process.
 
 With `--postgres` each child also runs the cases on a fresh database of the server at
 127.0.0.1:5432 (dropped after).
 
     .venv/bin/python -m bench.send_path --baseline DIR [--requests N] [--rounds R]
-        [--in-flight K] [--postgres]
+        [--in-flight K] [--postgres] [--savepoints]
 """
 
 from __future__ import annotations
@@ -97,7 +98,9 @@ def _send_body(i: int, message_id: str, agent: str = "echo") -> bytes:
     ).encode()
 
 
-async def _measure(backend: str, n: int, in_flight: int) -> dict[str, float]:
+async def _measure(
+    backend: str, n: int, in_flight: int, savepoints: bool = False
+) -> dict[str, float]:
     """One child's cases on this tree (imported from sys.path[0])."""
     from bench.pipeline import call  # the tree's own
     from synthorg.observability import log
@@ -149,7 +152,7 @@ async def _measure(backend: str, n: int, in_flight: int) -> dict[str, float]:
         await timed(f"{backend} concurrent", n - n % in_flight or in_flight, concurrent)
         await timed(f"{backend} replay", n, replay)
         await timed(f"{backend} python agent", n, quick)
-        if backend == "sqlite":  # last: the cases above find both trees' files alike
+        if savepoints and backend == "sqlite":  # last: what it leaves behind skews the rest
             await _savepoints_ab(results, concurrent, n, in_flight)
         close = getattr(node, "aclose", None)
         if close is not None:
@@ -246,8 +249,8 @@ async def _admin(sql: str) -> None:
         await conn.close()
 
 
-def child(n: int, in_flight: int, postgres: bool) -> None:
-    results = asyncio.run(_measure("sqlite", n, in_flight))
+def child(n: int, in_flight: int, postgres: bool, savepoints: bool) -> None:
+    results = asyncio.run(_measure("sqlite", n, in_flight, savepoints))
     if postgres:
         name = f"bench_send_path_{secrets.token_hex(4)}"
         asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
@@ -263,11 +266,15 @@ def child(n: int, in_flight: int, postgres: bool) -> None:
     print(json.dumps(results))
 
 
-def _run_child(tree: Path, n: int, in_flight: int, postgres: bool) -> dict[str, float]:
+def _run_child(
+    tree: Path, n: int, in_flight: int, postgres: bool, savepoints: bool
+) -> dict[str, float]:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", "--tree", str(tree),
                "--requests", str(n), "--in-flight", str(in_flight)]
     if postgres:
         command.append("--postgres")
+    if savepoints:
+        command.append("--savepoints")
     env = {k: v for k, v in os.environ.items() if k != "SYNTHORG_DATABASE_URL"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -283,11 +290,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--in-flight", type=int, default=32)
     parser.add_argument("--postgres", action="store_true")
+    parser.add_argument("--savepoints", action="store_true",
+                        help="also the savepoints A/B, in this tree only (it skews the "
+                        "cases after it, so compare trees without it)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.requests, args.in_flight, args.postgres)
+        child(args.requests, args.in_flight, args.postgres, args.savepoints)
         return
     trees: dict[str, Path] = {"this": HERE}
     if args.baseline is not None:
@@ -298,7 +308,8 @@ def main() -> None:
         order = list(trees.items())
         random.Random(round_).shuffle(order)  # no tree always runs first
         this_round = {
-            name: _run_child(tree, args.requests, args.in_flight, args.postgres)
+            name: _run_child(tree, args.requests, args.in_flight, args.postgres,
+                             args.savepoints and name == "this")
             for name, tree in order
         }
         for name, results in this_round.items():
