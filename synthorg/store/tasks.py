@@ -119,10 +119,12 @@ class TaskStore(Protocol):
     async def message_key(self, peer: str, message_id: str) -> MessageKey | None: ...
 
     async def create(
-        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = ()
+        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = (),
+        *, body: str | None = None,
     ) -> StoredTask:
         """Record the key and the task (and log its events) together; KeyRecorded when the
-        key exists."""
+        key exists. `body`: the task's stored JSON (`task_codec.dumps`) when the caller has
+        serialised it already."""
         ...
 
     async def update(

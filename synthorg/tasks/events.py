@@ -49,7 +49,11 @@ def task_events(before: Task | None, after: Task, last_chunk: bool = False) -> l
 
 
 def serialised(events: list[StreamEvent]) -> list[str]:
-    return [e.model_dump_json(by_alias=True, exclude_none=True) for e in events]
+    # The serializer itself, as task_codec.dumps: the same JSON as model_dump_json, cheaper.
+    return [
+        e.__pydantic_serializer__.to_json(e, by_alias=True, exclude_none=True).decode()
+        for e in events
+    ]
 
 
 def _status(task: Task) -> TaskStatusUpdateEvent:

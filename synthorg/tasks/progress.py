@@ -63,9 +63,10 @@ class StoredProgress:
         for _ in range(MAX_WRITE_ATTEMPTS):
             before = self.latest.task
             task = change(before)
-            task = task.model_copy(
-                update={"status": task.status.model_copy(update={"state": STATE_WORKING})}
-            )
+            if task.status.state != STATE_WORKING:
+                task = task.model_copy(
+                    update={"status": task.status.model_copy(update={"state": STATE_WORKING})}
+                )
             try:
                 self.latest = await self._store.update(
                     self._peer, task, self.latest.version,

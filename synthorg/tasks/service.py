@@ -54,12 +54,14 @@ from synthorg.generated.models import (
     MessageStreamParams,
     StreamEvent,
     Task,
+    TaskState,
     TaskStatus,
     TextPart,
 )
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.sequenced import Sequenced
+from synthorg.store.task_codec import dumps
 from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore, snapshot_seq
 from synthorg.tasks import paging
 from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
@@ -82,7 +84,11 @@ now_iso = utc_now  # the node's clock (synthorg.clock)
 
 
 def message_digest(message: Message) -> str:
-    document = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """The message's content hash: over its canonical JSON (members sorted, nulls left
+    out), so a retry's layout, request id or binding does not change it."""
+    document = message.__pydantic_serializer__.to_python(
+        message, mode="json", by_alias=True, exclude_none=True
+    )
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -244,32 +250,32 @@ class TaskService:
         task_id = new_id()
         context_id = message.contextId or new_id()
         first = message.model_copy(update={"taskId": task_id, "contextId": context_id})
-        task = Task(
-            kind=KIND_TASK,
-            id=task_id,
-            contextId=context_id,
-            status=TaskStatus(state=STATE_SUBMITTED, timestamp=now_iso()),
-            history=[first],
-            artifacts=[],
-            metadata={"agentId": agent.agent_id},
-        )
         if agent.executor.pure:
             # Run first, then commit the key, the task and its outcome together; a retry
             # finds the key taken and answers the task it recorded (a pure run is harmless).
-            outcome = await self._outcome(peer, agent, _working(task), first)
+            # The task is built working, as the agent sees it: never stored submitted.
+            working = _new_task(task_id, context_id, first, agent, STATE_WORKING)
+            outcome = await self._outcome(peer, agent, working, first)
             if outcome.direct:  # the agent answered and keeps no task: nothing is stored
                 emit(events.TASK_DIRECT_REPLY, peer_name=peer, agent_id=agent.agent_id)
                 return _reply(context_id, outcome)
+            final = _settled(working, outcome)
+            body, logged = _first_write(final)
             try:
-                final = _settled(_working(task), outcome)
-                stored = await self._store.create(peer, key, final, _log(None, final))
+                stored = await self._store.create(peer, key, final, logged, body=body)
             except KeyRecorded as race:  # a concurrent retry recorded the key first
                 return await self._replay(peer, race.key, key)
             emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
             self._state_changed(peer, stored.task)
             return stored.task
+        # Created working, in one write: a stream still sees the task submitted, then its
+        # status working (both events are logged with it), and the run's first report is
+        # not a second write over the row just written.
+        task = _new_task(task_id, context_id, first, agent, STATE_SUBMITTED)
+        working = _working(task)
+        logged = [dumps(task), *serialised(task_events(task, working))]
         try:
-            stored = await self._store.create(peer, key, task, _log(None, task))
+            stored = await self._store.create(peer, key, working, logged)
         except KeyRecorded as race:
             return await self._replay(peer, race.key, key)
         emit(events.TASK_CREATED, peer_name=peer, task_id=task_id, agent_id=agent.agent_id)
@@ -297,9 +303,10 @@ class TaskService:
             if (message.contextId or task.contextId) != task.contextId:
                 raise InvalidParams("Invalid params: contextId does not match the task")
             appended = message.model_copy(update={"contextId": task.contextId})
-            with_message = _working(
-                task.model_copy(update={"history": [*(task.history or []), appended]})
-            )
+            with_message = task.model_copy(update={  # working, with the message: one copy
+                "history": [*(task.history or []), appended],
+                "status": TaskStatus(state=STATE_WORKING, timestamp=now_iso()),
+            })
             agent = self._runtime(task)
             try:
                 if agent.executor.pure:
@@ -500,6 +507,28 @@ def _log(before: Task | None, after: Task, last_chunk: bool = False) -> list[str
     return serialised(task_events(before, after, last_chunk))
 
 
+def _new_task(
+    task_id: str, context_id: str, first: Message, agent: AgentRuntime, state: TaskState
+) -> Task:
+    return Task(
+        kind=KIND_TASK,
+        id=task_id,
+        contextId=context_id,
+        status=TaskStatus(state=state, timestamp=now_iso()),
+        history=[first],
+        artifacts=[],
+        metadata={"agentId": agent.agent_id},
+    )
+
+
+def _first_write(task: Task) -> tuple[str, list[str]]:
+    """A new task's stored JSON and the events its write logs, the task serialised once: a
+    new task's first event is the task itself (see synthorg.tasks.events)."""
+    body = dumps(task)
+    logged = task_events(None, task)
+    return body, [body, *serialised(logged[1:])]
+
+
 def _working(task: Task) -> Task:
     return task.model_copy(
         update={"status": TaskStatus(state=STATE_WORKING, timestamp=now_iso())}
@@ -518,9 +547,11 @@ def _reply(context_id: str, outcome: Outcome) -> Message:
 
 
 def _settled(task: Task, outcome: Outcome) -> Task:
-    status = TaskStatus(state=outcome.state, timestamp=now_iso())
+    now = now_iso()
     history = list(task.history or [])
-    if outcome.message_text is not None:
+    if outcome.message_text is None:
+        status = TaskStatus(state=outcome.state, timestamp=now)
+    else:
         agent_message = Message(
             kind=KIND_MESSAGE,
             messageId=new_id(),
@@ -529,7 +560,7 @@ def _settled(task: Task, outcome: Outcome) -> Task:
             taskId=task.id,
             contextId=task.contextId,
         )
-        status = status.model_copy(update={"message": agent_message})
+        status = TaskStatus(state=outcome.state, timestamp=now, message=agent_message)
         history.append(agent_message)
     return task.model_copy(
         update={

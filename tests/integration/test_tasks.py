@@ -308,6 +308,18 @@ def test_retry_with_reordered_keys_is_the_same_content(client_a: httpx.Client) -
     assert expect_result(send(client_a, reordered))["id"] == first["id"]
 
 
+def test_retry_laid_out_otherwise_is_the_same_content(client_a: httpx.Client) -> None:
+    """The digest is over the message's content, not the request's bytes: other whitespace
+    and another request id make the same message."""
+    msg = message("lay me out", message_id=unique())
+    first = expect_result(send(client_a, msg))
+    body = json.dumps(
+        envelope("message/send", {"message": msg}, "again"), indent=3
+    ).encode()
+    again = client_a.post(RPC_PATH, content=body, headers={"Content-Type": "application/json"})
+    assert expect_result(again, request_id="again") == first
+
+
 def test_same_message_id_with_different_content_is_a_conflict(client_a: httpx.Client) -> None:
     message_id = unique()
     expect_result(send(client_a, message("original", message_id=message_id)))

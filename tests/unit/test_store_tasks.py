@@ -270,6 +270,35 @@ def test_one_failed_job_does_not_spoil_its_batch(store: TaskStore) -> None:
     assert {t.id for t in run(store.list())} == {winner.task.id, "t-3"}
 
 
+def test_a_job_failing_after_it_wrote_leaves_nothing_and_spoils_nothing(
+    store: TaskStore,
+) -> None:
+    """A follow-up whose version moved fails after its key was written (in SQLite's batch):
+    its key is not kept, and the writes batched beside it are."""
+    run(store.create("peer-a", key("m-1"), make_task("t-1")))
+    moved = run(store.update("peer-a", make_task("t-1", "working"), 0))
+
+    async def batch() -> list[Any]:
+        return await asyncio.gather(
+            store.create("peer-a", key("m-2"), make_task("t-2")),
+            store.update("peer-a", make_task("t-1", "completed"), 0, key("m-late")),
+            store.create("peer-a", key("m-3"), make_task("t-3")),
+            store.update("peer-a", make_task("t-1", "input-required"), moved.version,
+                         key("m-4")),
+            return_exceptions=True,
+        )
+
+    second, stale, third, follow_up = run(batch())
+    assert isinstance(stale, VersionConflict)
+    assert isinstance(second, StoredTask) and isinstance(third, StoredTask)
+    assert isinstance(follow_up, StoredTask)
+    assert run(store.message_key("peer-a", "m-late")) is None
+    assert run(store.message_key("peer-a", "m-4")) is not None
+    assert {t.id for t in run(store.list())} == {"t-1", "t-2", "t-3"}
+    got = run(store.get("peer-a", "t-1"))
+    assert got is not None and got.task.status.state == "input-required"
+
+
 def test_recover_fails_only_submitted_and_working_of_runners_gone(handles: Handles) -> None:
     states = [
         "submitted", "working", "input-required", "auth-required",

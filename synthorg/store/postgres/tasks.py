@@ -89,9 +89,10 @@ class PgTaskStore:
         return None if row is None else MessageKey(message_id, row[0], row[1])
 
     async def create(
-        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = ()
+        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = (),
+        *, body: str | None = None,
     ) -> StoredTask:
-        body, now = dumps(task), utc_now()
+        body, now = body or dumps(task), utc_now()
         created = await self._db.run(lambda conn: conn.fetchval(
             _CREATE, peer, key.message_id, key.digest, task.id, task.contextId,
             task.status.state, body, now, self.runner.id, 0, list(events),

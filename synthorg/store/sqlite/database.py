@@ -5,11 +5,13 @@ event loop, with no thread hop per call.
   waits for a writer, and a primary-key lookup costs microseconds, less than a hop to a
   worker thread and back.
 - Writes are jobs (a function of the writer connection). Jobs queued while the loop is busy
-  are committed together in one transaction, each in its own savepoint so one job's failure
-  does not touch the others; every caller is answered after that commit, so "acknowledged"
-  keeps meaning "committed". `BEGIN IMMEDIATE` is tried without waiting: when another
-  process holds the write lock, the batch waits on the event loop (asyncio.sleep with
-  backoff), never blocking it, up to `BUSY_TIMEOUT`.
+  are committed together in one transaction; a job that fails having written nothing does
+  not touch the others, and when one fails having written something the batch is rolled
+  back and run again with each job in its own savepoint (see `_run`). Every caller is
+  answered after that commit, so "acknowledged" keeps meaning "committed".
+  `BEGIN IMMEDIATE` is tried without waiting: when another process holds the write lock,
+  the batch waits on the event loop (asyncio.sleep with backoff), never blocking it, up to
+  `BUSY_TIMEOUT`.
 - WAL checkpoints (the one step that fsyncs) run on a worker thread every
   `CHECKPOINT_EVERY` jobs committed, off the request path: a passive one copies the bulk
   while writes go on, then writes are held for a short restarting one that copies the
@@ -123,7 +125,9 @@ class Database:
     # -- writes -------------------------------------------------------------------------
 
     async def write(self, job: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `job` in the next group commit; returns its result once committed."""
+        """Run `job` in the next group commit; returns its result once committed. A job may
+        run twice (its batch retried, see `_run`), only the last run committed: it must act
+        on the connection only."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._pending.append(_Pending(job, future))
@@ -156,18 +160,23 @@ class Database:
             return
         batch, self._pending = self._pending, []
         if self._try_begin(batch):
-            self._run(batch)
-            self._next()
+            if self._run(batch):
+                self._next()
         elif batch:
             asyncio.get_running_loop().create_task(self._flush_when_free(batch))
+        else:
+            self._next()
 
-    async def _flush_when_free(self, batch: list[_Pending]) -> None:
+    async def _flush_when_free(self, batch: list[_Pending], careful: bool = False) -> None:
         deadline = time.monotonic() + BUSY_TIMEOUT
         delay = _FIRST_BACKOFF
         while True:
             await asyncio.sleep(delay)
             if self._try_begin(batch):
-                self._run(batch)
+                if not self._run(batch, careful):
+                    return  # it goes on as a careful batch, which moves on when done
+                break
+            if not batch:  # failed as a whole (see _try_begin)
                 break
             if time.monotonic() > deadline:
                 _fail(batch, StoreError("the database stayed locked by another writer"))
@@ -195,26 +204,41 @@ class Database:
             return False
         return True
 
-    def _run(self, batch: list[_Pending]) -> None:
+    def _run(self, batch: list[_Pending], careful: bool = False) -> bool:
+        """Run the batch in the open transaction and answer its callers; False when it was
+        rolled back to run again as a careful batch (which answers them then).
+
+        A batch runs first with no savepoint: a job that fails having written nothing
+        (a refused key, a version that moved) leaves nothing to undo, so the others commit.
+        When one fails having written something, the whole batch is rolled back and run again
+        `careful`, each job in its own savepoint, so one job's failure does not touch the
+        others. Savepoints are two statements per job, paid only on such a retry."""
         conn = self.writer
         outcomes: list[tuple[_Pending, Any, BaseException | None]] = []
         # A job alone in its batch needs no savepoint: its failure rolls the batch back.
         alone = len(batch) == 1
+        careful = careful and not alone
         try:
             for pending in batch:
                 if pending.future.done():  # the caller went away: nothing was acknowledged
                     continue
-                if not alone:
+                if careful:
                     conn.execute("SAVEPOINT job")
+                changes = conn.total_changes
                 try:
                     result = pending.job(conn)
                 except Exception as exc:
-                    if not alone:
+                    if careful:
                         conn.execute("ROLLBACK TO job")
                         conn.execute("RELEASE job")
+                    elif not alone and (
+                        isinstance(exc, sqlite3.Error) or conn.total_changes != changes
+                    ):
+                        self._retry_careful(batch)
+                        return False
                     outcomes.append((pending, None, exc))
                 else:
-                    if not alone:
+                    if careful:
                         conn.execute("RELEASE job")
                     outcomes.append((pending, result, None))
             if alone and outcomes and outcomes[0][2] is not None:
@@ -226,7 +250,7 @@ class Database:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
             _fail(batch, _store_error(exc))
-            return
+            return True
         self._committed(len(outcomes))
         for pending, result, error in outcomes:
             if pending.future.done():
@@ -235,6 +259,23 @@ class Database:
                 pending.future.set_result(result)
             else:
                 pending.future.set_exception(error)
+        return True
+
+    def _retry_careful(self, batch: list[_Pending]) -> None:
+        """Roll the batch back and run it again, each job in its own savepoint."""
+        try:
+            self.writer.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            _fail(batch, _store_error(exc))
+            self._next()
+            return
+        if self._try_begin(batch):  # the lock was just let go: usually free still
+            self._run(batch, careful=True)
+            self._next()
+        elif batch:
+            asyncio.get_running_loop().create_task(self._flush_when_free(batch, careful=True))
+        else:
+            self._next()
 
     # -- checkpoints --------------------------------------------------------------------
 

@@ -54,9 +54,10 @@ class SqliteTaskStore:
         return None if row is None else MessageKey(message_id, row[0], row[1])
 
     async def create(
-        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = ()
+        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = (),
+        *, body: str | None = None,
     ) -> StoredTask:
-        body, now, runner = dumps(task), utc_now(), self.runner.id
+        body, now, runner = body or dumps(task), utc_now(), self.runner.id
 
         def job(conn: sqlite3.Connection) -> StoredTask:
             _insert_key(conn, peer, key, task.id)
