@@ -37,7 +37,7 @@ from synthorg.delegation.errors import PeerProtocolError as PeerProtocolError
 from synthorg.delegation.errors import PeerRpcError as PeerRpcError
 from synthorg.delegation.errors import PeerUnavailable as PeerUnavailable
 from synthorg.delegation.errors import RequestInvalid as RequestInvalid
-from synthorg.dialects import v1
+from synthorg.dialects import objects, v1
 from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect
 from synthorg.generated.constants import (
     A2A_VERSION_1_0,
@@ -315,7 +315,7 @@ class A2AClient:
                     f"{self.record.name}: {method} answered neither a task nor a message"
                 )
             try:
-                result = v1.message_v03(result["message"])
+                result = objects.message_v03(result["message"])
             except (ValueError, KeyError, TypeError, AttributeError):
                 raise PeerProtocolError(
                     f"{self.record.name}: {method} result is not a valid message"
@@ -370,7 +370,7 @@ class A2AClient:
         """A Task answer; a 1.0 peer's read back as the 0.3 task it stands for."""
         try:
             if self.speaks_v1:
-                result = v1.task_v03_json(result)
+                result = objects.task_v03_json(result)
             return Task.model_validate(result)
         except ValidationError as exc:
             raise PeerProtocolError(

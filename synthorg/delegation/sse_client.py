@@ -31,7 +31,7 @@ from synthorg.delegation.client import (
     result_label,
 )
 from synthorg.delegation.rest_binding import RestCall, rest_call
-from synthorg.dialects import v1
+from synthorg.dialects import objects
 from synthorg.dialects.outbound import GRPC, HTTP_JSON
 from synthorg.generated.constants import (
     LAST_EVENT_ID_HEADER,
@@ -93,7 +93,7 @@ def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> StreamEv
     PeerProtocolError for what is not a valid event."""
     if speaks_v1:
         try:
-            result = v1.event_v03_json(result)
+            result = objects.event_v03_json(result)
         except (ValueError, KeyError, TypeError, AttributeError):
             raise PeerProtocolError(
                 f"{peer}: a stream event that is not a StreamResponse"

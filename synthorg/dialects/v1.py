@@ -27,18 +27,23 @@ import handlers.tasks_pushNotificationConfig_list
 import handlers.tasks_pushNotificationConfig_set
 import handlers.tasks_resubscribe
 from handlers.context import RpcContext, Sequenced, TaskQuery
+from synthorg.dialects.objects import (
+    Json,
+    as_json,
+    copy_members,
+    event_v1_json,
+    message_to_v1,
+    message_v03,
+    push_config_v03_json,
+    push_config_v1,
+    push_config_v1_json,
+    state_v03,
+    task_v1,
+)
 from synthorg.errors import UnsupportedOperation
 from synthorg.generated.constants import (
-    KIND_ARTIFACT_UPDATE,
-    KIND_DATA,
-    KIND_FILE,
-    KIND_MESSAGE,
-    KIND_STATUS_UPDATE,
-    KIND_TASK,
-    KIND_TEXT,
     MESSAGE_SEND,
     MESSAGE_STREAM,
-    STATE_UNKNOWN,
     TASKS_CANCEL,
     TASKS_GET,
     TASKS_PUSH_NOTIFICATION_CONFIG_DELETE,
@@ -61,7 +66,6 @@ from synthorg.generated.models import (
     MessageStreamParams,
     StreamEvent,
     Task,
-    TaskPushNotificationConfig,
     TasksCancelParams,
     TasksGetParams,
     TasksPushNotificationConfigDeleteParams,
@@ -85,7 +89,6 @@ from synthorg.generated.models import (
     V1ListTaskPushNotificationConfigsResult,
     V1ListTasksParams,
     V1ListTasksResult,
-    V1Message,
     V1MessagePayload,
     V1SendMessageConfiguration,
     V1SendMessageParams,
@@ -95,145 +98,10 @@ from synthorg.generated.models import (
     V1StreamResponse,
     V1SubscribeToTaskParams,
     V1SubscribeToTaskResult,
-    V1Task,
     V1TaskPayload,
-    V1TaskPushNotificationConfig,
 )
-from synthorg.tasks.events import STREAM_END_STATES
 
-Json = dict[str, Any]
 V1STREAM_ADAPTER: TypeAdapter[V1StreamResponse] = TypeAdapter(V1StreamResponse)
-
-# -- enums --------------------------------------------------------------------------------
-
-_STATE_PREFIX = "TASK_STATE_"
-_ROLE_PREFIX = "ROLE_"
-
-
-def state_v1(state: str) -> str:
-    """`input-required` -> `TASK_STATE_INPUT_REQUIRED`; `unknown` -> `..._UNSPECIFIED`."""
-    if state == STATE_UNKNOWN:
-        return f"{_STATE_PREFIX}UNSPECIFIED"
-    return _STATE_PREFIX + state.upper().replace("-", "_")
-
-
-def state_v03(state: str) -> str:
-    if state == f"{_STATE_PREFIX}UNSPECIFIED":
-        return STATE_UNKNOWN
-    return state.removeprefix(_STATE_PREFIX).lower().replace("_", "-")
-
-
-# -- objects, as JSON (each side's model validates the result) -----------------------------
-
-
-def _copy(source: Mapping[str, Any], target: Json, *names: str) -> Json:
-    for name in names:
-        if name in source:
-            target[name] = source[name]
-    return target
-
-
-def part_v03(part: Mapping[str, Any]) -> Json:
-    if "text" in part:
-        return _copy(part, {"kind": KIND_TEXT, "text": part["text"]}, "metadata")
-    if "data" in part:
-        return _copy(part, {"kind": KIND_DATA, "data": part["data"]}, "metadata")
-    file: Json = {"bytes": part["raw"]} if "raw" in part else {"uri": part["url"]}
-    if "mediaType" in part:
-        file["mimeType"] = part["mediaType"]
-    if "filename" in part:
-        file["name"] = part["filename"]
-    return _copy(part, {"kind": KIND_FILE, "file": file}, "metadata")
-
-
-def part_v1(part: Mapping[str, Any]) -> Json:
-    kind = part["kind"]
-    if kind == KIND_TEXT:
-        return _copy(part, {"text": part["text"]}, "metadata")
-    if kind == KIND_DATA:
-        return _copy(part, {"data": part["data"]}, "metadata")
-    file = part["file"]
-    out: Json = {"raw": file["bytes"]} if "bytes" in file else {"url": file["uri"]}
-    if "mimeType" in file:
-        out["mediaType"] = file["mimeType"]
-    if "name" in file:
-        out["filename"] = file["name"]
-    return _copy(part, out, "metadata")
-
-
-_MESSAGE_FIELDS = ("contextId", "taskId", "metadata", "extensions", "referenceTaskIds")
-
-
-def message_v03(message: Mapping[str, Any]) -> Json:
-    out: Json = {
-        "kind": KIND_MESSAGE,
-        "messageId": message["messageId"],
-        "role": message["role"].removeprefix(_ROLE_PREFIX).lower(),
-        "parts": [part_v03(part) for part in message["parts"]],
-    }
-    return _copy(message, out, *_MESSAGE_FIELDS)
-
-
-def message_v1(message: Mapping[str, Any]) -> Json:
-    out: Json = {
-        "messageId": message["messageId"],
-        "role": _ROLE_PREFIX + message["role"].upper(),
-        "parts": [part_v1(part) for part in message["parts"]],
-    }
-    return _copy(message, out, *_MESSAGE_FIELDS)
-
-
-def _artifact(artifact: Mapping[str, Any], part: Any) -> Json:
-    out: Json = {"artifactId": artifact["artifactId"]}
-    out["parts"] = [part(p) for p in artifact["parts"]]
-    return _copy(artifact, out, "name", "description", "metadata", "extensions")
-
-
-def _status(status: Mapping[str, Any], state: Any, message: Any) -> Json:
-    out: Json = {"state": state(status["state"])}
-    if "message" in status:
-        out["message"] = message(status["message"])
-    return _copy(status, out, "timestamp")
-
-
-def task_v1_json(task: Mapping[str, Any]) -> Json:
-    out: Json = {
-        "id": task["id"],
-        "contextId": task["contextId"],
-        "status": _status(task["status"], state_v1, message_v1),
-    }
-    if "artifacts" in task:
-        out["artifacts"] = [_artifact(a, part_v1) for a in task["artifacts"]]
-    if "history" in task:
-        out["history"] = [message_v1(m) for m in task["history"]]
-    return _copy(task, out, "metadata")
-
-
-def task_v03_json(task: Mapping[str, Any]) -> Json:
-    out: Json = {
-        "kind": KIND_TASK,
-        "id": task["id"],
-        "contextId": task["contextId"],
-        "status": _status(task["status"], state_v03, message_v03),
-    }
-    if "history" in task:
-        out["history"] = [message_v03(m) for m in task["history"]]
-    if "artifacts" in task:
-        out["artifacts"] = [_artifact(a, part_v03) for a in task["artifacts"]]
-    return _copy(task, out, "metadata")
-
-
-def _json(model: Message | Task | V1Message | V1Task) -> Json:
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def task_v1(task: Task) -> V1Task:
-    return V1Task.model_validate(task_v1_json(_json(task)))
-
-
-def message_to_v1(message: Message) -> V1Message:
-    return V1Message.model_validate(message_v1(_json(message)))
-
 
 # -- the adapters (the dispatch table's 1.0 entries) ---------------------------------------
 
@@ -244,17 +112,17 @@ def _present(**fields: Any) -> Json:
 
 
 def _send_body(method: str, params: V1SendMessageParams | V1SendStreamingMessageParams) -> Json:
-    body: Json = {"method": method, "message": message_v03(_json(params.message))}
+    body: Json = {"method": method, "message": message_v03(as_json(params.message))}
     config = params.configuration
     if config is not None:
-        body["configuration"] = _copy(
+        body["configuration"] = copy_members(
             config.model_dump(exclude_none=True), {}, "acceptedOutputModes", "historyLength"
         )
         if config.returnImmediately is not None:
             body["configuration"]["blocking"] = not config.returnImmediately
         if config.taskPushNotificationConfig is not None:
             push = config.taskPushNotificationConfig.model_dump(mode="json", exclude_none=True)
-            body["configuration"]["pushNotificationConfig"] = _push_config_v03(push)
+            body["configuration"]["pushNotificationConfig"] = push_config_v03_json(push)
     if params.metadata is not None:
         body["metadata"] = params.metadata
     return body
@@ -266,52 +134,6 @@ async def send_message(params: V1SendMessageParams, ctx: RpcContext) -> V1SendMe
     if isinstance(answer, Message):  # the agent's direct reply: no task
         return V1MessagePayload(message=message_to_v1(answer))
     return V1TaskPayload(task=task_v1(answer))
-
-
-_EVENT_WRAPPERS = {KIND_TASK: "task", KIND_MESSAGE: "message", KIND_STATUS_UPDATE: "statusUpdate",
-                   KIND_ARTIFACT_UPDATE: "artifactUpdate"}
-
-
-def event_v1_json(event: Mapping[str, Any]) -> Json:
-    """A 0.3 stream event as a 1.0 StreamResponse: wrapped by its kind, in 1.0's shape."""
-    kind = event["kind"]
-    if kind == KIND_TASK:
-        inner = task_v1_json(event)
-    elif kind == KIND_MESSAGE:
-        inner = message_v1(event)
-    elif kind == KIND_STATUS_UPDATE:
-        inner = _copy(event, {
-            "taskId": event["taskId"], "contextId": event["contextId"],
-            "status": _status(event["status"], state_v1, message_v1),
-        }, "metadata")
-    else:
-        inner = _copy(event, {
-            "taskId": event["taskId"], "contextId": event["contextId"],
-            "artifact": _artifact(event["artifact"], part_v1),
-        }, "append", "lastChunk", "metadata")
-    return {_EVENT_WRAPPERS[kind]: inner}
-
-
-def event_v03_json(response: Mapping[str, Any]) -> Json:
-    """A 1.0 StreamResponse as the 0.3 stream event it stands for (what a follower of a 1.0
-    peer reads). 1.0's statusUpdate has no `final`: it is true when the stream ends there."""
-    (kind, inner), = response.items()
-    if kind == "task":
-        return task_v03_json(inner)
-    if kind == "message":
-        return message_v03(inner)
-    if kind == "statusUpdate":
-        status = _status(inner["status"], state_v03, message_v03)
-        return _copy(inner, {
-            "kind": KIND_STATUS_UPDATE, "taskId": inner["taskId"], "contextId": inner["contextId"],
-            "status": status, "final": status["state"] in STREAM_END_STATES,
-        }, "metadata")
-    if kind == "artifactUpdate":
-        return _copy(inner, {
-            "kind": KIND_ARTIFACT_UPDATE, "taskId": inner["taskId"],
-            "contextId": inner["contextId"], "artifact": _artifact(inner["artifact"], part_v03),
-        }, "append", "lastChunk", "metadata")
-    raise ValueError("not a StreamResponse")
 
 
 def _event_v1(item: Sequenced[StreamEvent]) -> Sequenced[V1StreamResponse]:
@@ -388,38 +210,12 @@ async def get_extended_agent_card(
 
 
 # -- push notification configs ------------------------------------------------------------
-# 1.0 flattens 0.3's {taskId, pushNotificationConfig} and names one auth scheme where 0.3
-# lists them: a config set in either dialect reads the same in the other.
-
-
-def push_config_v1_json(config: Mapping[str, Any]) -> Json:
-    """0.3's PushNotificationConfig as 1.0's config members (taskId not included)."""
-    out = _copy(config, {"url": config["url"]}, "id", "token")
-    auth = config.get("authentication")
-    if auth and auth["schemes"]:
-        out["authentication"] = _copy(auth, {"scheme": auth["schemes"][0]}, "credentials")
-    return out
-
-
-def push_config_v1(config: TaskPushNotificationConfig) -> V1TaskPushNotificationConfig:
-    document = config.model_dump(mode="json", by_alias=True, exclude_none=True)
-    inner = push_config_v1_json(document["pushNotificationConfig"])
-    return V1TaskPushNotificationConfig.model_validate({"taskId": document["taskId"], **inner})
-
-
-def _push_config_v03(config: Mapping[str, Any]) -> Json:
-    """A 1.0 config's members as 0.3's PushNotificationConfig (taskId and tenant dropped)."""
-    out = _copy(config, {"url": config["url"]}, "id", "token")
-    if "authentication" in config:
-        auth = config["authentication"]
-        out["authentication"] = _copy(auth, {"schemes": [auth["scheme"]]}, "credentials")
-    return out
 
 
 async def create_task_push_notification_config(
     params: V1CreateTaskPushNotificationConfigParams, ctx: RpcContext
 ) -> V1CreateTaskPushNotificationConfigResult:
-    inner = _push_config_v03(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+    inner = push_config_v03_json(params.model_dump(mode="json", by_alias=True, exclude_none=True))
     ours = TasksPushNotificationConfigSetParams.model_validate({
         "method": TASKS_PUSH_NOTIFICATION_CONFIG_SET, "taskId": params.taskId,
         "pushNotificationConfig": inner,

@@ -9,12 +9,11 @@ or waits for input: a stream ends after it.
 
 from __future__ import annotations
 
+# Where a stream ends: the task is final, or it waits for the caller.
+from synthorg.dialects.objects import STREAM_END_STATES as STREAM_END_STATES
 from synthorg.generated.constants import (
     KIND_ARTIFACT_UPDATE,
     KIND_STATUS_UPDATE,
-    STATE_AUTH_REQUIRED,
-    STATE_INPUT_REQUIRED,
-    TERMINAL_STATES,
 )
 from synthorg.generated.models import (
     Artifact,
@@ -23,9 +22,6 @@ from synthorg.generated.models import (
     TaskArtifactUpdateEvent,
     TaskStatusUpdateEvent,
 )
-
-# Where a stream ends: the task is final, or it waits for the caller.
-STREAM_END_STATES = frozenset({*TERMINAL_STATES, STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
 
 
 def ends_stream(event: StreamEvent) -> bool:

@@ -193,9 +193,13 @@ def test_granian_is_given_one_worker_one_thread_and_its_nearest_limits() -> None
 
 
 def test_the_memory_of_a_node_of_one_process_is_named_as_such(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
-                            stdin=subprocess.PIPE)
+    # The child says it is up before its memory is read (read at exec, it is a fraction of
+    # a MiB).
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"up\n"
         server = Server("one", "node", proc, 0, tmp_path / "log")
         [(role, mib)] = process_rss(server)
         assert role == "node (one process)" and 1 < mib < 500

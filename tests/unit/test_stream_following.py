@@ -11,7 +11,7 @@ import pytest
 from synthorg.delegation.client import PeerProtocolError
 from synthorg.delegation.following import apply_event
 from synthorg.delegation.sse_client import SseEvent, StreamTooLarge, sse_events, stream_event
-from synthorg.dialects.v1 import event_v03_json, event_v1_json
+from synthorg.dialects.objects import event_v03_json, event_v1_json
 from synthorg.generated.models import StreamEvent, Task, TaskStatus, TextPart
 from synthorg.store.task_codec import dumps
 

@@ -1,0 +1,245 @@
+"""A2A 0.3 and 1.0 objects mapped both ways: enums, parts, messages, artifacts, tasks, stream
+events and push configs, as JSON documents (each side's model validates the result).
+
+A leaf: it imports only the generated modules, so the store (reading data written in either
+form), the 0.3 and 1.0 edges and the outbound client can all use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from synthorg.generated.constants import (
+    KIND_ARTIFACT_UPDATE,
+    KIND_DATA,
+    KIND_FILE,
+    KIND_MESSAGE,
+    KIND_STATUS_UPDATE,
+    KIND_TASK,
+    KIND_TEXT,
+    STATE_AUTH_REQUIRED,
+    STATE_INPUT_REQUIRED,
+    STATE_UNKNOWN,
+    TERMINAL_STATES,
+)
+from synthorg.generated.models import (
+    Message,
+    Task,
+    TaskPushNotificationConfig,
+    V1Message,
+    V1Task,
+    V1TaskPushNotificationConfig,
+)
+
+Json = dict[str, Any]
+
+# Where a stream ends: the task is final, or it waits for the caller.
+STREAM_END_STATES = frozenset({*TERMINAL_STATES, STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
+
+# -- enums --------------------------------------------------------------------------------
+
+_STATE_PREFIX = "TASK_STATE_"
+_ROLE_PREFIX = "ROLE_"
+
+
+def state_v1(state: str) -> str:
+    """`input-required` -> `TASK_STATE_INPUT_REQUIRED`; `unknown` -> `..._UNSPECIFIED`."""
+    if state == STATE_UNKNOWN:
+        return f"{_STATE_PREFIX}UNSPECIFIED"
+    return _STATE_PREFIX + state.upper().replace("-", "_")
+
+
+def state_v03(state: str) -> str:
+    if state == f"{_STATE_PREFIX}UNSPECIFIED":
+        return STATE_UNKNOWN
+    return state.removeprefix(_STATE_PREFIX).lower().replace("_", "-")
+
+
+# -- objects, as JSON (each side's model validates the result) -----------------------------
+
+
+def copy_members(source: Mapping[str, Any], target: Json, *names: str) -> Json:
+    for name in names:
+        if name in source:
+            target[name] = source[name]
+    return target
+
+
+def part_v03(part: Mapping[str, Any]) -> Json:
+    if "text" in part:
+        return copy_members(part, {"kind": KIND_TEXT, "text": part["text"]}, "metadata")
+    if "data" in part:
+        return copy_members(part, {"kind": KIND_DATA, "data": part["data"]}, "metadata")
+    file: Json = {"bytes": part["raw"]} if "raw" in part else {"uri": part["url"]}
+    if "mediaType" in part:
+        file["mimeType"] = part["mediaType"]
+    if "filename" in part:
+        file["name"] = part["filename"]
+    return copy_members(part, {"kind": KIND_FILE, "file": file}, "metadata")
+
+
+def part_v1(part: Mapping[str, Any]) -> Json:
+    kind = part["kind"]
+    if kind == KIND_TEXT:
+        return copy_members(part, {"text": part["text"]}, "metadata")
+    if kind == KIND_DATA:
+        return copy_members(part, {"data": part["data"]}, "metadata")
+    file = part["file"]
+    out: Json = {"raw": file["bytes"]} if "bytes" in file else {"url": file["uri"]}
+    if "mimeType" in file:
+        out["mediaType"] = file["mimeType"]
+    if "name" in file:
+        out["filename"] = file["name"]
+    return copy_members(part, out, "metadata")
+
+
+_MESSAGE_FIELDS = ("contextId", "taskId", "metadata", "extensions", "referenceTaskIds")
+
+
+def message_v03(message: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "kind": KIND_MESSAGE,
+        "messageId": message["messageId"],
+        "role": message["role"].removeprefix(_ROLE_PREFIX).lower(),
+        "parts": [part_v03(part) for part in message["parts"]],
+    }
+    return copy_members(message, out, *_MESSAGE_FIELDS)
+
+
+def message_v1(message: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "messageId": message["messageId"],
+        "role": _ROLE_PREFIX + message["role"].upper(),
+        "parts": [part_v1(part) for part in message["parts"]],
+    }
+    return copy_members(message, out, *_MESSAGE_FIELDS)
+
+
+def _artifact(artifact: Mapping[str, Any], part: Any) -> Json:
+    out: Json = {"artifactId": artifact["artifactId"]}
+    out["parts"] = [part(p) for p in artifact["parts"]]
+    return copy_members(artifact, out, "name", "description", "metadata", "extensions")
+
+
+def _status(status: Mapping[str, Any], state: Any, message: Any) -> Json:
+    out: Json = {"state": state(status["state"])}
+    if "message" in status:
+        out["message"] = message(status["message"])
+    return copy_members(status, out, "timestamp")
+
+
+def task_v1_json(task: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "id": task["id"],
+        "contextId": task["contextId"],
+        "status": _status(task["status"], state_v1, message_v1),
+    }
+    if "artifacts" in task:
+        out["artifacts"] = [_artifact(a, part_v1) for a in task["artifacts"]]
+    if "history" in task:
+        out["history"] = [message_v1(m) for m in task["history"]]
+    return copy_members(task, out, "metadata")
+
+
+def task_v03_json(task: Mapping[str, Any]) -> Json:
+    out: Json = {
+        "kind": KIND_TASK,
+        "id": task["id"],
+        "contextId": task["contextId"],
+        "status": _status(task["status"], state_v03, message_v03),
+    }
+    if "history" in task:
+        out["history"] = [message_v03(m) for m in task["history"]]
+    if "artifacts" in task:
+        out["artifacts"] = [_artifact(a, part_v03) for a in task["artifacts"]]
+    return copy_members(task, out, "metadata")
+
+
+def as_json(model: Message | Task | V1Message | V1Task) -> Json:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def task_v1(task: Task) -> V1Task:
+    return V1Task.model_validate(task_v1_json(as_json(task)))
+
+
+def message_to_v1(message: Message) -> V1Message:
+    return V1Message.model_validate(message_v1(as_json(message)))
+
+
+
+_EVENT_WRAPPERS = {KIND_TASK: "task", KIND_MESSAGE: "message", KIND_STATUS_UPDATE: "statusUpdate",
+                   KIND_ARTIFACT_UPDATE: "artifactUpdate"}
+
+
+def event_v1_json(event: Mapping[str, Any]) -> Json:
+    """A 0.3 stream event as a 1.0 StreamResponse: wrapped by its kind, in 1.0's shape."""
+    kind = event["kind"]
+    if kind == KIND_TASK:
+        inner = task_v1_json(event)
+    elif kind == KIND_MESSAGE:
+        inner = message_v1(event)
+    elif kind == KIND_STATUS_UPDATE:
+        inner = copy_members(event, {
+            "taskId": event["taskId"], "contextId": event["contextId"],
+            "status": _status(event["status"], state_v1, message_v1),
+        }, "metadata")
+    else:
+        inner = copy_members(event, {
+            "taskId": event["taskId"], "contextId": event["contextId"],
+            "artifact": _artifact(event["artifact"], part_v1),
+        }, "append", "lastChunk", "metadata")
+    return {_EVENT_WRAPPERS[kind]: inner}
+
+
+def event_v03_json(response: Mapping[str, Any]) -> Json:
+    """A 1.0 StreamResponse as the 0.3 stream event it stands for (what a follower of a 1.0
+    peer reads). 1.0's statusUpdate has no `final`: it is true when the stream ends there."""
+    (kind, inner), = response.items()
+    if kind == "task":
+        return task_v03_json(inner)
+    if kind == "message":
+        return message_v03(inner)
+    if kind == "statusUpdate":
+        status = _status(inner["status"], state_v03, message_v03)
+        return copy_members(inner, {
+            "kind": KIND_STATUS_UPDATE, "taskId": inner["taskId"], "contextId": inner["contextId"],
+            "status": status, "final": status["state"] in STREAM_END_STATES,
+        }, "metadata")
+    if kind == "artifactUpdate":
+        return copy_members(inner, {
+            "kind": KIND_ARTIFACT_UPDATE, "taskId": inner["taskId"],
+            "contextId": inner["contextId"], "artifact": _artifact(inner["artifact"], part_v03),
+        }, "append", "lastChunk", "metadata")
+    raise ValueError("not a StreamResponse")
+
+
+
+# -- push notification configs: 1.0 flattens 0.3's {taskId, pushNotificationConfig} and names
+# one auth scheme where 0.3 lists them, so a config set in either dialect reads the same in the
+# other.
+
+
+def push_config_v1_json(config: Mapping[str, Any]) -> Json:
+    """0.3's PushNotificationConfig as 1.0's config members (taskId not included)."""
+    out = copy_members(config, {"url": config["url"]}, "id", "token")
+    auth = config.get("authentication")
+    if auth and auth["schemes"]:
+        out["authentication"] = copy_members(auth, {"scheme": auth["schemes"][0]}, "credentials")
+    return out
+
+
+def push_config_v1(config: TaskPushNotificationConfig) -> V1TaskPushNotificationConfig:
+    document = config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    inner = push_config_v1_json(document["pushNotificationConfig"])
+    return V1TaskPushNotificationConfig.model_validate({"taskId": document["taskId"], **inner})
+
+
+def push_config_v03_json(config: Mapping[str, Any]) -> Json:
+    """A 1.0 config's members as 0.3's PushNotificationConfig (taskId and tenant dropped)."""
+    out = copy_members(config, {"url": config["url"]}, "id", "token")
+    if "authentication" in config:
+        auth = config["authentication"]
+        out["authentication"] = copy_members(auth, {"schemes": [auth["scheme"]]}, "credentials")
+    return out
