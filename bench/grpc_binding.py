@@ -1,5 +1,5 @@
 """One caller's round trip over the gRPC binding against the same call over JSON-RPC, in one
-run against one live node (the same gates, adapters and store behind both).
+run against one live node (the same gates, handlers and store behind both).
 
     .venv/bin/python -m bench.grpc_binding [--n N] [--rounds R]
 

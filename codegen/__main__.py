@@ -12,9 +12,9 @@ from pathlib import Path
 
 from codegen import fingerprint
 from codegen.constants import UNION_V1, methods, render_constants
-from codegen.dispatch import ADAPTERS_V1, render_dispatch
+from codegen.dispatch import render_dispatch
 from codegen.models import render_models
-from codegen.naming import adapter_function, handler_module
+from codegen.naming import handler_module
 from codegen.protos import render_grpc
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,24 +33,17 @@ def _fingerprint() -> tuple[Path, str, list[str]]:
 
 def _missing_handlers() -> list[str]:
     problems = []
-    for method, _ in methods():
-        path = ROOT / "handlers" / f"{handler_module(method)}.py"
+    for method, _ in methods() + methods(UNION_V1):
+        module_name = handler_module(method)
+        path = ROOT.joinpath(*module_name.split(".")).with_suffix(".py")
         if not path.exists():
             problems.append(f"{method}: no handler module {path.relative_to(ROOT)}")
             continue
-        module = importlib.import_module(f"handlers.{handler_module(method)}")
+        module = importlib.import_module(module_name)
         handle = getattr(module, "handle", None)
         is_async = inspect.iscoroutinefunction(handle) or inspect.isasyncgenfunction(handle)
         if handle is None or not is_async:
             problems.append(f"{method}: {path.relative_to(ROOT)} has no `async def handle`")
-    adapters = importlib.import_module(ADAPTERS_V1)
-    for method, _ in methods(UNION_V1):
-        adapter = getattr(adapters, adapter_function(method), None)
-        if adapter is None or not (
-            inspect.iscoroutinefunction(adapter) or inspect.isasyncgenfunction(adapter)
-        ):
-            name = adapter_function(method)
-            problems.append(f"{method}: {ADAPTERS_V1} has no `async def {name}`")
     return problems
 
 

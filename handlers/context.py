@@ -1,7 +1,8 @@
 """What a JSON-RPC handler may use besides its params: the caller and the node's services.
 
-Handlers see only this interface and the generated models, never the runtime that implements
-it, so the arrows run one way: the gateway calls handlers, handlers call services.
+Handlers (and the 0.3 edge, `synthorg/dialects/v03/`) see only this interface and the
+generated models, never the runtime that implements it, so the arrows run one way: the
+gateway calls handlers, handlers call services.
 """
 
 from __future__ import annotations

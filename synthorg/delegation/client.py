@@ -9,7 +9,7 @@ secret under the record's scheme. Transient failures (connect errors, 429 with R
 `message/send` because its `messageId` is fixed before the first attempt and the peer treats
 `(peer, messageId)` as an idempotency key. A peer's JSON-RPC error surfaces with its code and
 message whatever the HTTP status. Each call is built as the spec's params model
-(synthorg/generated/models.py; a 1.0 peer's mapped by synthorg/dialects/v1.py) and
+(synthorg/generated/models.py; a 1.0 peer's mapped by synthorg/dialects/outbound_v1.py) and
 serialised once; results are validated with the generated models and kept as them.
 """
 
@@ -37,8 +37,14 @@ from synthorg.delegation.errors import PeerProtocolError as PeerProtocolError
 from synthorg.delegation.errors import PeerRpcError as PeerRpcError
 from synthorg.delegation.errors import PeerUnavailable as PeerUnavailable
 from synthorg.delegation.errors import RequestInvalid as RequestInvalid
-from synthorg.dialects import objects, v1
+from synthorg.dialects import objects
 from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect
+from synthorg.dialects.outbound_v1 import (
+    V1_METHOD_NAMES,
+    OutboundParams,
+    V1OutboundParams,
+    params_v1,
+)
 from synthorg.generated.constants import (
     A2A_VERSION_1_0,
     A2A_VERSION_HEADER,
@@ -205,7 +211,8 @@ class A2AClient:
     ) -> None:
         self.record = record
         # None: A2A 0.3 at the catalog endpoint. In 1.0 the same calls are made with the 1.0
-        # methods and objects (synthorg/dialects/v1.py), and answers read back as 0.3 tasks.
+        # methods and objects (synthorg/dialects/outbound_v1.py), and answers read back as 0.3
+        # tasks.
         self.dialect = dialect
         self._headers = credential_headers(record, local_name)
         if dialect is not None and dialect.version == A2A_VERSION_1_0:
@@ -258,10 +265,9 @@ class A2AClient:
             self._grpc_tls, self._retry, self._sleep,
         )
 
-    def grpc_params(self, params: v1.OutboundParams | v1.V1OutboundParams
-                    ) -> v1.V1OutboundParams:
+    def grpc_params(self, params: OutboundParams | V1OutboundParams) -> V1OutboundParams:
         """A call in the gRPC binding: its 1.0 params (the dialect is 1.0's)."""
-        if isinstance(params, v1.OutboundParams):
+        if isinstance(params, OutboundParams):
             raise RequestInvalid(f"{self.record.name}: a gRPC call is made in 1.0 only")
         return params
 
@@ -290,13 +296,13 @@ class A2AClient:
                                 context_id=context_id, message_id=message_id, metadata=metadata)
         return self.task_of(await self.call(send_params(message, blocking=blocking)))
 
-    def spoken(self, params: v1.OutboundParams) -> v1.OutboundParams | v1.V1OutboundParams:
+    def spoken(self, params: OutboundParams) -> OutboundParams | V1OutboundParams:
         """A call as the peer's dialect makes it: 1.0's method and params for a 1.0 peer
         (RequestInvalid, and nothing sent, for a call 1.0 cannot carry)."""
         if not self.speaks_v1:
             return params
         try:
-            return v1.params_v1(params)
+            return params_v1(params)
         except ValidationError as exc:
             raise RequestInvalid(
                 f"{self.record.name}: the call is not valid in 1.0 ({exc.error_count()} "
@@ -364,7 +370,7 @@ class A2AClient:
 
     def wire_method(self, method: str) -> str:
         """The name the peer knows the 0.3 method `method` by in its dialect."""
-        return v1.V1_METHOD_NAMES.get(method, method) if self.speaks_v1 else method
+        return V1_METHOD_NAMES.get(method, method) if self.speaks_v1 else method
 
     def _as_task(self, method: str, result: Any) -> Task:
         """A Task answer; a 1.0 peer's read back as the 0.3 task it stands for."""
@@ -382,7 +388,7 @@ class A2AClient:
                 f"{self.record.name}: {self.wire_method(method)} result is not a valid Task"
             ) from None
 
-    async def call(self, params: v1.OutboundParams) -> Any:
+    async def call(self, params: OutboundParams) -> Any:
         """One call with retries, in the peer's binding and dialect; returns the `result`
         member (HTTP+JSON: the answer's body). The params are serialised once, before the
         first attempt."""
@@ -394,7 +400,7 @@ class A2AClient:
                 outcome.result = result_label(exc)
                 raise
 
-    async def _call(self, params: v1.OutboundParams | v1.V1OutboundParams) -> Any:
+    async def _call(self, params: OutboundParams | V1OutboundParams) -> Any:
         if self.binding == GRPC:
             return await grpc_binding.unary(self.grpc_call(), self.grpc_params(params))
         request_id = str(uuid.uuid4())

@@ -1,2 +1,4 @@
-"""The protocol dialects spoken at the edge: the node keeps one model (A2A 0.3's objects) and
-each other dialect maps its requests to it and its answers back (`v1.py`: A2A 1.0)."""
+"""The protocol dialects at the edge: `v03/` answers A2A 0.3's methods (the A2A 1.0
+operations are `handlers/`), `objects.py` maps the objects of either version to the other's,
+`outbound_v1.py` makes this node's calls to a 1.0 peer, `outbound.py` picks a peer's binding
+and dialect, `errors.py` writes 1.0's error details."""

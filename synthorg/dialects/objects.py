@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from synthorg.generated.constants import (
     KIND_ARTIFACT_UPDATE,
     KIND_DATA,
@@ -25,9 +27,13 @@ from synthorg.generated.constants import (
 )
 from synthorg.generated.models import (
     Message,
+    StreamEvent,
     Task,
     TaskPushNotificationConfig,
     V1Message,
+    V1SendMessageParams,
+    V1SendStreamingMessageParams,
+    V1StreamResponse,
     V1Task,
     V1TaskPushNotificationConfig,
 )
@@ -193,6 +199,15 @@ def event_v1_json(event: Mapping[str, Any]) -> Json:
     return {_EVENT_WRAPPERS[kind]: inner}
 
 
+_STREAM_RESPONSE: TypeAdapter[V1StreamResponse] = TypeAdapter(V1StreamResponse)
+
+
+def stream_response_v1(event: StreamEvent) -> V1StreamResponse:
+    document = event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    response: V1StreamResponse = _STREAM_RESPONSE.validate_python(event_v1_json(document))
+    return response
+
+
 def event_v03_json(response: Mapping[str, Any]) -> Json:
     """A 1.0 StreamResponse as the 0.3 stream event it stands for (what a follower of a 1.0
     peer reads). 1.0's statusUpdate has no `final`: it is true when the stream ends there."""
@@ -243,3 +258,25 @@ def push_config_v03_json(config: Mapping[str, Any]) -> Json:
         auth = config["authentication"]
         out["authentication"] = copy_members(auth, {"schemes": [auth["scheme"]]}, "credentials")
     return out
+
+
+# -- a message sent: 1.0's SendMessageRequest as 0.3's MessageSendParams (without `method`)
+
+
+def send_v03_json(params: V1SendMessageParams | V1SendStreamingMessageParams) -> Json:
+    """The message, its configuration (returnImmediately is 0.3's `blocking` negated) and
+    metadata of a 1.0 send, as 0.3's params members."""
+    body: Json = {"message": message_v03(as_json(params.message))}
+    config = params.configuration
+    if config is not None:
+        body["configuration"] = copy_members(
+            config.model_dump(exclude_none=True), {}, "acceptedOutputModes", "historyLength"
+        )
+        if config.returnImmediately is not None:
+            body["configuration"]["blocking"] = not config.returnImmediately
+        if config.taskPushNotificationConfig is not None:
+            push = config.taskPushNotificationConfig.model_dump(mode="json", exclude_none=True)
+            body["configuration"]["pushNotificationConfig"] = push_config_v03_json(push)
+    if params.metadata is not None:
+        body["metadata"] = params.metadata
+    return body

@@ -10,19 +10,29 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter
 
-import handlers.agent_getAuthenticatedExtendedCard
-import handlers.message_send
-import handlers.message_stream
+import handlers.cancel_task
+import handlers.create_task_push_notification_config
+import handlers.delete_task_push_notification_config
+import handlers.get_extended_agent_card
+import handlers.get_task
+import handlers.get_task_push_notification_config
+import handlers.list_task_push_notification_configs
+import handlers.list_tasks
+import handlers.send_message
+import handlers.send_streaming_message
 import handlers.skills_negotiate
 import handlers.skills_query
-import handlers.tasks_cancel
-import handlers.tasks_get
-import handlers.tasks_pushNotificationConfig_delete
-import handlers.tasks_pushNotificationConfig_get
-import handlers.tasks_pushNotificationConfig_list
-import handlers.tasks_pushNotificationConfig_set
-import handlers.tasks_resubscribe
-import synthorg.dialects.v1
+import handlers.subscribe_to_task
+import synthorg.dialects.v03.agent_getAuthenticatedExtendedCard
+import synthorg.dialects.v03.message_send
+import synthorg.dialects.v03.message_stream
+import synthorg.dialects.v03.tasks_cancel
+import synthorg.dialects.v03.tasks_get
+import synthorg.dialects.v03.tasks_pushNotificationConfig_delete
+import synthorg.dialects.v03.tasks_pushNotificationConfig_get
+import synthorg.dialects.v03.tasks_pushNotificationConfig_list
+import synthorg.dialects.v03.tasks_pushNotificationConfig_set
+import synthorg.dialects.v03.tasks_resubscribe
 from handlers.context import RpcContext, Sequenced
 from synthorg.generated.constants import AGENT_GET_AUTHENTICATED_EXTENDED_CARD, MESSAGE_SEND, MESSAGE_STREAM, SKILLS_NEGOTIATE, SKILLS_QUERY, TASKS_CANCEL, TASKS_GET, TASKS_PUSH_NOTIFICATION_CONFIG_DELETE, TASKS_PUSH_NOTIFICATION_CONFIG_GET, TASKS_PUSH_NOTIFICATION_CONFIG_LIST, TASKS_PUSH_NOTIFICATION_CONFIG_SET, TASKS_RESUBSCRIBE, V1_CANCEL_TASK, V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG, V1_DELETE_TASK_PUSH_NOTIFICATION_CONFIG, V1_GET_EXTENDED_AGENT_CARD, V1_GET_TASK, V1_GET_TASK_PUSH_NOTIFICATION_CONFIG, V1_LIST_TASKS, V1_LIST_TASK_PUSH_NOTIFICATION_CONFIGS, V1_SEND_MESSAGE, V1_SEND_STREAMING_MESSAGE, V1_SUBSCRIBE_TO_TASK
 from synthorg.generated.models import AgentGetAuthenticatedExtendedCardParams, AgentGetAuthenticatedExtendedCardResult, MessageSendParams, MessageSendResult, MessageStreamParams, MessageStreamResult, SkillsNegotiateParams, SkillsNegotiateResult, SkillsQueryParams, SkillsQueryResult, TasksCancelParams, TasksCancelResult, TasksGetParams, TasksGetResult, TasksPushNotificationConfigDeleteParams, TasksPushNotificationConfigDeleteResult, TasksPushNotificationConfigGetParams, TasksPushNotificationConfigGetResult, TasksPushNotificationConfigListParams, TasksPushNotificationConfigListResult, TasksPushNotificationConfigSetParams, TasksPushNotificationConfigSetResult, TasksResubscribeParams, TasksResubscribeResult, V1CancelTaskParams, V1CancelTaskResult, V1CreateTaskPushNotificationConfigParams, V1CreateTaskPushNotificationConfigResult, V1DeleteTaskPushNotificationConfigParams, V1DeleteTaskPushNotificationConfigResult, V1GetExtendedAgentCardParams, V1GetExtendedAgentCardResult, V1GetTaskParams, V1GetTaskPushNotificationConfigParams, V1GetTaskPushNotificationConfigResult, V1GetTaskResult, V1ListTaskPushNotificationConfigsParams, V1ListTaskPushNotificationConfigsResult, V1ListTasksParams, V1ListTasksResult, V1SendMessageParams, V1SendMessageResult, V1SendStreamingMessageParams, V1SendStreamingMessageResult, V1SubscribeToTaskParams, V1SubscribeToTaskResult, RpcParams, V1RpcParams
@@ -61,29 +71,29 @@ class Route(NamedTuple):
 
 
 # Each assignment is where mypy holds a handler to its method's signature.
-_message_send: MessageSendHandler = handlers.message_send.handle
-_tasks_get: TasksGetHandler = handlers.tasks_get.handle
-_tasks_cancel: TasksCancelHandler = handlers.tasks_cancel.handle
-_message_stream: MessageStreamHandler = handlers.message_stream.handle
-_tasks_resubscribe: TasksResubscribeHandler = handlers.tasks_resubscribe.handle
-_tasks_pushNotificationConfig_set: TasksPushNotificationConfigSetHandler = handlers.tasks_pushNotificationConfig_set.handle
-_tasks_pushNotificationConfig_get: TasksPushNotificationConfigGetHandler = handlers.tasks_pushNotificationConfig_get.handle
-_tasks_pushNotificationConfig_list: TasksPushNotificationConfigListHandler = handlers.tasks_pushNotificationConfig_list.handle
-_tasks_pushNotificationConfig_delete: TasksPushNotificationConfigDeleteHandler = handlers.tasks_pushNotificationConfig_delete.handle
+_message_send: MessageSendHandler = synthorg.dialects.v03.message_send.handle
+_tasks_get: TasksGetHandler = synthorg.dialects.v03.tasks_get.handle
+_tasks_cancel: TasksCancelHandler = synthorg.dialects.v03.tasks_cancel.handle
+_message_stream: MessageStreamHandler = synthorg.dialects.v03.message_stream.handle
+_tasks_resubscribe: TasksResubscribeHandler = synthorg.dialects.v03.tasks_resubscribe.handle
+_tasks_pushNotificationConfig_set: TasksPushNotificationConfigSetHandler = synthorg.dialects.v03.tasks_pushNotificationConfig_set.handle
+_tasks_pushNotificationConfig_get: TasksPushNotificationConfigGetHandler = synthorg.dialects.v03.tasks_pushNotificationConfig_get.handle
+_tasks_pushNotificationConfig_list: TasksPushNotificationConfigListHandler = synthorg.dialects.v03.tasks_pushNotificationConfig_list.handle
+_tasks_pushNotificationConfig_delete: TasksPushNotificationConfigDeleteHandler = synthorg.dialects.v03.tasks_pushNotificationConfig_delete.handle
 _skills_query: SkillsQueryHandler = handlers.skills_query.handle
 _skills_negotiate: SkillsNegotiateHandler = handlers.skills_negotiate.handle
-_agent_getAuthenticatedExtendedCard: AgentGetAuthenticatedExtendedCardHandler = handlers.agent_getAuthenticatedExtendedCard.handle
-_send_message: V1SendMessageHandler = synthorg.dialects.v1.send_message
-_get_task: V1GetTaskHandler = synthorg.dialects.v1.get_task
-_cancel_task: V1CancelTaskHandler = synthorg.dialects.v1.cancel_task
-_list_tasks: V1ListTasksHandler = synthorg.dialects.v1.list_tasks
-_get_extended_agent_card: V1GetExtendedAgentCardHandler = synthorg.dialects.v1.get_extended_agent_card
-_send_streaming_message: V1SendStreamingMessageHandler = synthorg.dialects.v1.send_streaming_message
-_subscribe_to_task: V1SubscribeToTaskHandler = synthorg.dialects.v1.subscribe_to_task
-_create_task_push_notification_config: V1CreateTaskPushNotificationConfigHandler = synthorg.dialects.v1.create_task_push_notification_config
-_get_task_push_notification_config: V1GetTaskPushNotificationConfigHandler = synthorg.dialects.v1.get_task_push_notification_config
-_list_task_push_notification_configs: V1ListTaskPushNotificationConfigsHandler = synthorg.dialects.v1.list_task_push_notification_configs
-_delete_task_push_notification_config: V1DeleteTaskPushNotificationConfigHandler = synthorg.dialects.v1.delete_task_push_notification_config
+_agent_getAuthenticatedExtendedCard: AgentGetAuthenticatedExtendedCardHandler = synthorg.dialects.v03.agent_getAuthenticatedExtendedCard.handle
+_send_message: V1SendMessageHandler = handlers.send_message.handle
+_get_task: V1GetTaskHandler = handlers.get_task.handle
+_cancel_task: V1CancelTaskHandler = handlers.cancel_task.handle
+_list_tasks: V1ListTasksHandler = handlers.list_tasks.handle
+_get_extended_agent_card: V1GetExtendedAgentCardHandler = handlers.get_extended_agent_card.handle
+_send_streaming_message: V1SendStreamingMessageHandler = handlers.send_streaming_message.handle
+_subscribe_to_task: V1SubscribeToTaskHandler = handlers.subscribe_to_task.handle
+_create_task_push_notification_config: V1CreateTaskPushNotificationConfigHandler = handlers.create_task_push_notification_config.handle
+_get_task_push_notification_config: V1GetTaskPushNotificationConfigHandler = handlers.get_task_push_notification_config.handle
+_list_task_push_notification_configs: V1ListTaskPushNotificationConfigsHandler = handlers.list_task_push_notification_configs.handle
+_delete_task_push_notification_config: V1DeleteTaskPushNotificationConfigHandler = handlers.delete_task_push_notification_config.handle
 
 DISPATCH: Final[Mapping[str, Route]] = MappingProxyType({
     MESSAGE_SEND: Route(MessageSendParams, _message_send),

@@ -1,7 +1,7 @@
 """A2A 1.0's HTTP+JSON (REST) binding: each route of the spec's `a2a-rest` operations names a
 1.0 method, and its path, query and body make that method's params. From there a request is
 the JSON-RPC 1.0 dialect's: the same params models, ProtoJSON names and tenant rule
-(`pipeline.validate_params`), the same adapters and handlers (`dispatch.DISPATCH_V1`). Only
+(`pipeline.validate_params`), the same handlers (`dispatch.DISPATCH_V1`: `handlers/`). Only
 the answer differs: the result itself (no envelope), an error as an HTTP status with
 google.rpc.Status (`dialects/errors.py`), a stream's events bare (`sse.py`).
 

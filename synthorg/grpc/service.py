@@ -1,5 +1,5 @@
 """A2A 1.0 over gRPC: the `A2AService` of the vendored `a2a.proto`, answered by the same 1.0
-adapters as the JSON-RPC endpoint (`gateway/dispatch.py`'s DISPATCH_V1, whose method names
+handlers as the JSON-RPC endpoint (`gateway/dispatch.py`'s DISPATCH_V1, whose method names
 are the service's RPC names), behind the same gates.
 
 Each call, in the order of the JSON-RPC pipeline (`gateway/endpoint.py`):
@@ -14,7 +14,7 @@ Each call, in the order of the JSON-RPC pipeline (`gateway/endpoint.py`):
 | 8    | the request message parses                             | INVALID_ARGUMENT     |
 | 11   | its ProtoJSON document is the method's params          | INVALID_ARGUMENT     |
 |      | (`pipeline.validated`, the JSON-RPC endpoint's check)  |                      |
-| 12   | the adapter and its handler; their errors (`status.py`)| NOT_FOUND, ...       |
+| 12   | the operation's handler; its errors (`status.py`)      | NOT_FOUND, ...       |
 
 The request arrives as bytes and is parsed only once the caller is admitted, so an
 unauthenticated caller never reaches the protobuf parser. The conversion is the protobuf

@@ -7,6 +7,7 @@ JSON Schema they come from.
 
 from __future__ import annotations
 
+import ast
 import copy
 import inspect
 import json
@@ -34,7 +35,7 @@ from codegen.models import (
     spec_names,
     type_expr,
 )
-from codegen.naming import handler_module
+from codegen.naming import EDGE_V03, HANDLERS, handler_module
 from synthorg.contract.spec import all_definitions, load_schema_files
 from synthorg.gateway import pipeline as rpc
 from synthorg.gateway.dispatch import DISPATCH, DISPATCH_V1, PARAMS_ADAPTER
@@ -42,6 +43,7 @@ from synthorg.generated import constants, models
 
 ROOT = Path(__file__).resolve().parents[2]
 GRPC_PACKAGE = Path("synthorg") / "generated" / "grpc"
+EDGE_V03_DIR = EDGE_V03.replace(".", "/")
 GENERATED = (
     "synthorg/generated/models.py",
     "synthorg/gateway/dispatch.py",
@@ -84,13 +86,15 @@ def test_generated_files_are_marked_do_not_edit() -> None:
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the generated files and handlers; codegen's ROOT and OUTPUTS point at it."""
+    """A copy of the generated files, the handlers and the 0.3 edge; codegen's ROOT and
+    OUTPUTS point at it."""
     for relative in GENERATED:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / relative, tmp_path / relative)
-    shutil.copytree(
-        ROOT / "handlers", tmp_path / "handlers", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for package in ("handlers", EDGE_V03_DIR):
+        shutil.copytree(
+            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     (tmp_path / "spec").mkdir(exist_ok=True)
     shutil.copyfile(ROOT / "spec" / "fingerprint.json", tmp_path / "spec" / "fingerprint.json")
     shutil.copyfile(ROOT / "CHANGELOG.md", tmp_path / "CHANGELOG.md")
@@ -169,10 +173,12 @@ def test_the_grpc_modules_follow_the_vendored_proto(
 def test_check_fails_when_a_method_has_no_handler(
     tree: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tree / "handlers" / "tasks_cancel.py").unlink()
+    (tree / "handlers" / "cancel_task.py").unlink()
+    (tree / EDGE_V03_DIR / "tasks_cancel.py").unlink()
     assert codegen_main.main(["--check"]) == 1
     err = capsys.readouterr().err
-    assert "tasks/cancel: no handler module handlers/tasks_cancel.py" in err
+    assert "CancelTask: no handler module handlers/cancel_task.py" in err
+    assert "tasks/cancel: no handler module synthorg/dialects/v03/tasks_cancel.py" in err
     assert "stale" not in err
 
 
@@ -199,21 +205,40 @@ def test_dispatch_table_covers_exactly_the_params_union() -> None:
             assert route.stream is None
             assert inspect.iscoroutinefunction(route.handler)
             handle = route.handler
-        assert handle.__module__ == f"handlers.{handler_module(method)}"
+        assert handle.__module__ == handler_module(method)
     assert sorted(m for m, name in methods() if streams(name)) == [
         "message/stream", "tasks/resubscribe"
     ]
+    # A2A 0.3's methods are the edge's; the skills extension's are handlers, as 1.0's are.
+    assert {method: DISPATCH[method].handler.__module__  # type: ignore[union-attr]
+            for method in ("tasks/get", "skills/query")} == {
+        "tasks/get": f"{EDGE_V03}.tasks_get", "skills/query": f"{HANDLERS}.skills_query"}
 
 
-def test_the_1_0_dispatch_table_covers_its_union_through_the_adapters() -> None:
+def test_the_1_0_dispatch_table_routes_each_operation_to_its_handler_module() -> None:
     union = all_definitions()[UNION_V1][1]["oneOf"]
     assert [method for method, _ in methods(UNION_V1)] == list(DISPATCH_V1)
     assert len(DISPATCH_V1) == len(union) == 11
     for method, model_name in methods(UNION_V1):
         route = DISPATCH_V1[method]
         assert route.params is getattr(models, model_name)
-        adapter = route.stream if streams(model_name) else route.handler
-        assert adapter is not None and adapter.__module__ == "synthorg.dialects.v1"
+        handle = route.stream if streams(model_name) else route.handler
+        assert handle is not None and handle.__name__ == "handle"
+        assert handle.__module__ == handler_module(method)
+    assert DISPATCH_V1["ListTaskPushNotificationConfigs"].handler.__module__ == (  # type: ignore[union-attr]
+        "handlers.list_task_push_notification_configs")
+
+
+def test_a_1_0_handler_never_imports_the_0_3_edge() -> None:
+    """The arrows run from the edge to the handlers (and both to the services), never back."""
+    for path in (ROOT / "handlers").glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+        assert not [name for name in imported if name.startswith(EDGE_V03)], path.name
 
 
 def test_generator_refuses_unsupported_keywords() -> None:

@@ -13,7 +13,7 @@ from synthorg.delegation.client import build_message, send_params, stream_params
 from synthorg.delegation.rest_binding import default_rest_url, rest_call, status_error
 from synthorg.dialects.errors import http_error
 from synthorg.dialects.outbound import BindingUnusable, PeerDialect, choose
-from synthorg.dialects.v1 import params_v1
+from synthorg.dialects.outbound_v1 import params_v1
 from synthorg.generated import constants as spec
 from synthorg.generated.models import (
     PushNotificationConfig,

@@ -1,6 +1,6 @@
-"""agent/getAuthenticatedExtendedCard (and 1.0's GetExtendedAgentCard): the extended card,
-behind the same gates as every JSON-RPC method. It adds the skills marked `visibility:
-peers` in config.yaml; on an agent's endpoint it is that agent's card."""
+"""agent/getAuthenticatedExtendedCard: the extended card, behind the same gates as every
+JSON-RPC method. It adds the skills marked `visibility: peers` in config.yaml; on an agent's
+endpoint it is that agent's card."""
 
 from __future__ import annotations
 

@@ -1,0 +1,28 @@
+"""SubscribeToTask: follow the caller's task, from the Last-Event-ID it last saw (0.3's
+tasks/resubscribe), except that a task already final is not followed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from handlers import rules
+from handlers.context import RpcContext, Sequenced
+from synthorg.dialects.objects import stream_response_v1
+from synthorg.errors import UnsupportedOperation
+from synthorg.generated.constants import TERMINAL_STATES
+from synthorg.generated.models import Task, V1SubscribeToTaskParams, V1SubscribeToTaskResult
+
+
+async def handle(
+    params: V1SubscribeToTaskParams, ctx: RpcContext
+) -> AsyncIterator[Sequenced[V1SubscribeToTaskResult]]:
+    after = rules.resume_after(ctx.last_event_id)
+    resuming = after is not None
+    async for item in ctx.tasks.resubscribe(ctx.peer, params.id, after):
+        # 1.0 refuses to follow a task that is already final (0.3 answers it and ends);
+        # a resumed stream (Last-Event-ID) still gets the events it missed.
+        event = item.event
+        if not resuming and isinstance(event, Task) and event.status.state in TERMINAL_STATES:
+            raise UnsupportedOperation()
+        resuming = True
+        yield Sequenced(item.seq, stream_response_v1(event), quiet=item.quiet)

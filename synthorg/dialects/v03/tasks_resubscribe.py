@@ -1,0 +1,17 @@
+"""tasks/resubscribe: follow the caller's task again, from the Last-Event-ID it last saw."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from handlers import rules
+from handlers.context import RpcContext, Sequenced
+from synthorg.generated.models import TasksResubscribeParams, TasksResubscribeResult
+
+
+async def handle(
+    params: TasksResubscribeParams, ctx: RpcContext
+) -> AsyncIterator[Sequenced[TasksResubscribeResult]]:
+    after = rules.resume_after(ctx.last_event_id)
+    async for event in ctx.tasks.resubscribe(ctx.peer, params.id, after):
+        yield event
