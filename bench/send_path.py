@@ -50,6 +50,7 @@ ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 # An operator's agent (`kind: python`) that answers at once: its tasks take the path of
 # every agent that is not pure (created, run in a job of its own, settled).
 QUICK_AGENT = """\
+from synthorg.generated.constants import TASK_STATE_COMPLETED
 from synthorg.tasks.executors import Outcome
 
 
@@ -57,7 +58,7 @@ class Quick:
     pure = False
 
     async def run(self, task, message, progress):
-        return Outcome("completed", message_text="done")
+        return Outcome(TASK_STATE_COMPLETED, message_text="done")
 
     async def cancel(self, task):
         return None

@@ -23,13 +23,18 @@ from synthorg.generated.constants import (
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
     STATE_UNKNOWN,
+    TASK_STATE_AUTH_REQUIRED,
+    TASK_STATE_INPUT_REQUIRED,
     TERMINAL_STATES,
+    V1_TERMINAL_STATES,
 )
 from synthorg.generated.models import (
+    Artifact,
     Message,
     StreamEvent,
     Task,
     TaskPushNotificationConfig,
+    V1Artifact,
     V1Message,
     V1SendMessageParams,
     V1SendStreamingMessageParams,
@@ -42,6 +47,9 @@ Json = dict[str, Any]
 
 # Where a stream ends: the task is final, or it waits for the caller.
 STREAM_END_STATES = frozenset({*TERMINAL_STATES, STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
+V1_STREAM_END_STATES = frozenset(
+    {*V1_TERMINAL_STATES, TASK_STATE_INPUT_REQUIRED, TASK_STATE_AUTH_REQUIRED}
+)
 
 # -- enums --------------------------------------------------------------------------------
 
@@ -162,7 +170,7 @@ def task_v03_json(task: Mapping[str, Any]) -> Json:
     return copy_members(task, out, "metadata")
 
 
-def as_json(model: Message | Task | V1Message | V1Task) -> Json:
+def as_json(model: Message | Task | Artifact | V1Message | V1Task | V1Artifact) -> Json:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
@@ -172,6 +180,18 @@ def task_v1(task: Task) -> V1Task:
 
 def message_to_v1(message: Message) -> V1Message:
     return V1Message.model_validate(message_v1(as_json(message)))
+
+
+def message_from_v1(message: V1Message) -> Message:
+    return Message.model_validate(message_v03(as_json(message)))
+
+
+def artifact_v1(artifact: Artifact) -> V1Artifact:
+    return V1Artifact.model_validate(_artifact(as_json(artifact), part_v1))
+
+
+def artifact_v03(artifact: V1Artifact) -> Artifact:
+    return Artifact.model_validate(_artifact(as_json(artifact), part_v03))
 
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from synthorg.dialects.objects import artifact_v03
 from synthorg.errors import TaskNotFound, VersionConflict
 from synthorg.generated.constants import (
     KIND_MESSAGE,
@@ -18,7 +19,14 @@ from synthorg.generated.constants import (
     STATE_WORKING,
     TERMINAL_STATES,
 )
-from synthorg.generated.models import Artifact, Message, Task, TaskStatus, TextPart
+from synthorg.generated.models import (
+    Artifact,
+    Message,
+    Task,
+    TaskStatus,
+    TextPart,
+    V1Artifact,
+)
 from synthorg.store.tasks import StoredTask, TaskStore
 from synthorg.tasks.executors import Canceled
 
@@ -53,9 +61,10 @@ class StoredProgress:
         await self._write(lambda task: _with_status_text(task, text, self._now(), self._new_id()))
 
     async def artifact(
-        self, artifact: Artifact, *, append: bool = False, last_chunk: bool = False
+        self, artifact: V1Artifact, *, append: bool = False, last_chunk: bool = False
     ) -> None:
-        await self._write(lambda task: _with_artifact(task, artifact, append), last_chunk)
+        stored = artifact_v03(artifact)
+        await self._write(lambda task: _with_artifact(task, stored, append), last_chunk)
 
     async def _write(self, change: Change, last_chunk: bool = False) -> None:
         if self.canceled:

@@ -17,9 +17,11 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import cast
 from weakref import WeakValueDictionary
 
 from synthorg.clock import new_id, utc_now
+from synthorg.dialects.objects import artifact_v03, message_to_v1, state_v03, task_v1
 from synthorg.errors import (
     DelegationLoop,
     InvalidParams,
@@ -38,10 +40,10 @@ from synthorg.generated.constants import (
     MESSAGE_SEND,
     ROLE_AGENT,
     ROLE_USER,
-    STATE_CANCELED,
-    STATE_FAILED,
     STATE_SUBMITTED,
     STATE_WORKING,
+    TASK_STATE_CANCELED,
+    TASK_STATE_FAILED,
     TASKS_CANCEL,
     TASKS_GET,
     TASKS_RESUBSCRIBE,
@@ -174,7 +176,7 @@ class TaskService:
                 if running is not None:
                     running.cancel()  # the agent sees CancelledError at its next await
                 try:
-                    return await self._settle(peer, stored, Outcome(STATE_CANCELED))
+                    return await self._settle(peer, stored, Outcome(TASK_STATE_CANCELED))
                 except VersionConflict:
                     continue  # written meanwhile by another process: look again
             raise VersionConflict("the task kept changing while it was being canceled")
@@ -357,10 +359,11 @@ class TaskService:
         """The agent's run on `message`; with no message, its resumption (see `resume`)."""
         task_id = progress.latest.task.id
         executor, task = agent.executor, progress.latest.task
+        # The agent sees A2A 1.0 objects (see synthorg.tasks.executors).
         if message is not None:
-            work = executor.run(task, message, progress)
+            work = executor.run(task_v1(task), message_to_v1(message), progress)
         elif isinstance(executor, Resumable):
-            work = executor.resume(task, progress)
+            work = executor.resume(task_v1(task), progress)
         else:
             raise TypeError(f"the agent of task {task_id} cannot resume")
         run = asyncio.ensure_future(work)
@@ -384,12 +387,12 @@ class TaskService:
 
     def _ended(self, peer: str, task_id: str, run: asyncio.Task[Outcome]) -> Outcome:
         if run.cancelled():
-            return Outcome(STATE_CANCELED)
+            return Outcome(TASK_STATE_CANCELED)
         exc = run.exception()
         if exc is None:
             return run.result()
         if isinstance(exc, Canceled):
-            return Outcome(STATE_CANCELED)
+            return Outcome(TASK_STATE_CANCELED)
         emit(
             events.TASK_EXECUTOR_FAILED,
             level="error",
@@ -397,14 +400,14 @@ class TaskService:
             task_id=task_id,
             error=type(exc).__name__,
         )
-        return Outcome(STATE_FAILED, message_text="the agent failed to run this task")
+        return Outcome(TASK_STATE_FAILED, message_text="the agent failed to run this task")
 
     async def _outcome(
         self, peer: str, agent: AgentRuntime, task: Task, message: Message
     ) -> Outcome:
         """A pure run: computed before anything is stored."""
         try:
-            return await agent.executor.run(task, message, Detached())
+            return await agent.executor.run(task_v1(task), message_to_v1(message), Detached())
         except Exception as exc:
             emit(
                 events.TASK_EXECUTOR_FAILED,
@@ -413,7 +416,7 @@ class TaskService:
                 task_id=task.id,
                 error=type(exc).__name__,
             )
-            return Outcome(STATE_FAILED, message_text="the agent failed to run this task")
+            return Outcome(TASK_STATE_FAILED, message_text="the agent failed to run this task")
 
     async def _settle(self, peer: str, stored: StoredTask, outcome: Outcome) -> Task:
         settled = _settled(stored.task, outcome)
@@ -426,7 +429,7 @@ class TaskService:
 
     async def _cancel_downstream(self, peer: str, task: Task) -> None:
         try:
-            await self._runtime(task).executor.cancel(task)
+            await self._runtime(task).executor.cancel(task_v1(task))
         except Exception as exc:  # e.g. the downstream peer is down: cancel here regardless
             emit(
                 events.TASK_EXECUTOR_FAILED,
@@ -549,8 +552,9 @@ def _reply(context_id: str, outcome: Outcome) -> Message:
 def _settled(task: Task, outcome: Outcome) -> Task:
     now = now_iso()
     history = list(task.history or [])
+    state = cast(TaskState, state_v03(outcome.state))
     if outcome.message_text is None:
-        status = TaskStatus(state=outcome.state, timestamp=now)
+        status = TaskStatus(state=state, timestamp=now)
     else:
         agent_message = Message(
             kind=KIND_MESSAGE,
@@ -560,12 +564,12 @@ def _settled(task: Task, outcome: Outcome) -> Task:
             taskId=task.id,
             contextId=task.contextId,
         )
-        status = TaskStatus(state=outcome.state, timestamp=now, message=agent_message)
+        status = TaskStatus(state=state, timestamp=now, message=agent_message)
         history.append(agent_message)
     return task.model_copy(
         update={
             "status": status,
             "history": history,
-            "artifacts": [*(task.artifacts or []), *outcome.artifacts],
+            "artifacts": [*(task.artifacts or []), *map(artifact_v03, outcome.artifacts)],
         }
     )

@@ -20,7 +20,7 @@ from synthorg.contract.spec import bundled_openapi
 from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
 from synthorg.gateway.pipeline import MAX_DEPTH
-from synthorg.generated.models import Message, Task
+from synthorg.generated.models import Task, V1Message, V1Task
 from synthorg.node import Node
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import LOGGER_NAME
@@ -649,10 +649,10 @@ def test_store_fault_on_message_send_is_a_500_too(node: Node) -> None:
 class _BrokenExecutor:
     pure = True
 
-    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
+    async def run(self, task: V1Task, message: V1Message, progress: Progress) -> Outcome:
         raise RuntimeError("executor exploded: /secret/path")
 
-    async def cancel(self, task: Task) -> None:
+    async def cancel(self, task: V1Task) -> None:
         return None
 
 
