@@ -273,7 +273,7 @@ class TaskService:
         # not a second write over the row just written.
         task = _new_task(task_id, context_id, first, agent, STATE_SUBMITTED)
         working = _working(task)
-        logged = [dumps(task), *serialised(task_events(task, working))]
+        logged = serialised([task, *task_events(task, working)])
         try:
             stored = await self._store.create(peer, key, working, logged)
         except KeyRecorded as race:
@@ -522,11 +522,9 @@ def _new_task(
 
 
 def _first_write(task: Task) -> tuple[str, list[str]]:
-    """A new task's stored JSON and the events its write logs, the task serialised once: a
-    new task's first event is the task itself (see synthorg.tasks.events)."""
-    body = dumps(task)
-    logged = task_events(None, task)
-    return body, [body, *serialised(logged[1:])]
+    """A new task's stored JSON and the events its write logs (a new task's first event is
+    the task itself, see synthorg.tasks.events)."""
+    return dumps(task), serialised(task_events(None, task))
 
 
 def _working(task: Task) -> Task:
