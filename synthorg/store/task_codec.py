@@ -34,12 +34,19 @@ from synthorg.generated.constants import (
     ROLE_AGENT,
     STATE_FAILED,
 )
-from synthorg.generated.models import Message, Task, TaskStatus, TaskStatusUpdateEvent, TextPart
+from synthorg.generated.models import (
+    Message,
+    StreamEvent,
+    Task,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    TextPart,
+)
 from synthorg.store.tasks import RESTART_MESSAGE, UNFINISHED_STATES, StoredTask
 
 __all__ = [
     "FAILED_V1", "UNFINISHED_V1", "LogForm", "TaskCache", "dumps", "dumps_v03", "event_row_v1",
-    "event_v03", "events_v1", "final_event", "loads", "loads_v03", "restart_failure",
+    "event_v03", "events_v1", "final_event", "loads", "loads_v03", "log_events", "restart_failure",
     "state_v03", "state_v1", "task_event", "task_row_v1",
 ]
 
@@ -101,13 +108,25 @@ def event_row_v1(body: str) -> str | None:
 
 class LogForm(str):
     """An event given to a write already in the log's form (a 1.0 StreamResponse): stored as
-    it is. Only `task_event` makes one."""
+    it is. Only `task_event` and `log_events` make one; any other event given is 0.3 JSON."""
 
 
 def task_event(body: str) -> str:
     """The event that logs a task whose stored JSON (`dumps`) is `body`: a new task's first
     event is the task itself, so its write converts the task once, not twice."""
     return LogForm('{"task":' + body + "}")
+
+
+def log_events(events: Iterable[StreamEvent]) -> list[str]:
+    """The core's event objects as the log keeps them, converted from the objects themselves
+    (no 0.3 JSON written to be parsed again): what a write's caller hands `create`/`update`."""
+    logged: list[str] = []
+    for event in events:
+        document = event.__pydantic_serializer__.to_python(
+            event, mode="json", by_alias=True, exclude_none=True
+        )
+        logged.append(LogForm(_text(event_v1_json(document))))
+    return logged
 
 
 def event_v1(event: str) -> str:

@@ -260,7 +260,6 @@ _V12 = (
 )
 
 
-
 async def _tasks_to_v1(conn: Connection) -> None:
     """Every task row's body and state in A2A 1.0's form (see synthorg.store.task_codec)."""
     after = 0
