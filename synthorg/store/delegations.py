@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from synthorg.generated.constants import TERMINAL_STATES
 from synthorg.generated.models import Task
-from synthorg.store.task_codec import loads
+from synthorg.store.task_codec import loads_v03
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def load_task(body: str) -> Task:
     field names, so a file part's bytes may sit under `bytes_`: such a body is read with
     the key put right, never lost."""
     try:
-        return loads(body)
+        return loads_v03(body)
     except ValidationError:
         if _OLD_BYTES_KEY not in body:
             raise

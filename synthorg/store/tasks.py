@@ -103,7 +103,7 @@ def snapshot_seq(version: int) -> int:
 
 class LoggedEvent(NamedTuple):
     seq: int
-    body: str  # the event as JSON text
+    body: str  # the event as 0.3 JSON text (the log keeps 1.0's form: see task_codec)
 
 
 class TaskStore(Protocol):
@@ -124,7 +124,8 @@ class TaskStore(Protocol):
     ) -> StoredTask:
         """Record the key and the task (and log its events) together; KeyRecorded when the
         key exists. `body`: the task's stored JSON (`task_codec.dumps`) when the caller has
-        serialised it already."""
+        serialised it already. `events` (here and in `update`): 0.3 JSON, or already in the
+        log's form (`task_codec.log_events`, `task_codec.task_event`)."""
         ...
 
     async def update(

@@ -22,6 +22,7 @@ from synthorg.generated.models import (
     TaskArtifactUpdateEvent,
     TaskStatusUpdateEvent,
 )
+from synthorg.store.task_codec import log_events
 
 
 def ends_stream(event: StreamEvent) -> bool:
@@ -45,11 +46,8 @@ def task_events(before: Task | None, after: Task, last_chunk: bool = False) -> l
 
 
 def serialised(events: list[StreamEvent]) -> list[str]:
-    # The serializer itself, as task_codec.dumps: the same JSON as model_dump_json, cheaper.
-    return [
-        e.__pydantic_serializer__.to_json(e, by_alias=True, exclude_none=True).decode()
-        for e in events
-    ]
+    """The events as a write logs them (the task log's form, see synthorg.store.task_codec)."""
+    return log_events(events)
 
 
 def _status(task: Task) -> TaskStatusUpdateEvent:

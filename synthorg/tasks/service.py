@@ -63,7 +63,7 @@ from synthorg.generated.models import (
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
 from synthorg.sequenced import Sequenced
-from synthorg.store.task_codec import dumps
+from synthorg.store.task_codec import dumps, task_event
 from synthorg.store.tasks import KeyRecorded, MessageKey, StoredTask, TaskStore, snapshot_seq
 from synthorg.tasks import paging
 from synthorg.tasks.events import STREAM_END_STATES, serialised, task_events
@@ -275,7 +275,7 @@ class TaskService:
         # not a second write over the row just written.
         task = _new_task(task_id, context_id, first, agent, STATE_SUBMITTED)
         working = _working(task)
-        logged = [dumps(task), *serialised(task_events(task, working))]
+        logged = [task_event(dumps(task)), *serialised(task_events(task, working))]
         try:
             stored = await self._store.create(peer, key, working, logged)
         except KeyRecorded as race:
@@ -525,11 +525,10 @@ def _new_task(
 
 
 def _first_write(task: Task) -> tuple[str, list[str]]:
-    """A new task's stored JSON and the events its write logs, the task serialised once: a
+    """A new task's stored JSON and the events its write logs, the task converted once: a
     new task's first event is the task itself (see synthorg.tasks.events)."""
     body = dumps(task)
-    logged = task_events(None, task)
-    return body, [body, *serialised(logged[1:])]
+    return body, [task_event(body), *serialised(task_events(None, task)[1:])]
 
 
 def _working(task: Task) -> Task:

@@ -328,7 +328,7 @@ def corrupt_task(data_dir: Path, peer: str) -> str:
     try:
         db.writer.execute(
             "INSERT INTO tasks (id, peer, context_id, state, body) VALUES (?, ?, ?, ?, ?)",
-            (task_id, peer, "ctx", "completed", f"{{not json {MARKER}"),
+            (task_id, peer, "ctx", "TASK_STATE_COMPLETED", f"{{not json {MARKER}"),
         )
     finally:
         db.close()

@@ -18,11 +18,13 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import asyncpg
 import pytest
 from cryptography.fernet import Fernet
 
+from synthorg.dialects.objects import task_v1
 from synthorg.errors import StoreError, TaskNotFound, VersionConflict
-from synthorg.generated.models import Artifact, Task, TaskStatus, TextPart
+from synthorg.generated.models import Artifact, Task, TaskStatus, TextPart, V1Task
 from synthorg.store.postgres import schema as pg_schema
 from synthorg.store.postgres.database import PgDatabase
 from synthorg.store.postgres.options import PgOptions
@@ -108,6 +110,24 @@ class Handles:
     def close(self) -> None:
         for close in self._closers:
             close()
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        """What a query over the store's own tables answers, read past the store."""
+        if self.url is None:
+            conn = sqlite3.connect(self.data_dir / DB_FILENAME)
+            try:
+                return [tuple(row) for row in conn.execute(sql).fetchall()]
+            finally:
+                conn.close()
+
+        async def fetch(url: str) -> list[tuple[Any, ...]]:
+            conn = await asyncpg.connect(url)
+            try:
+                return [tuple(row) for row in await conn.fetch(sql)]
+            finally:
+                await conn.close()
+
+        return run(fetch(self.url))
 
 
 @pytest.fixture
@@ -202,24 +222,77 @@ def test_a_follow_up_key_commits_with_its_update_or_not_at_all(store: TaskStore)
     assert run(store.get("peer-a", "t-1")) == StoredTask(followed, 1)
 
 
+def logged_event(n: object, task_id: str = "t-1", state: str = "working") -> str:
+    """A 0.3 status-update event, told apart by its metadata."""
+    return json.dumps({
+        "kind": "status-update", "taskId": task_id, "contextId": "ctx-1",
+        "status": {"state": state}, "final": state in ("completed", "failed", "canceled"),
+        "metadata": {"n": n},
+    })
+
+
 def test_events_commit_with_their_write_in_order_and_per_owner(store: TaskStore) -> None:
     task = make_task("t-1")
-    run(store.create("peer-a", key("m-1"), task, ['{"n":0}']))
-    run(store.update("peer-a", with_state(task, "working"), 0, events=['{"n":1}', '{"n":2}']))
+    run(store.create("peer-a", key("m-1"), task, [logged_event(0)]))
+    run(store.update("peer-a", with_state(task, "working"), 0,
+                     events=[logged_event(1), logged_event(2, state="completed")]))
     with pytest.raises(VersionConflict):  # a lost write logs nothing either
-        run(store.update("peer-a", with_state(task, "failed"), 0, events=['{"n":"lost"}']))
+        run(store.update("peer-a", with_state(task, "failed"), 0, events=[logged_event("lost")]))
     with pytest.raises(KeyRecorded):
-        run(store.update("peer-a", task, 1, key("m-1"), events=['{"n":"lost"}']))
+        run(store.update("peer-a", task, 1, key("m-1"), events=[logged_event("lost")]))
     logged = run(store.events_after("peer-a", "t-1", 0, 10))
-    assert [e.body for e in logged] == ['{"n":0}', '{"n":1}', '{"n":2}']
+    # read back as given (0.3), though the log keeps them in 1.0's form
+    assert [json.loads(e.body) for e in logged] == [
+        json.loads(logged_event(0)), json.loads(logged_event(1)),
+        json.loads(logged_event(2, state="completed")),
+    ]
     assert [e.seq for e in logged] == [event_seq(0, 0), event_seq(1, 0), event_seq(1, 1)]
     assert logged[0].seq < logged[1].seq < logged[2].seq
     assert run(store.events_after("peer-a", "t-1", logged[0].seq, 1)) == [logged[1]]
     assert run(store.events_after("peer-a", "t-1", logged[2].seq, 10)) == []
     assert run(store.events_after("peer-b", "t-1", 0, 10)) == []  # another peer's: none
     with pytest.raises(KeyRecorded):  # a refused create logs nothing
-        run(store.create("peer-a", key("m-1"), make_task("t-2"), ['{"n":"lost"}']))
+        run(store.create("peer-a", key("m-1"), make_task("t-2"),
+                         [logged_event("lost", "t-2")]))
     assert run(store.events_after("peer-a", "t-2", 0, 10)) == []
+
+
+def test_rows_hold_a2a_1_0_and_the_interface_answers_0_3(handles: Handles) -> None:
+    store = handles.open()
+    task = make_task("t-1")
+    run(store.create("peer-a", key("m-1"), task, [task.model_dump_json(by_alias=True,
+                                                                        exclude_none=True)]))
+    done = with_state(task, "completed")
+    run(store.update("peer-a", done, 0, events=[logged_event(1, state="completed")]))
+    [(body, state)] = handles.rows("SELECT body, state FROM tasks")
+    assert state == "TASK_STATE_COMPLETED"
+    as_v1 = task_v1(done).model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert json.loads(body) == as_v1
+    assert V1Task.model_validate_json(body) == task_v1(done)
+    logged = [json.loads(row[0]) for row in
+              handles.rows("SELECT body FROM task_events ORDER BY seq")]
+    assert [next(iter(event)) for event in logged] == ["task", "statusUpdate"]
+    assert logged[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    assert logged[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "final" not in logged[1]["statusUpdate"]
+    # the store's interface still answers the 0.3 objects and state names
+    assert run(store.get("peer-a", "t-1")) == StoredTask(done, 1)
+    assert run(store.count_by_state()) == {"completed": 1}
+    assert [t for _, t in run(store.page("peer-a", TaskFilter(state="completed"), None, 5)).rows
+            ] == [done]
+    assert run(store.page("peer-a", TaskFilter(state="working"), None, 5)).rows == []
+
+
+def test_recovery_writes_the_1_0_failed_state(handles: Handles) -> None:
+    gone = handles.open(Runner())
+    run(gone.create("peer-a", key("m-1"), with_state(make_task("t-1"), "working")))
+    assert handles.rows("SELECT state FROM tasks") == [("TASK_STATE_WORKING",)]
+    recovering = handles.open(Runner())
+    assert run(recovering.recover(NOW, others_gone=True)) == 1
+    assert handles.rows("SELECT state FROM tasks") == [("TASK_STATE_FAILED",)]
+    [(body,)] = handles.rows("SELECT body FROM task_events")
+    assert json.loads(body)["statusUpdate"]["status"]["state"] == "TASK_STATE_FAILED"
+    assert run(recovering.recover(NOW, others_gone=True)) == 0
 
 
 def test_writes_keep_no_task_in_memory(handles: Handles) -> None:

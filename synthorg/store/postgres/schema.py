@@ -9,10 +9,17 @@ by a newer release than this one is refused (SchemaTooNew).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from synthorg.errors import SchemaTooNew
 from synthorg.store.postgres.database import Connection
+from synthorg.store.task_codec import UNFINISHED_V1, event_row_v1, task_row_v1
+
+# A migration's step: an SQL statement, or a Python function given the connection, for what
+# SQL cannot say (converting documents); it runs in the migration's transaction all the same.
+Step = str | Callable[[Connection], Awaitable[None]]
+BATCH = 500  # rows a Python step reads and writes at a time: memory stays bounded
 
 # An arbitrary constant naming this application's migration lock (advisory locks are keyed
 # by a bigint, shared by everything on the database server).
@@ -252,7 +259,49 @@ _V12 = (
     "ALTER TABLE delegations ADD COLUMN binding TEXT",
 )
 
-MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+
+async def _tasks_to_v1(conn: Connection) -> None:
+    """Every task row's body and state in A2A 1.0's form (see synthorg.store.task_codec)."""
+    after = 0
+    while rows := await conn.fetch(
+        "SELECT seq, id, body, state FROM tasks WHERE seq > $1 ORDER BY seq LIMIT $2",
+        after, BATCH,
+    ):
+        after = rows[-1][0]
+        converted = [(task_id, *row_v1) for _, task_id, body, state in rows
+                     if (row_v1 := task_row_v1(body, state)) is not None]
+        await conn.executemany("UPDATE tasks SET body = $2, state = $3 WHERE id = $1",
+                               converted)
+
+
+async def _events_to_v1(conn: Connection) -> None:
+    """Every logged event as an A2A 1.0 StreamResponse."""
+    after: tuple[str, int] = ("", -1)
+    while rows := await conn.fetch(
+        "SELECT task_id, seq, body FROM task_events WHERE (task_id, seq) > ($1, $2) "
+        "ORDER BY task_id, seq LIMIT $3", *after, BATCH,
+    ):
+        after = (rows[-1][0], rows[-1][1])
+        converted = [(task_id, seq, body_v1) for task_id, seq, body in rows
+                     if (body_v1 := event_row_v1(body)) is not None]
+        await conn.executemany(
+            "UPDATE task_events SET body = $3 WHERE task_id = $1 AND seq = $2", converted
+        )
+
+
+_UNFINISHED = ", ".join(f"'{state}'" for state in UNFINISHED_V1)
+
+# v13: tasks and their logged events are kept as A2A 1.0 documents, states by 1.0's names
+# (TASK_STATE_WORKING); the rows written before are converted, and the index of unfinished
+# tasks names the new states. One-way: an older release refuses the upgraded store.
+_V13: tuple[Step, ...] = (
+    "DROP INDEX tasks_unfinished",
+    _tasks_to_v1,
+    _events_to_v1,
+    f"CREATE INDEX tasks_unfinished ON tasks (runner) WHERE state IN ({_UNFINISHED})",
+)
+
+MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
     ("per-peer rate limit", _V3),
@@ -266,6 +315,7 @@ MIGRATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("console sessions", _V10),
     ("catalog and settings changes announced (NOTIFY) with their revision", _V11),
     ("the binding of each peer and each delegation", _V12),
+    ("tasks and their logged events as A2A 1.0 documents", _V13),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version
@@ -317,9 +367,12 @@ async def migrate(conn: Connection) -> tuple[int, int]:
         found = await current_version(conn)
         if found > SCHEMA_VERSION:
             raise SchemaTooNew(too_new_message(found))
-        for number, (name, statements) in enumerate(MIGRATIONS[found:], start=found + 1):
-            for statement in statements:
-                await conn.execute(statement)
+        for number, (name, steps) in enumerate(MIGRATIONS[found:], start=found + 1):
+            for step in steps:
+                if isinstance(step, str):
+                    await conn.execute(step)
+                else:
+                    await step(conn)
             await conn.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", number, name
             )

@@ -18,10 +18,21 @@ from synthorg.errors import TaskNotFound, VersionConflict
 from synthorg.generated.models import Task
 from synthorg.store.postgres.database import Connection, PgDatabase
 from synthorg.store.postgres.schema import VERSION_CONFLICT_STATE
-from synthorg.store.task_codec import TaskCache, dumps, final_event, loads, restart_failure
+from synthorg.store.task_codec import (
+    FAILED_V1,
+    UNFINISHED_V1,
+    TaskCache,
+    dumps,
+    event_v03,
+    events_v1,
+    final_event,
+    loads,
+    restart_failure,
+    state_v03,
+    state_v1,
+)
 from synthorg.store.tasks import (
     EVENT_SLOTS,
-    UNFINISHED_STATES,
     KeyRecorded,
     LoggedEvent,
     MessageKey,
@@ -95,7 +106,7 @@ class PgTaskStore:
         body, now = body or dumps(task), utc_now()
         created = await self._db.run(lambda conn: conn.fetchval(
             _CREATE, peer, key.message_id, key.digest, task.id, task.contextId,
-            task.status.state, body, now, self.runner.id, 0, list(events),
+            state_v1(task.status.state), body, now, self.runner.id, 0, events_v1(events),
         ), "write")
         if not created:
             raise KeyRecorded(await self._recorded(peer, key))
@@ -111,13 +122,14 @@ class PgTaskStore:
         events: Sequence[str] = (),
     ) -> StoredTask:
         body, now = dumps(task), utc_now()
-        logged = (version + 1, list(events)) if events else ()
+        logged = (version + 1, events_v1(events)) if events else ()
+        state = state_v1(task.status.state)
 
         async def job(conn: Connection) -> str:
             try:
                 outcome: str = await conn.fetchval(
                     _UPDATE_LOGGED if events else _UPDATE,
-                    peer, task.id, version, body, task.status.state, now,
+                    peer, task.id, version, body, state, now,
                     self.runner.id, key.message_id if key else None, key.digest if key else None,
                     *logged,
                 )
@@ -187,7 +199,7 @@ class PgTaskStore:
             "SELECT id, peer, body, version FROM tasks WHERE state = ANY($1::text[]) AND "
             "(runner IS NULL OR (runner != $2 AND runner NOT IN (SELECT id FROM runners))) "
             "FOR UPDATE SKIP LOCKED",  # two replicas sweeping at once take turns per task
-            list(UNFINISHED_STATES), runner,
+            list(UNFINISHED_V1), runner,
         ))
 
     async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
@@ -196,9 +208,9 @@ class PgTaskStore:
             for task_id, peer, body, version in rows:
                 failed = restart_failure(loads(body), now_iso)
                 await conn.execute(
-                    "UPDATE tasks SET body = $1, state = 'failed', updated_at = $2, "
+                    "UPDATE tasks SET body = $1, state = $6, updated_at = $2, "
                     "version = version + 1 WHERE id = $3 AND peer = $4 AND version = $5",
-                    dumps(failed), now_iso, task_id, peer, version,
+                    dumps(failed), now_iso, task_id, peer, version, FAILED_V1,
                 )
                 await conn.execute(
                     "INSERT INTO task_events (task_id, seq, peer, body) "
@@ -217,7 +229,7 @@ class PgTaskStore:
             "ORDER BY seq LIMIT $4",
             task_id, peer, after, limit,
         )
-        return [LoggedEvent(seq, body) for seq, body in rows]
+        return [LoggedEvent(seq, event_v03(body)) for seq, body in rows]
 
     async def live_runners(self) -> int:
         row = await self._db.fetchrow(
@@ -229,7 +241,7 @@ class PgTaskStore:
 
     async def count_by_state(self) -> dict[str, int]:
         rows = await self._db.fetch("SELECT state, count(*) FROM tasks GROUP BY state")
-        return {str(row[0]): int(row[1]) for row in rows}
+        return {state_v03(str(row[0])): int(row[1]) for row in rows}
 
     # Last, so the annotations above resolve `list` to the builtin, not this method.
     async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
@@ -253,7 +265,7 @@ class PgTaskStore:
         clauses, params = ["peer = $1"], [peer]
         for column, value in (
             ("context_id", where.context_id),
-            ("state", where.state),
+            ("state", None if where.state is None else state_v1(where.state)),
             ("updated_at", where.updated_since),
         ):
             if value is not None:

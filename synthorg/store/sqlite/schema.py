@@ -8,8 +8,15 @@ others then find the version current. A database newer than this release is refu
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from synthorg.errors import SchemaTooNew
+from synthorg.store.task_codec import event_row_v1, task_row_v1
+
+# A migration's step: an SQL statement, or a Python function given the connection, for what
+# SQL cannot say (converting documents); it runs in the migration's transaction all the same.
+Step = str | Callable[[sqlite3.Connection], None]
+BATCH = 500  # rows a Python step reads and writes at a time: memory stays bounded
 
 _V1 = (
     """CREATE TABLE IF NOT EXISTS peers (
@@ -195,8 +202,43 @@ _V12 = (
     "ALTER TABLE delegations ADD COLUMN binding TEXT",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12,
+
+
+def _tasks_to_v1(conn: sqlite3.Connection) -> None:
+    """Every task row's body and state in A2A 1.0's form (see synthorg.store.task_codec)."""
+    after = 0
+    while rows := conn.execute(
+        "SELECT rowid, body, state FROM tasks WHERE rowid > ? ORDER BY rowid LIMIT ?",
+        (after, BATCH),
+    ).fetchall():
+        after = rows[-1][0]
+        converted = [(*row_v1, rowid) for rowid, body, state in rows
+                     if (row_v1 := task_row_v1(body, state)) is not None]
+        conn.executemany("UPDATE tasks SET body = ?, state = ? WHERE rowid = ?", converted)
+
+
+def _events_to_v1(conn: sqlite3.Connection) -> None:
+    """Every logged event as an A2A 1.0 StreamResponse."""
+    after: tuple[str, int] = ("", -1)
+    while rows := conn.execute(
+        "SELECT task_id, seq, body FROM task_events WHERE (task_id, seq) > (?, ?) "
+        "ORDER BY task_id, seq LIMIT ?",
+        (*after, BATCH),
+    ).fetchall():
+        after = (rows[-1][0], rows[-1][1])
+        converted = [(body_v1, task_id, seq) for task_id, seq, body in rows
+                     if (body_v1 := event_row_v1(body)) is not None]
+        conn.executemany("UPDATE task_events SET body = ? WHERE task_id = ? AND seq = ?",
+                         converted)
+
+
+# v13: tasks and their logged events are kept as A2A 1.0 documents, states by 1.0's names
+# (TASK_STATE_WORKING); the rows written before are converted. One-way: an older release
+# refuses the upgraded store (its schema is newer).
+_V13: tuple[Step, ...] = (_tasks_to_v1, _events_to_v1)
+
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -213,9 +255,12 @@ def migrate(conn: sqlite3.Connection) -> int:
             f"database schema version {found} is newer than this release supports "
             f"({SCHEMA_VERSION}); run a newer release"
         )
-    for statements in MIGRATIONS[found:]:
-        for statement in statements:
-            conn.execute(statement)
+    for steps in MIGRATIONS[found:]:
+        for step in steps:
+            if isinstance(step, str):
+                conn.execute(step)
+            else:
+                step(conn)
     if found < SCHEMA_VERSION:
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return found

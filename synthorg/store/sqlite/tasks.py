@@ -10,9 +10,20 @@ from synthorg.clock import utc_now
 from synthorg.errors import TaskNotFound, VersionConflict
 from synthorg.generated.models import Task
 from synthorg.store.sqlite.database import Database
-from synthorg.store.task_codec import TaskCache, dumps, final_event, loads, restart_failure
+from synthorg.store.task_codec import (
+    FAILED_V1,
+    UNFINISHED_V1,
+    TaskCache,
+    dumps,
+    event_v03,
+    events_v1,
+    final_event,
+    loads,
+    restart_failure,
+    state_v03,
+    state_v1,
+)
 from synthorg.store.tasks import (
-    UNFINISHED_STATES,
     KeyRecorded,
     LoggedEvent,
     MessageKey,
@@ -58,15 +69,16 @@ class SqliteTaskStore:
         *, body: str | None = None,
     ) -> StoredTask:
         body, now, runner = body or dumps(task), utc_now(), self.runner.id
+        state, logged = state_v1(task.status.state), events_v1(events)
 
         def job(conn: sqlite3.Connection) -> StoredTask:
             _insert_key(conn, peer, key, task.id)
             conn.execute(
                 "INSERT INTO tasks (id, peer, context_id, state, body, created_at, updated_at, "
                 "version, runner) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
-                (task.id, peer, task.contextId, task.status.state, body, now, now, runner),
+                (task.id, peer, task.contextId, state, body, now, now, runner),
             )
-            _log(conn, peer, task.id, 0, events)
+            _log(conn, peer, task.id, 0, logged)
             return StoredTask(task, 0)
 
         stored = await self._db.write(job)
@@ -81,6 +93,7 @@ class SqliteTaskStore:
         events: Sequence[str] = (),
     ) -> StoredTask:
         body, now, runner = dumps(task), utc_now(), self.runner.id
+        state, logged = state_v1(task.status.state), events_v1(events)
 
         def job(conn: sqlite3.Connection) -> StoredTask:
             if key is not None:
@@ -88,14 +101,14 @@ class SqliteTaskStore:
             changed = conn.execute(
                 "UPDATE tasks SET body = ?, state = ?, updated_at = ?, version = version + 1, "
                 "runner = ? WHERE id = ? AND peer = ? AND version = ?",
-                (body, task.status.state, now, runner, task.id, peer, version),
+                (body, state, now, runner, task.id, peer, version),
             ).rowcount
             if not changed:
                 found = conn.execute(
                     "SELECT 1 FROM tasks WHERE id = ? AND peer = ?", (task.id, peer)
                 ).fetchone()
                 raise VersionConflict() if found else TaskNotFound()
-            _log(conn, peer, task.id, version + 1, events)
+            _log(conn, peer, task.id, version + 1, logged)
             return StoredTask(task, version + 1)
 
         stored = await self._db.write(job)
@@ -148,11 +161,11 @@ class SqliteTaskStore:
         else:
             conn.execute("DELETE FROM runners WHERE id != ? AND heartbeat_at < ?",
                          (runner, time.time() - lease))
-        marks = ", ".join("?" for _ in UNFINISHED_STATES)
+        marks = ", ".join("?" for _ in UNFINISHED_V1)
         return list(conn.execute(
             f"SELECT id, peer, body, version FROM tasks WHERE state IN ({marks}) "
             "AND (runner IS NULL OR (runner != ? AND runner NOT IN (SELECT id FROM runners)))",
-            (*UNFINISHED_STATES, runner),
+            (*UNFINISHED_V1, runner),
         ).fetchall())
 
     async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
@@ -161,9 +174,9 @@ class SqliteTaskStore:
             for task_id, peer, body, version in rows:
                 failed = restart_failure(loads(body), now_iso)
                 conn.execute(
-                    "UPDATE tasks SET body = ?, state = 'failed', updated_at = ?, "
+                    "UPDATE tasks SET body = ?, state = ?, updated_at = ?, "
                     "version = version + 1 WHERE id = ? AND peer = ?",
-                    (dumps(failed), now_iso, task_id, peer),
+                    (dumps(failed), FAILED_V1, now_iso, task_id, peer),
                 )
                 _log(conn, peer, task_id, version + 1, [final_event(failed)])
             return len(rows)
@@ -178,7 +191,7 @@ class SqliteTaskStore:
             "ORDER BY seq LIMIT ?",
             (task_id, peer, after, limit),
         )
-        return [LoggedEvent(seq, body) for seq, body in rows]
+        return [LoggedEvent(seq, event_v03(body)) for seq, body in rows]
 
     async def live_runners(self) -> int:
         rows = self._db.query(
@@ -189,7 +202,7 @@ class SqliteTaskStore:
 
     async def count_by_state(self) -> dict[str, int]:
         rows = self._db.query("SELECT state, count(*) FROM tasks GROUP BY state")
-        return {str(state): int(count) for state, count in rows}
+        return {state_v03(str(state)): int(count) for state, count in rows}
 
     # Last, so the annotations above resolve `list` to the builtin, not this method.
     async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
@@ -211,7 +224,7 @@ class SqliteTaskStore:
         clauses, params = ["peer = ?"], [peer]
         for column, value in (
             ("context_id = ?", where.context_id),
-            ("state = ?", where.state),
+            ("state = ?", None if where.state is None else state_v1(where.state)),
             ("updated_at >= ?", where.updated_since),
         ):
             if value is not None:
