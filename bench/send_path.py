@@ -200,17 +200,17 @@ async def _store_savepoints_ab(
 ) -> None:
     """The same A/B on the task store alone (batches of `in_flight` task creates), where
     the rest of a send does not drown the difference."""
-    from synthorg.generated.models import Task
+    from synthorg.generated.constants import TASK_STATE_COMPLETED
+    from synthorg.generated.models import V1Task
     from synthorg.store.sqlite.database import Database, open_database
     from synthorg.store.sqlite.tasks import SqliteTaskStore
     from synthorg.store.tasks import MessageKey
 
     run_batch = Database._run
-    task = Task.model_validate({
-        "kind": "task", "id": "t", "contextId": "c",
-        "status": {"state": "completed", "timestamp": "2026-01-01T00:00:00.000Z"},
-        "history": [{"kind": "message", "role": "user", "messageId": "m",
-                     "parts": [{"kind": "text", "text": "hello"}]}],
+    task = V1Task.model_validate({
+        "id": "t", "contextId": "c",
+        "status": {"state": TASK_STATE_COMPLETED, "timestamp": "2026-01-01T00:00:00.000Z"},
+        "history": [{"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "hello"}]}],
     })
     with tempfile.TemporaryDirectory() as tmp:
         db = open_database(Path(tmp))
