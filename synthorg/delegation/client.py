@@ -37,6 +37,7 @@ from synthorg.delegation.errors import PeerProtocolError as PeerProtocolError
 from synthorg.delegation.errors import PeerRpcError as PeerRpcError
 from synthorg.delegation.errors import PeerUnavailable as PeerUnavailable
 from synthorg.delegation.errors import RequestInvalid as RequestInvalid
+from synthorg.delegation.grpc_peers import refuse_grpc
 from synthorg.dialects import objects, v1
 from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect
 from synthorg.generated.constants import (
@@ -249,10 +250,10 @@ class A2AClient:
 
     def grpc_call(self) -> grpc_binding.GrpcCall:
         """What a gRPC call to the peer is made with (the dialect's target, this client's
-        headers, timeout, bound, TLS and retries)."""
+        headers, timeout, bound, TLS and retries); PeerMisconfigured for a peer never called
+        over gRPC (`grpc_peers`)."""
         assert self.dialect is not None and self.dialect.binding == GRPC
-        if self.record.scheme == PEER_SCHEME_MTLS:  # its pin is checked over HTTPS only
-            raise PeerUnavailable(f"{self.record.name}: an mtls peer is not called over gRPC")
+        refuse_grpc(self.record.name, self.record.scheme)
         return grpc_binding.GrpcCall(
             self.record.name, self.dialect.url, self.headers, self._timeout(), self._max_bytes,
             self._grpc_tls, self._retry, self._sleep,

@@ -31,6 +31,12 @@ class PeerProtocolError(PeerError):
     """The peer answered something that is not a valid response to our request."""
 
 
+class PeerMisconfigured(PeerError):
+    """The peer's catalog record asks for a call this node does not make (an mtls peer over
+    gRPC, `grpc_peers.py`): nothing is sent, and as trying again cannot help, no caller
+    retries it; the message says what to change."""
+
+
 class RequestInvalid(PeerError):
     """The call this node would make is not valid by the spec (a message past a bound): it
     is not sent, as the peer would refuse it."""
