@@ -31,12 +31,14 @@ from pydantic import ValidationError
 from synthorg import jsonrpc
 from synthorg.clock import utc_now
 from synthorg.delegation import grpc_binding, rest_binding
-from synthorg.delegation.errors import PIN_MISMATCH as PIN_MISMATCH
-from synthorg.delegation.errors import PeerError as PeerError
-from synthorg.delegation.errors import PeerProtocolError as PeerProtocolError
-from synthorg.delegation.errors import PeerRpcError as PeerRpcError
-from synthorg.delegation.errors import PeerUnavailable as PeerUnavailable
-from synthorg.delegation.errors import RequestInvalid as RequestInvalid
+from synthorg.delegation.errors import (
+    PIN_MISMATCH,
+    PeerError,
+    PeerProtocolError,
+    PeerRpcError,
+    PeerUnavailable,
+    RequestInvalid,
+)
 from synthorg.delegation.grpc_peers import refuse_grpc
 from synthorg.dialects import objects, v1
 from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect

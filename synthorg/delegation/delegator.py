@@ -21,16 +21,13 @@ from pydantic import ValidationError
 from synthorg.cards.fetch import card_url, fetch_card_document
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.clock import utc_now
-from synthorg.delegation.client import (
-    A2AClient,
+from synthorg.delegation.client import A2AClient, build_message, default_rpc_url, stream_params
+from synthorg.delegation.errors import (
     PeerError,
+    PeerMisconfigured,
     PeerProtocolError,
     PeerUnavailable,
-    build_message,
-    default_rpc_url,
-    stream_params,
 )
-from synthorg.delegation.errors import PeerMisconfigured
 from synthorg.delegation.grpc_peers import grpc_allowed, refuse_grpc
 from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import Events, stream_call

@@ -1,5 +1,5 @@
-"""What a call to a peer can fail with, whichever binding carried it (`client.py` re-exports
-them; the gRPC binding raises them without importing the client)."""
+"""What a call to a peer can fail with, whichever binding carried it: imported from here by
+the client, the bindings and everything that catches them."""
 
 from __future__ import annotations
 

@@ -17,9 +17,8 @@ from collections.abc import Awaitable, Callable, Collection
 
 from pydantic import ValidationError
 
-from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError
 from synthorg.delegation.delegator import Delegator
-from synthorg.delegation.errors import PeerMisconfigured
+from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerProtocolError, PeerRpcError
 from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.generated.constants import TASKS_RESUBSCRIBE
 from synthorg.generated.models import (

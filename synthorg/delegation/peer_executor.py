@@ -14,7 +14,6 @@ import contextlib
 import time
 import uuid
 
-from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import (
     PUSHED_POLL,
     PUSHED_READ,
@@ -22,7 +21,7 @@ from synthorg.delegation.delegator import (
     Delegator,
     push_url,
 )
-from synthorg.delegation.errors import PeerMisconfigured
+from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerRpcError
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
 from synthorg.generated.constants import (

@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import DelegationError, Delegator
-from synthorg.delegation.errors import PeerMisconfigured
+from synthorg.delegation.errors import PeerMisconfigured, PeerRpcError
 from synthorg.generated.models import Task, TextPart
 from synthorg.store.delegations import Delegation
 from synthorg.store.secretbox import SecretBox
