@@ -40,6 +40,7 @@ from synthorg.delegation.errors import (
     RequestInvalid,
 )
 from synthorg.delegation.grpc_peers import refuse_grpc
+from synthorg.delegation.pool import ClientPool, ConnectionKey
 from synthorg.dialects import objects, v1
 from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect
 from synthorg.generated.constants import (
@@ -205,6 +206,7 @@ class A2AClient:
         dialect: PeerDialect | None = None,
         tls: ssl.SSLContext | None = None,
         grpc_tls: grpc.ChannelCredentials | None = None,
+        pool: ClientPool | None = None,
     ) -> None:
         self.record = record
         # None: A2A 0.3 at the catalog endpoint. In 1.0 the same calls are made with the 1.0
@@ -223,6 +225,15 @@ class A2AClient:
         # mtls: the peer's server certificate must have the record's pin
         self.extensions = request_extensions(record.scheme, record.secret)
         self._sleep = sleep
+        # the node's pooled clients (`pool.py`); none: a client of its own for each call
+        self._pool = pool if pool is not None else ClientPool()
+
+    @property
+    def connection_key(self) -> ConnectionKey:
+        """What this client's connections depend on: a pooled one is kept under it."""
+        pin = self.record.secret if self.record.scheme == PEER_SCHEME_MTLS else None
+        return ConnectionKey(self.record.endpoint, self.record.scheme, pin, self.verify,
+                             self._transport)
 
     # What a streaming call (synthorg.delegation.sse_client) shares with this client.
     @property
@@ -439,10 +450,9 @@ class A2AClient:
         headers = trace_headers({**self._headers, **typed})
         timeout = httpx.Timeout(self._timeout())
         async with (
-            httpx.AsyncClient(transport=self._transport, timeout=timeout,
-                              verify=self.verify) as http,
+            self._pool.client(self.record.name, self.connection_key) as http,
             http.stream(http_method, url or self.rpc_url, content=body, headers=headers,
-                        extensions=self.extensions) as response,
+                        extensions=self.extensions, timeout=timeout) as response,
         ):
             chunks: list[bytes] = []
             size = 0

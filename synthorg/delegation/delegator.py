@@ -29,6 +29,7 @@ from synthorg.delegation.errors import (
     PeerUnavailable,
 )
 from synthorg.delegation.grpc_peers import grpc_allowed, refuse_grpc
+from synthorg.delegation.pool import ClientPool
 from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.dialects.outbound import GRPC, JSONRPC, BindingUnusable, PeerDialect, choose
@@ -90,6 +91,8 @@ class Delegator:
         self._local_name = local_name
         self._timeout = timeout
         self._transport = transport
+        # The peers' HTTP clients: pooled while the node serves (it opens and closes the pool)
+        self.pool = ClientPool()
         # (peer, endpoint) -> (expires at, its card: what decides its binding, its dialect and
         # whether it streams)
         self._cards: dict[tuple[str, str], tuple[float, PeerCard | None]] = {}
@@ -105,7 +108,7 @@ class Delegator:
             raise DelegationError(f"no catalog record for peer {peer!r}")
         return A2AClient(
             record, self._local_name, self._timeout, transport=self._transport, dialect=dialect,
-            tls=self._tls, grpc_tls=self._grpc_tls,
+            tls=self._tls, grpc_tls=self._grpc_tls, pool=self.pool,
         )
 
     async def peer_client(self, peer: str, binding: str | None = None) -> A2AClient:
