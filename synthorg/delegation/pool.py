@@ -45,9 +45,17 @@ class _Pooled:
     retired: bool = False
 
 
+# An idle connection is let go before a peer would close it (a node's keep-alive is 5 s by
+# default, as uvicorn's): one closed by the peer as a call goes out on it fails that call.
+# No cap on connections in use (as when each call had its own): a peer's many concurrent
+# calls never queue for one; a few idle ones are kept.
+LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=20, keepalive_expiry=4.0)
+
+
 def new_client(key: ConnectionKey) -> httpx.AsyncClient:
     """A client for calls under `key` (each request passes its own timeout)."""
-    return httpx.AsyncClient(transport=key.transport, verify=key.verify)
+    return httpx.AsyncClient(transport=key.transport, verify=key.verify,
+                             limits=LIMITS)
 
 
 class ClientPool:
