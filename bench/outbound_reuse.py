@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -148,40 +147,30 @@ def main() -> None:
     if args.child:
         child(args.peer, args.requests, args.certs)
         return
-    trees: dict[str, Path] = {"this": HERE}
-    if args.baseline is not None:
-        trees = {"baseline": args.baseline.resolve(), "this": HERE}
-    samples: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
-    ratios: dict[str, list[float]] = {}
+    from bench.rounds import TreeRounds, shuffled_rounds, trees  # the parent's only
+
+    measured = trees(args.baseline, HERE)
+    results = TreeRounds(list(measured))
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         certs = _certs(workdir) if args.https else None
         peer = _peer(workdir, certs)
         url = peer.url.replace("http://", "https://") if certs is not None else peer.url
         try:
-            for round_ in range(args.rounds):
-                order = list(trees.items())
-                random.Random(round_).shuffle(order)  # no tree always runs first
-                this_round = {name: _run_child(tree, url, args.requests, certs)
-                              for name, tree in order}
-                for name, results in this_round.items():
-                    for case, value in results.items():
-                        samples[name].setdefault(case, []).append(value)
-                if "baseline" in this_round:
-                    for case, value in this_round["this"].items():
-                        ratios.setdefault(case, []).append(
-                            value / this_round["baseline"][case])
+            for order in shuffled_rounds(list(measured.items()), args.rounds):
+                results.add({name: _run_child(tree, url, args.requests, certs)
+                             for name, tree in order})
         finally:
             peer.stop()
     scheme = "https, mtls" if args.https else "http"
     print(f"median of {args.rounds} rounds of {args.requests} calls ({scheme}); µs per call")
-    header = f"{'case':<20}" + "".join(f"{name:>10}" for name in trees)
-    print(header + (f"{'this/base':>11}" if ratios else ""))
-    for case in samples["this"]:
+    header = f"{'case':<20}" + "".join(f"{name:>10}" for name in measured)
+    print(header + (f"{'this/base':>11}" if results.ratios else ""))
+    for case in results.samples["this"]:
         row = f"{case:<20}" + "".join(
-            f"{statistics.median(samples[name][case]):>10.1f}" for name in trees)
-        if case in ratios:
-            row += f"{statistics.median(ratios[case]):>11.3f}"
+            f"{statistics.median(results.samples[name][case]):>10.1f}" for name in measured)
+        if case in results.ratios:
+            row += f"{statistics.median(results.ratios[case]):>11.3f}"
         print(row)
 
 
