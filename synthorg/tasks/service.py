@@ -303,10 +303,7 @@ class TaskService:
             if (message.contextId or task.contextId) != task.contextId:
                 raise InvalidParams("Invalid params: contextId does not match the task")
             appended = message.model_copy(update={"contextId": task.contextId})
-            with_message = task.model_copy(update={  # working, with the message: one copy
-                "history": [*(task.history or []), appended],
-                "status": TaskStatus(state=STATE_WORKING, timestamp=now_iso()),
-            })
+            with_message = _working(task, [*(task.history or []), appended])
             agent = self._runtime(task)
             try:
                 if agent.executor.pure:
@@ -528,10 +525,12 @@ def _first_write(task: Task) -> tuple[str, list[str]]:
     return body, [task_event(body), *serialised(task_events(None, task)[1:])]
 
 
-def _working(task: Task) -> Task:
-    return task.model_copy(
-        update={"status": TaskStatus(state=STATE_WORKING, timestamp=now_iso())}
-    )
+def _working(task: Task, history: list[Message] | None = None) -> Task:
+    """The task working from now; with `history`, holding it instead (one copy)."""
+    update: dict[str, object] = {"status": TaskStatus(state=STATE_WORKING, timestamp=now_iso())}
+    if history is not None:
+        update["history"] = history
+    return task.model_copy(update=update)
 
 
 def _reply(context_id: str, outcome: Outcome) -> Message:
