@@ -45,6 +45,7 @@ from pathlib import Path
 import grpc
 import httpx
 
+from bench.rounds import add_load_options, finish_load_options
 from bench.serve import RPC_PATH, STARTED
 from bench.servers import ROOT, NodeLauncher, Server, launch
 from bench.system import Pinning, cpu_model, cpu_seconds, plan_pinning
@@ -356,23 +357,14 @@ def report(targets: list[Target]) -> list[str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.bindings", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--duration", type=float, default=8, metavar="S",
-                        help="measured seconds of each target in each round (default 8)")
-    parser.add_argument("--warmup", type=float, default=2, metavar="S",
-                        help="seconds of load before each measured run (default 2)")
+    add_load_options(parser, duration=8, warmup=2, quick=(2, 2, 1), seconds=float,
+                     quick_help="smoke run: 2 rounds of 2 s")
     parser.add_argument("--connections", type=int, default=8, metavar="N",
                         help="gRPC connections (h2load -c; default 8)")
     parser.add_argument("--streams", type=int, default=4, metavar="M",
                         help="concurrent streams per gRPC connection (h2load -m; default 4); "
                         "wrk opens N x M connections, as many requests in flight")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 2 rounds of 2 s")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.rounds, args.duration, args.warmup = 2, 2, 1
-    if args.rounds < 1 or args.duration <= 0 or args.warmup < 0:
-        parser.error("--rounds and --duration must be positive")
-    return args
+    return finish_load_options(parser, parser.parse_args(argv))
 
 
 def main(argv: list[str] | None = None) -> int:

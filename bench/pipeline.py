@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
 
+from bench.rounds import shuffled_rounds
 from synthorg.gateway.dispatch import PARAMS_ADAPTER
 from synthorg.node import Node
 from synthorg.observability import log
@@ -220,9 +220,7 @@ async def run(n: int, rounds: int) -> list[tuple[str, float, float, float, float
         ]
         columns: dict[str, list[list[float]]] = {label: [[], [], [], []] for label, _ in cases}
         floor_label = "plain Starlette route (floor)"
-        for round_ in range(rounds):
-            order = list(cases)
-            random.Random(round_).shuffle(order)  # no case always runs first
+        for order in shuffled_rounds(cases, rounds):  # no case always runs first
             this_round = {label: await timed(label, n, one) for label, one in order}
             wall_floor, cpu_floor = this_round[floor_label]
             for label, (wall, cpu) in this_round.items():

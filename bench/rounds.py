@@ -4,13 +4,23 @@ On a shared, noisy machine a row measured in one block can land on a quiet or a 
 measured once per round, in an order that rotates each round, every row sees the same
 minutes, so their ratios hold even when the absolute rates drift. A row's figure is the median
 of its rounds, its spread the lowest and highest.
+
+What the scripts share: the load scripts' options (`add_load_options`: rounds, seconds per
+run, warm-up, a quick smoke run), the rounds themselves (`each_round`: rows rotated, or
+`shuffled_rounds`: cases in a seeded shuffle), and for a script that runs a child process per
+tree (this one, and `--baseline`'s checkout: `trees`) each round's results gathered with this
+tree's ratio to the baseline's (`TreeRounds`). Such a script imports these in its parent only:
+its child runs with the other tree's `bench` first on the path, which may not have them.
 """
 
 from __future__ import annotations
 
+import argparse
+import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 from bench.servers import Server
@@ -116,3 +126,91 @@ def unexpected(result: WrkResult, expect_status: int) -> int:
     if expect_status < 400:
         return errors["status"] + sockets
     return result.requests - errors["status"] + sockets  # wrk counts >= 400 only
+
+
+# -- the options ----------------------------------------------------------------------------
+
+
+def add_load_options(parser: argparse.ArgumentParser, *, duration: float, warmup: float,
+                     quick: tuple[int, float, float], seconds: type = int,
+                     quick_help: str | None = None) -> None:
+    """--rounds, --duration, --warmup and --quick (a smoke run: `quick` is its rounds,
+    duration and warm-up); `finish_load_options` applies --quick and checks them."""
+    parser.add_argument("--rounds", type=int, default=5, metavar="N",
+                        help="rounds, each measuring every row once (default 5)")
+    parser.add_argument("--duration", type=seconds, default=duration, metavar="S",
+                        help=f"seconds of each measured run (default {duration:g})")
+    parser.add_argument("--warmup", type=seconds, default=warmup, metavar="S",
+                        help=f"seconds of load before each measured run, not counted "
+                        f"(default {warmup:g})")
+    rounds, quick_duration, quick_warmup = quick
+    parser.add_argument("--quick", action="store_true", help=quick_help or (
+        f"smoke run: {rounds} rounds of {quick_duration:g} s"
+        + (", no warm-up" if not quick_warmup else "")))
+    parser.set_defaults(quick_values=quick)
+
+
+def finish_load_options(parser: argparse.ArgumentParser,
+                        args: argparse.Namespace) -> argparse.Namespace:
+    if args.quick:
+        args.rounds, args.duration, args.warmup = args.quick_values
+    if args.rounds < 1 or args.duration <= 0 or args.warmup < 0:
+        parser.error("--rounds must be at least 1, --duration positive, --warmup at least 0")
+    return args
+
+
+def trees(baseline: Path | None, here: Path) -> dict[str, Path]:
+    """The trees measured, by name: this one, after the baseline when there is one."""
+    if baseline is None:
+        return {"this": here}
+    return {"baseline": baseline.resolve(), "this": here}
+
+
+# -- the rounds -----------------------------------------------------------------------------
+
+
+def each_round(rows: Sequence[T], rounds: int) -> Iterator[T]:
+    """Every row once per round, rotated each round (`rotation`), each round announced."""
+    for index in range(rounds):
+        print(f"round {index + 1}/{rounds}:", flush=True)
+        yield from rotation(rows, index)
+
+
+def shuffled_rounds(items: Sequence[T], rounds: int) -> Iterator[list[T]]:
+    """Each round's order of `items`: a shuffle seeded by the round, so no item always runs
+    first and a rerun runs them in the same orders."""
+    for index in range(rounds):
+        order = list(items)
+        random.Random(index).shuffle(order)
+        yield order
+
+
+@dataclass
+class TreeRounds:
+    """Each tree's results (case -> value) round by round, and this tree's ratio to the
+    baseline's in each round, for the cases both have."""
+
+    names: Sequence[str]
+    samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    ratios: dict[str, list[float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.samples = {name: {} for name in self.names}
+
+    def add(self, this_round: dict[str, dict[str, float]]) -> None:
+        for name, results in this_round.items():
+            for case, value in results.items():
+                self.samples[name].setdefault(case, []).append(value)
+        if "baseline" in this_round:
+            for case, value in this_round["this"].items():
+                if case in this_round["baseline"]:  # a case the baseline has too
+                    self.ratios.setdefault(case, []).append(
+                        value / this_round["baseline"][case])
+
+    def median(self, name: str, case: str) -> float | None:
+        values = self.samples[name].get(case)
+        return statistics.median(values) if values else None
+
+    def ratio(self, case: str) -> float | None:
+        values = self.ratios.get(case)
+        return statistics.median(values) if values else None

@@ -25,7 +25,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.rounds import RowSamples, measure, rotation, unexpected
+from bench.rounds import (
+    RowSamples,
+    add_load_options,
+    each_round,
+    finish_load_options,
+    measure,
+    unexpected,
+)
 from bench.scenarios import probe, send, tasks_get
 from bench.server_choice import plain_config, start_node_uvicorn
 from bench.servers import Server, stop_process
@@ -52,17 +59,11 @@ class Row:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.scale_out", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5, metavar="N")
-    parser.add_argument("--duration", type=int, default=5, metavar="S")
-    parser.add_argument("--warmup", type=int, default=1, metavar="S")
+    add_load_options(parser, duration=5, warmup=1, quick=(2, 1, 0))
     parser.add_argument("--connections", type=int, default=32, metavar="N")
     parser.add_argument("--threads", type=int, default=2, metavar="N", help="wrk threads")
-    parser.add_argument("--quick", action="store_true", help="2 rounds of 1 s, no warm-up")
     parser.add_argument("--json", type=Path, metavar="PATH")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.rounds, args.duration, args.warmup = 2, 1, 0
-    return args
+    return finish_load_options(parser, parser.parse_args(argv))
 
 
 def process_rss(server: Server) -> list[tuple[str, float]]:
@@ -121,16 +122,14 @@ def main(argv: list[str] | None = None) -> int:
                 return run_wrk(wrk, [], row.server.rpc_url, row.script, threads=args.threads,
                                connections=args.connections, seconds=seconds)
 
-            for index in range(args.rounds):
-                print(f"round {index + 1}/{args.rounds}:", flush=True)
-                for row in rotation(rows, index):
-                    if args.warmup:
-                        wrk_run(row, args.warmup)
-                    sample = measure(row.server, functools.partial(wrk_run, row, args.duration))
-                    row.samples.samples.append(sample)
-                    row.samples.unexpected += unexpected(sample.result, 200)
-                    print(f"  {row.key}: {sample.result.rps:,.0f} req/s, "
-                          f"{sample.cpu_us_per_request:.0f} us CPU/req", flush=True)
+            for row in each_round(rows, args.rounds):
+                if args.warmup:
+                    wrk_run(row, args.warmup)
+                sample = measure(row.server, functools.partial(wrk_run, row, args.duration))
+                row.samples.samples.append(sample)
+                row.samples.unexpected += unexpected(sample.result, 200)
+                print(f"  {row.key}: {sample.result.rps:,.0f} req/s, "
+                      f"{sample.cpu_us_per_request:.0f} us CPU/req", flush=True)
             memory = {s.name: process_rss(s) for s in servers}
         finally:
             for server in servers:

@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import json
 import os
-import random
 import secrets
 import statistics
 import subprocess
@@ -300,35 +299,26 @@ def main() -> None:
     if args.child:
         child(args.requests, args.in_flight, args.postgres, args.savepoints)
         return
-    trees: dict[str, Path] = {"this": HERE}
-    if args.baseline is not None:
-        trees = {"baseline": args.baseline.resolve(), "this": HERE}
-    samples: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
-    ratios: dict[str, list[float]] = {}
-    for round_ in range(args.rounds):
-        order = list(trees.items())
-        random.Random(round_).shuffle(order)  # no tree always runs first
-        this_round = {
+    from bench.rounds import TreeRounds, shuffled_rounds, trees  # the parent's only
+
+    measured = trees(args.baseline, HERE)
+    results = TreeRounds(list(measured))
+    for order in shuffled_rounds(list(measured.items()), args.rounds):  # no tree always first
+        results.add({
             name: _run_child(tree, args.requests, args.in_flight, args.postgres,
                              args.savepoints and name == "this")
             for name, tree in order
-        }
-        for name, results in this_round.items():
-            for case, value in results.items():
-                samples[name].setdefault(case, []).append(value)
-        if "baseline" in this_round:
-            for case, value in this_round["this"].items():
-                if case in this_round["baseline"]:  # a case the baseline has too
-                    ratios.setdefault(case, []).append(value / this_round["baseline"][case])
+        })
+    samples, ratios = results.samples, results.ratios
     print(f"median of {args.rounds} rounds of {args.requests} sends "
           f"({args.in_flight} in flight when concurrent); µs per send")
-    header = f"{'case':<38}" + "".join(f"{name:>10}" for name in trees)
+    header = f"{'case':<38}" + "".join(f"{name:>10}" for name in measured)
     print(header + (f"{'this/base':>11}" if ratios else ""))
     for case in samples["this"]:
         row = f"{case:<38}" + "".join(
             f"{statistics.median(samples[name][case]):>10.1f}" if case in samples[name]
             else f"{'-':>10}"
-            for name in trees
+            for name in measured
         )
         if case in ratios:
             row += f"{statistics.median(ratios[case]):>11.3f}"

@@ -41,7 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import limit_probes
-from bench.rounds import RowSamples, measure, rotation, unexpected
+from bench.rounds import (
+    RowSamples,
+    add_load_options,
+    each_round,
+    finish_load_options,
+    measure,
+    unexpected,
+)
 from bench.scenarios import echo, probe, refused, send, tasks_get
 from bench.serve import STARTED
 from bench.servers import (
@@ -228,25 +235,13 @@ class Row:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.server_choice", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5, metavar="N",
-                        help="rounds, each measuring every row once (default 5)")
-    parser.add_argument("--duration", type=int, default=5, metavar="S",
-                        help="seconds of each measured run (default 5)")
-    parser.add_argument("--warmup", type=int, default=1, metavar="S",
-                        help="seconds of load before each measured run, not counted (default 1)")
+    add_load_options(parser, duration=5, warmup=1, quick=(2, 1, 0))
     parser.add_argument("--connections", type=int, default=32, metavar="N",
                         help="wrk connections (default 32)")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: 2 rounds of 1 s, no warm-up")
     parser.add_argument("--no-probes", action="store_true",
                         help="skip the hostile-condition probes")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.rounds, args.duration, args.warmup = 2, 1, 0
-    if args.rounds < 1 or args.duration < 1 or args.warmup < 0:
-        parser.error("--rounds and --duration must be at least 1, --warmup at least 0")
-    return args
+    return finish_load_options(parser, parser.parse_args(argv))
 
 
 def start_rows(workdir: Path, pinning: Pinning, servers: list[Server]) -> list[Row]:
@@ -275,18 +270,16 @@ def run_rounds(args: argparse.Namespace, wrk: str, pinning: Pinning, rows: list[
         return run_wrk(wrk, pinning.load, row.server.rpc_url, row.script, threads=1,
                        connections=args.connections, seconds=seconds)
 
-    for index in range(args.rounds):
-        print(f"round {index + 1}/{args.rounds}:", flush=True)
-        for row in rotation(rows, index):
-            if args.warmup:
-                wrk_run(row, args.warmup)
-            sample = measure(row.server, functools.partial(wrk_run, row, args.duration),
-                             pinning.server_cpu)
-            row.samples.samples.append(sample)
-            row.samples.unexpected += unexpected(sample.result, row.load.expect_status)
-            print(f"  {row.key}: {sample.result.rps:,.0f} req/s, "
-                  f"{sample.cpu_us_per_request:.0f} us CPU/req, others on its CPU "
-                  f"{sample.others:.0%}", flush=True)
+    for row in each_round(rows, args.rounds):
+        if args.warmup:
+            wrk_run(row, args.warmup)
+        sample = measure(row.server, functools.partial(wrk_run, row, args.duration),
+                         pinning.server_cpu)
+        row.samples.samples.append(sample)
+        row.samples.unexpected += unexpected(sample.result, row.load.expect_status)
+        print(f"  {row.key}: {sample.result.rps:,.0f} req/s, "
+              f"{sample.cpu_us_per_request:.0f} us CPU/req, others on its CPU "
+              f"{sample.others:.0%}", flush=True)
 
 
 def table(rows: list[Row], rss_after: dict[str, float]) -> str:

@@ -453,6 +453,7 @@ class Node:
     async def start_background(self) -> None:
         """Hold this runner's lease while the node serves, and sweep up after runners that
         are gone (another replica killed), once per lease."""
+        self.delegator.pool.open()  # calls to peers reuse their connections while it serves
         if self._background is None:
             await self._renew()
             # Tasks adopted at start-up are resumed here; so are those a supervisor that
@@ -475,6 +476,7 @@ class Node:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._background = self._delivering = None
+        await self.delegator.pool.aclose()
         with contextlib.suppress(Exception):  # a store that is down: the lease runs out
             await self.task_store.retire()
 

@@ -42,8 +42,8 @@ from synthorg.cli.common import (
     task_json,
 )
 from synthorg.config.company import ConfigError, NodeConfig, load_config
-from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
 from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator, push_url
+from synthorg.delegation.errors import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
 from synthorg.dialects.outbound import JSONRPC

@@ -48,8 +48,8 @@ from synthorg.cli.delegate_cmd import (
     status_text,
 )
 from synthorg.config.company import ConfigError
-from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import SETTLED
+from synthorg.delegation.errors import PeerError, PeerRpcError
 from synthorg.dialects.objects import task_v03
 from synthorg.errors import TaskNotCancelable, TaskNotFound
 from synthorg.generated.constants import (

@@ -31,12 +31,16 @@ from pydantic import ValidationError
 from synthorg import jsonrpc
 from synthorg.clock import utc_now
 from synthorg.delegation import grpc_binding, rest_binding
-from synthorg.delegation.errors import PIN_MISMATCH as PIN_MISMATCH
-from synthorg.delegation.errors import PeerError as PeerError
-from synthorg.delegation.errors import PeerProtocolError as PeerProtocolError
-from synthorg.delegation.errors import PeerRpcError as PeerRpcError
-from synthorg.delegation.errors import PeerUnavailable as PeerUnavailable
-from synthorg.delegation.errors import RequestInvalid as RequestInvalid
+from synthorg.delegation.errors import (
+    PIN_MISMATCH,
+    PeerError,
+    PeerProtocolError,
+    PeerRpcError,
+    PeerUnavailable,
+    RequestInvalid,
+)
+from synthorg.delegation.grpc_peers import refuse_grpc
+from synthorg.delegation.pool import ClientPool, ConnectionKey
 from synthorg.dialects import objects
 from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect
 from synthorg.dialects.outbound_v1 import (
@@ -208,6 +212,7 @@ class A2AClient:
         dialect: PeerDialect | None = None,
         tls: ssl.SSLContext | None = None,
         grpc_tls: grpc.ChannelCredentials | None = None,
+        pool: ClientPool | None = None,
     ) -> None:
         self.record = record
         # None: A2A 0.3 at the catalog endpoint. In 1.0 the same calls are made with the 1.0
@@ -227,6 +232,15 @@ class A2AClient:
         # mtls: the peer's server certificate must have the record's pin
         self.extensions = request_extensions(record.scheme, record.secret)
         self._sleep = sleep
+        # the node's pooled clients (`pool.py`); none: a client of its own for each call
+        self._pool = pool if pool is not None else ClientPool()
+
+    @property
+    def connection_key(self) -> ConnectionKey:
+        """What this client's connections depend on: a pooled one is kept under it."""
+        pin = self.record.secret if self.record.scheme == PEER_SCHEME_MTLS else None
+        return ConnectionKey(self.record.endpoint, self.record.scheme, pin, self.verify,
+                             self._transport)
 
     # What a streaming call (synthorg.delegation.sse_client) shares with this client.
     @property
@@ -256,10 +270,10 @@ class A2AClient:
 
     def grpc_call(self) -> grpc_binding.GrpcCall:
         """What a gRPC call to the peer is made with (the dialect's target, this client's
-        headers, timeout, bound, TLS and retries)."""
+        headers, timeout, bound, TLS and retries); PeerMisconfigured for a peer never called
+        over gRPC (`grpc_peers`)."""
         assert self.dialect is not None and self.dialect.binding == GRPC
-        if self.record.scheme == PEER_SCHEME_MTLS:  # its pin is checked over HTTPS only
-            raise PeerUnavailable(f"{self.record.name}: an mtls peer is not called over gRPC")
+        refuse_grpc(self.record.name, self.record.scheme)
         return grpc_binding.GrpcCall(
             self.record.name, self.dialect.url, self.headers, self._timeout(), self._max_bytes,
             self._grpc_tls, self._retry, self._sleep,
@@ -442,10 +456,9 @@ class A2AClient:
         headers = trace_headers({**self._headers, **typed})
         timeout = httpx.Timeout(self._timeout())
         async with (
-            httpx.AsyncClient(transport=self._transport, timeout=timeout,
-                              verify=self.verify) as http,
+            self._pool.client(self.record.name, self.connection_key) as http,
             http.stream(http_method, url or self.rpc_url, content=body, headers=headers,
-                        extensions=self.extensions) as response,
+                        extensions=self.extensions, timeout=timeout) as response,
         ):
             chunks: list[bytes] = []
             size = 0

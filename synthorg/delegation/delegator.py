@@ -21,15 +21,15 @@ from pydantic import ValidationError
 from synthorg.cards.fetch import card_url, fetch_card_document
 from synthorg.cards.peer_card import InvalidCard, read_peer_card
 from synthorg.clock import utc_now
-from synthorg.delegation.client import (
-    A2AClient,
+from synthorg.delegation.client import A2AClient, build_message, default_rpc_url, stream_params
+from synthorg.delegation.errors import (
     PeerError,
+    PeerMisconfigured,
     PeerProtocolError,
     PeerUnavailable,
-    build_message,
-    default_rpc_url,
-    stream_params,
 )
+from synthorg.delegation.grpc_peers import grpc_allowed, refuse_grpc
+from synthorg.delegation.pool import ClientPool
 from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.dialects.outbound import GRPC, JSONRPC, BindingUnusable, PeerDialect, choose
@@ -91,6 +91,8 @@ class Delegator:
         self._local_name = local_name
         self._timeout = timeout
         self._transport = transport
+        # The peers' HTTP clients: pooled while the node serves (it opens and closes the pool)
+        self.pool = ClientPool()
         # (peer, endpoint) -> (expires at, its card: what decides its binding, its dialect and
         # whether it streams)
         self._cards: dict[tuple[str, str], tuple[float, PeerCard | None]] = {}
@@ -106,7 +108,7 @@ class Delegator:
             raise DelegationError(f"no catalog record for peer {peer!r}")
         return A2AClient(
             record, self._local_name, self._timeout, transport=self._transport, dialect=dialect,
-            tls=self._tls, grpc_tls=self._grpc_tls,
+            tls=self._tls, grpc_tls=self._grpc_tls, pool=self.pool,
         )
 
     async def peer_client(self, peer: str, binding: str | None = None) -> A2AClient:
@@ -128,13 +130,15 @@ class Delegator:
         return bool(card and card.capabilities and card.capabilities.streaming)
 
     async def _dialect(self, client: A2AClient, binding: str | None) -> PeerDialect:
-        endpoint = client.record.endpoint
+        endpoint, scheme = client.record.endpoint, client.record.scheme
+        if binding == GRPC:
+            refuse_grpc(client.record.name, scheme)  # before its card is even read
         card = await self._card(client)
         try:
             return choose(card, endpoint, default_rpc_url(endpoint), binding,
-                          default_rest_url(endpoint), mtls=client.record.scheme == MTLS)
+                          default_rest_url(endpoint), mtls=not grpc_allowed(scheme))
         except BindingUnusable as exc:
-            if card is None and binding == GRPC and client.record.scheme != MTLS:
+            if card is None and binding == GRPC:
                 # Only its card names the gRPC target, and it could not be read (the peer is
                 # down, or restarting): a failure to try again, with the card read anew.
                 self._cards.pop((client.record.name, client.record.endpoint), None)
@@ -346,6 +350,8 @@ class Delegator:
             last_poll = time.monotonic()
             try:
                 record = await self.refresh(local_id)
+            except PeerMisconfigured as exc:  # the record must change first
+                raise DelegationError(str(exc)) from None
             except PeerError as exc:  # the peer may be restarting: keep following
                 on_trouble()
                 if time.monotonic() >= deadline:

@@ -1,5 +1,5 @@
-"""What a call to a peer can fail with, whichever binding carried it (`client.py` re-exports
-them; the gRPC binding raises them without importing the client)."""
+"""What a call to a peer can fail with, whichever binding carried it: imported from here by
+the client, the bindings and everything that catches them."""
 
 from __future__ import annotations
 
@@ -29,6 +29,12 @@ class PeerUnavailable(PeerError):
 
 class PeerProtocolError(PeerError):
     """The peer answered something that is not a valid response to our request."""
+
+
+class PeerMisconfigured(PeerError):
+    """The peer's catalog record asks for a call this node does not make (an mtls peer over
+    gRPC, `grpc_peers.py`): nothing is sent, and as trying again cannot help, no caller
+    retries it; the message says what to change."""
 
 
 class RequestInvalid(PeerError):

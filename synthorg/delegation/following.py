@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable, Collection
 
 from pydantic import ValidationError
 
-from synthorg.delegation.client import PeerError, PeerProtocolError, PeerRpcError
 from synthorg.delegation.delegator import Delegator
+from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerProtocolError, PeerRpcError
 from synthorg.delegation.sse_client import Events, stream_call
 from synthorg.generated.constants import TASKS_RESUBSCRIBE
 from synthorg.generated.models import (
@@ -119,7 +119,8 @@ async def follow_stream(
                     if record.state in until:
                         return record
             # The peer ended the stream before the task settled: resubscribe, after a pause.
-        except (PeerRpcError, PeerProtocolError) as exc:  # not a stream we can follow
+        except (PeerRpcError, PeerProtocolError, PeerMisconfigured) as exc:  # not a stream
+            # we can follow (a refusal, a bad answer, a call the record says not to make)
             raise _gave_up(record, exc) from None
         except PeerError as exc:
             failures += 1

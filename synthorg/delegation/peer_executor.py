@@ -15,7 +15,6 @@ import time
 import uuid
 from typing import cast
 
-from synthorg.delegation.client import PeerError, PeerRpcError
 from synthorg.delegation.delegator import (
     PUSHED_POLL,
     PUSHED_READ,
@@ -23,6 +22,7 @@ from synthorg.delegation.delegator import (
     Delegator,
     push_url,
 )
+from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerRpcError
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
 from synthorg.dialects.objects import artifact_v1, message_from_v1, state_v1
@@ -203,6 +203,8 @@ class PeerExecutor:
             try:
                 record = await self._delegator.refresh(record.id)
                 failures = 0
+            except PeerMisconfigured as exc:  # the record must change first: no retry
+                return Outcome(TASK_STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
             except PeerError as exc:  # the peer may be restarting: keep following, bounded
                 failures += 1
                 if failures >= MAX_POLL_FAILURES:

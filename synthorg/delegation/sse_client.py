@@ -22,14 +22,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from synthorg import jsonrpc
 from synthorg.delegation import grpc_binding
-from synthorg.delegation.client import (
-    PIN_MISMATCH,
-    A2AClient,
-    PeerError,
-    PeerProtocolError,
-    PeerUnavailable,
-    result_label,
-)
+from synthorg.delegation.client import A2AClient, result_label
+from synthorg.delegation.errors import PIN_MISMATCH, PeerError, PeerProtocolError, PeerUnavailable
 from synthorg.delegation.rest_binding import RestCall, rest_call
 from synthorg.dialects import objects
 from synthorg.dialects.outbound import GRPC, HTTP_JSON

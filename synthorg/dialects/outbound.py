@@ -157,12 +157,9 @@ def choose(
     endpoint, `default_rest_url` where a peer of ours serves HTTP+JSON; `configured` the
     binding its catalog record names (None, or one this client does not speak: the card
     decides); `mtls` whether the peer authenticates by client certificate (then gRPC is
-    not spoken). BindingUnusable when gRPC is configured and cannot be spoken."""
-    if configured == GRPC and mtls:
-        raise BindingUnusable(
-            "configured for GRPC, but it authenticates by client certificate (scheme mtls), "
-            "which this node presents over HTTPS only: set its binding to JSONRPC or HTTP+JSON"
-        )
+    not spoken; the delegator refuses such a peer configured for gRPC before it asks, see
+    `synthorg.delegation.grpc_peers`). BindingUnusable when gRPC is configured and cannot be
+    spoken."""
     usable = _usable(card, endpoint, tuple(b for b in SPOKEN if not (mtls and b == GRPC)))
     if configured == HTTP_JSON:
         found = _v1(usable, HTTP_JSON)

@@ -309,10 +309,7 @@ class TaskService:
             if (message.contextId or task.contextId) != task.contextId:
                 raise InvalidParams("Invalid params: contextId does not match the task")
             appended = message.model_copy(update={"contextId": task.contextId})
-            with_message = task.model_copy(update={  # working, with the message: one copy
-                "history": [*(task.history or []), appended],
-                "status": V1TaskStatus(state=TASK_STATE_WORKING, timestamp=now_iso()),
-            })
+            with_message = _working(task, [*(task.history or []), appended])
             agent = self._runtime(task)
             try:
                 if agent.executor.pure:
@@ -540,10 +537,14 @@ def _first_write(task: V1Task) -> tuple[str, list[str]]:
     return body, [task_event(body), *serialised(task_events(None, task)[1:])]
 
 
-def _working(task: V1Task) -> V1Task:
-    return task.model_copy(
-        update={"status": V1TaskStatus(state=TASK_STATE_WORKING, timestamp=now_iso())}
-    )
+def _working(task: V1Task, history: list[V1Message] | None = None) -> V1Task:
+    """The task working from now; with `history`, holding it instead (one copy)."""
+    update: dict[str, object] = {
+        "status": V1TaskStatus(state=TASK_STATE_WORKING, timestamp=now_iso())
+    }
+    if history is not None:
+        update["history"] = history
+    return task.model_copy(update=update)
 
 
 def _reply(context_id: str, outcome: Outcome) -> V1Message:

@@ -8,6 +8,11 @@
 
 Links (one shared secret each): a <-> b, b <-> c. node-a also holds a record for node-c,
 which does not list node-a: the unlisted-peer case.
+
+A module of two nodes takes `nodes` instead: node-a and node-b linked (`harness.linked_pair`),
+as the module says: node-b's agents its `B_AGENTS` (default the harness's), node-a calling
+node-b in its `BINDING` (default: as node-b's card says), node-b serving gRPC when
+`SERVES_GRPC`.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.federation.harness import FedNode, link, running
+from tests.federation.harness import B_AGENTS, FedNode, Pair, link, linked_pair, running
 
 
 @dataclass
@@ -48,3 +53,14 @@ def fed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Federation]:
         link(b, c)
         a.add_peer(c.name, c.url, secrets.token_urlsafe(24))
         yield Federation(a, b, c, ab_secret)
+
+
+@pytest.fixture(scope="module")
+def nodes(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    module = request.module
+    root = tmp_path_factory.mktemp(module.__name__.rsplit(".", 1)[-1])
+    with linked_pair(root, getattr(module, "BINDING", None),
+                     agents=getattr(module, "B_AGENTS", B_AGENTS),
+                     grpc=getattr(module, "SERVES_GRPC", False)) as pair:
+        yield pair

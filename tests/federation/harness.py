@@ -16,9 +16,10 @@ import json
 import secrets
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,22 @@ from tests.integration.live import LiveNode
 from tests.support.node import cli
 
 CLIENT_TIMEOUT = 10.0
+# An agent of examples/slow_writer.py: progress messages and `chunks` artifact chunks over
+# `seconds`.
+WRITER = (
+    "  - id: {id}\n    name: {id}\n    executor:\n      kind: python\n"
+    "      entrypoint: examples.slow_writer:factory\n"
+    "      options: {{seconds: {seconds}, chunks: {chunks}}}\n"
+)
+# node-b's agents in a linked pair: writer (about a second), patient (the same, 6 s),
+# slowpoke (a minute), echo.
+B_AGENTS = (
+    "agents:\n"
+    + WRITER.format(id="writer", seconds=0.9, chunks=3)
+    + WRITER.format(id="patient", seconds=6, chunks=3)
+    + WRITER.format(id="slowpoke", seconds=60, chunks=60)
+    + "  - {id: echo, name: echo, executor: {kind: echo}}\n"
+)
 
 
 def agents_yaml(agents: dict[str, str]) -> str:
@@ -142,3 +159,42 @@ def artifact_texts(task: dict[str, Any]) -> list[str]:
 def status_text(task: dict[str, Any]) -> str:
     message = task["status"].get("message") or {}
     return "\n".join(p["text"] for p in message.get("parts", []) if p["kind"] == "text")
+
+
+@dataclass
+class Pair:
+    a: FedNode
+    b: FedNode
+    secret: str  # their link secret
+
+    def __iter__(self) -> Iterator[FedNode]:
+        """`a, b = pair`."""
+        return iter((self.a, self.b))
+
+
+def call_in(a: FedNode, b: FedNode, binding: str, secret: str) -> None:
+    """node-a's record of node-b (the same secret) set to call it in `binding`."""
+    chosen = a.cli("peers", "add", b.name, "--endpoint", b.url, "--binding", binding,
+                   stdin=secret)
+    assert chosen.returncode == 0, chosen.stderr
+
+
+@contextmanager
+def linked_pair(
+    root: Path, binding: str | None = None, *, agents: str = B_AGENTS, public: bool = False,
+    grpc: bool = False, node: Callable[..., FedNode] = FedNode,
+) -> Iterator[Pair]:
+    """node-a (agent echo; `public`: it has a public_url, its peers push to it) and node-b
+    (`agents`; `grpc`: it serves gRPC too), made by `node`, started side by side and linked;
+    with `binding`, node-a's record of node-b calls it in that binding.
+
+        node-a  allows node-b   (the operator's node: the CLI runs on its data dir)
+        node-b  allows node-a
+    """
+    a = node(root, "node-a", ["node-b"], {"echo": "echo"}, public=public)
+    b = node(root, "node-b", ["node-a"], agents, grpc=grpc)
+    with running(a, b):
+        secret = link(a, b)
+        if binding is not None:
+            call_in(a, b, binding, secret)
+        yield Pair(a, b, secret)

@@ -11,20 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.federation.harness import WRITER, FedNode, Pair
 
-from tests.federation.harness import FedNode, link, running
-
-WRITER = (
-    "  - id: {id}\n    name: {id}\n    executor:\n      kind: python\n"
-    "      entrypoint: examples.slow_writer:factory\n"
-    "      options: {{seconds: {seconds}, chunks: {chunks}}}\n"
-)
-B_AGENTS = (
+B_AGENTS = (  # node-b's, in the `nodes` fixture (conftest.py)
     "agents:\n"
     + WRITER.format(id="writer", seconds=0.9, chunks=3)
     + WRITER.format(id="steady", seconds=16, chunks=4)
@@ -35,16 +26,6 @@ B_AGENTS = (
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
 
 
-@pytest.fixture(scope="module")
-def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FedNode, FedNode]]:
-    root: Path = tmp_path_factory.mktemp("cli-flow")
-    a = FedNode(root, "node-a", ["node-b"], {"echo": "echo"})
-    b = FedNode(root, "node-b", ["node-a"], B_AGENTS)
-    with running(a, b):
-        link(a, b)
-        yield a, b
-
-
 def delegated(a: FedNode, *args: str) -> dict[str, Any]:
     result = a.cli("delegate", "node-b", *args, "--json")
     assert result.returncode == 0, result.stderr
@@ -53,7 +34,7 @@ def delegated(a: FedNode, *args: str) -> dict[str, Any]:
 
 
 def test_delegate_without_wait_returns_at_once_with_the_ids(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     a, _ = nodes
     # The writer needs about a second: a send that waited for it would come back completed.
@@ -68,7 +49,7 @@ def test_delegate_without_wait_returns_at_once_with_the_ids(
 
 
 def test_follow_a_task_that_already_ended_at_the_peer_reports_its_final_state(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     a, b = nodes
     record = delegated(a, "ended there", "--agent", "slowpoke")
@@ -92,7 +73,7 @@ def progress_lines(output: str) -> list[str]:
 
 
 def test_delegate_wait_shows_progress_messages_and_chunks_as_they_arrive(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     a, _ = nodes
     shown = a.cli("delegate", "node-b", "live", "--agent", "writer", "--wait")
@@ -110,7 +91,7 @@ def test_delegate_wait_shows_progress_messages_and_chunks_as_they_arrive(
     assert "could not reach" not in shown.stdout
 
 
-def test_tasks_follow_shows_the_rest_of_a_running_task(nodes: tuple[FedNode, FedNode]) -> None:
+def test_tasks_follow_shows_the_rest_of_a_running_task(nodes: Pair) -> None:
     a, _ = nodes
     record = delegated(a, "later", "--agent", "steady")
     shown = a.cli("tasks", "follow", record["id"], "--timeout", "120")
@@ -123,7 +104,7 @@ def test_tasks_follow_shows_the_rest_of_a_running_task(nodes: tuple[FedNode, Fed
 
 
 def test_tasks_list_says_outbound_states_are_last_known_and_refresh_asks(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     a, b = nodes
     record = delegated(a, "stale", "--agent", "slowpoke")
@@ -140,7 +121,7 @@ def test_tasks_list_says_outbound_states_are_last_known_and_refresh_asks(
     assert next(r for r in as_json if r["id"] == record["id"])["state"] == "canceled"
 
 
-def test_task_ids_may_be_given_by_their_start(nodes: tuple[FedNode, FedNode]) -> None:
+def test_task_ids_may_be_given_by_their_start(nodes: Pair) -> None:
     a, b = nodes
     record = delegated(a, "prefix", "--agent", "echo", "--wait")
     got = a.cli_json("tasks", "get", record["id"][:8])

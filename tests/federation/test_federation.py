@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from synthorg.delegation.client import A2AClient, PeerRpcError
+from synthorg.delegation.client import A2AClient
+from synthorg.delegation.errors import PeerRpcError
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import open_database

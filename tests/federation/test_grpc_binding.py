@@ -11,34 +11,20 @@ used, and a refusal reads back as the same error as over the other bindings.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from examples.make_test_ca import issue, make_ca, write_node
 from synthorg.cards.fetch import card_url
-from tests.federation.harness import FedNode, artifact_texts, link, running
-from tests.federation.test_rest_binding import B_AGENTS
+from tests.federation.harness import FedNode, Pair, artifact_texts, linked_pair
 
 GRPC = "GRPC"
-
-
-@pytest.fixture(scope="module")
-def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FedNode, FedNode]]:
-    root: Path = tmp_path_factory.mktemp("grpc-binding")
-    a = FedNode(root, "node-a", ["node-b"], {"echo": "echo"})
-    b = FedNode(root, "node-b", ["node-a"], B_AGENTS, grpc=True)
-    with running(a, b):
-        secret = link(a, b)
-        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", GRPC,
-                       stdin=secret)
-        assert chosen.returncode == 0, chosen.stderr
-        yield a, b
+BINDING, SERVES_GRPC = GRPC, True  # the `nodes` fixture's (conftest.py)
 
 
 def rpcs_from_a(b: FedNode) -> list[str]:
@@ -61,7 +47,7 @@ def delegated(a: FedNode, *args: str) -> dict[str, Any]:
     return record
 
 
-def test_the_card_lists_the_grpc_target(nodes: tuple[FedNode, FedNode]) -> None:
+def test_the_card_lists_the_grpc_target(nodes: Pair) -> None:
     a, b = nodes
     assert a.cli_json("peers", "show", "node-b")["binding"] == GRPC
     card = httpx.get(card_url(b.url), timeout=10).json()
@@ -69,7 +55,7 @@ def test_the_card_lists_the_grpc_target(nodes: tuple[FedNode, FedNode]) -> None:
     assert grpc and grpc[0]["url"] == f"127.0.0.1:{b.grpc_port}", card
 
 
-def test_a_delegation_followed_by_stream_goes_over_grpc(nodes: tuple[FedNode, FedNode]) -> None:
+def test_a_delegation_followed_by_stream_goes_over_grpc(nodes: Pair) -> None:
     a, b = nodes
     record = delegated(a, "write it", "--agent", "writer", "--wait")
     assert record["state"] == "completed" and record["binding"] == GRPC
@@ -82,7 +68,7 @@ def test_a_delegation_followed_by_stream_goes_over_grpc(nodes: tuple[FedNode, Fe
     assert "GetTask" in rpcs_from_a(b)
 
 
-def test_the_cli_says_it_went_over_grpc(nodes: tuple[FedNode, FedNode]) -> None:
+def test_the_cli_says_it_went_over_grpc(nodes: Pair) -> None:
     a, b = nodes
     shown = a.cli("delegate", "node-b", "hello", "--agent", "echo")
     assert shown.returncode == 0, shown.stderr
@@ -94,7 +80,7 @@ def test_the_cli_says_it_went_over_grpc(nodes: tuple[FedNode, FedNode]) -> None:
     assert "SendMessage" in rpcs_from_a(b)
 
 
-def test_cancel_goes_over_grpc(nodes: tuple[FedNode, FedNode]) -> None:
+def test_cancel_goes_over_grpc(nodes: Pair) -> None:
     a, b = nodes
     record = delegated(a, "long", "--agent", "slowpoke")
     assert record["binding"] == GRPC and record["state"] in ("submitted", "working")
@@ -104,7 +90,7 @@ def test_cancel_goes_over_grpc(nodes: tuple[FedNode, FedNode]) -> None:
     assert "CancelTask" in rpcs_from_a(b)
 
 
-def test_a_task_followed_later_subscribes_over_grpc(nodes: tuple[FedNode, FedNode]) -> None:
+def test_a_task_followed_later_subscribes_over_grpc(nodes: Pair) -> None:
     a, b = nodes
     record = delegated(a, "later", "--agent", "patient")
     assert record["state"] in ("submitted", "working"), record
@@ -116,7 +102,7 @@ def test_a_task_followed_later_subscribes_over_grpc(nodes: tuple[FedNode, FedNod
 
 
 def test_a_refusal_reads_as_the_same_error_as_over_json_rpc(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     a, _ = nodes
     refused = a.cli("delegate", "node-b", "anyone?", "--agent", "nobody")
@@ -128,10 +114,7 @@ def test_a_refusal_reads_as_the_same_error_as_over_json_rpc(
 
 
 def test_a_wrong_credential_is_refused_clearly(tmp_path: Path) -> None:
-    a = FedNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"})
-    b = FedNode(tmp_path, "node-b", ["node-a"], B_AGENTS, grpc=True)
-    with running(a, b):
-        link(a, b)
+    with linked_pair(tmp_path, grpc=True) as (a, b):
         wrong = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", GRPC,
                       stdin="not-the-link-secret-at-all")
         assert wrong.returncode == 0, wrong.stderr
@@ -143,13 +126,7 @@ def test_a_wrong_credential_is_refused_clearly(tmp_path: Path) -> None:
 
 
 def test_a_node_with_a_public_url_is_pushed_to_after_asking_over_grpc(tmp_path: Path) -> None:
-    a = FedNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"}, public=True)
-    b = FedNode(tmp_path, "node-b", ["node-a"], B_AGENTS, grpc=True)
-    with running(a, b):
-        secret = link(a, b)
-        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", GRPC,
-                       stdin=secret)
-        assert chosen.returncode == 0, chosen.stderr
+    with linked_pair(tmp_path, GRPC, public=True, grpc=True) as (a, b):
         record = delegated(a, "pushed", "--agent", "writer", "--wait")
         assert record["state"] == "completed" and record["binding"] == GRPC
         assert "CreateTaskPushNotificationConfig" in rpcs_from_a(b), rpcs_from_a(b)
@@ -159,13 +136,7 @@ def test_a_node_with_a_public_url_is_pushed_to_after_asking_over_grpc(tmp_path: 
 def test_a_peer_without_a_grpc_interface_is_not_called(tmp_path: Path) -> None:
     """Configured for gRPC, a peer whose card lists none: refused before any call, with the
     reason, never sent in another binding instead."""
-    a = FedNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"})
-    b = FedNode(tmp_path, "node-b", ["node-a"], B_AGENTS)  # no server.grpc_port
-    with running(a, b):
-        secret = link(a, b)
-        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", GRPC,
-                       stdin=secret)
-        assert chosen.returncode == 0, chosen.stderr
+    with linked_pair(tmp_path, GRPC) as (a, b):  # node-b: no server.grpc_port
         refused = a.cli("delegate", "node-b", "hello", "--agent", "echo")
         assert refused.returncode != 0
         assert "configured for GRPC, but its card lists no A2A 1.0 gRPC interface" in (
@@ -178,8 +149,8 @@ class TlsGrpcNode(FedNode):
     outbound calls trust that CA."""
 
     def __init__(self, root: Path, name: str, allowed: list[str], agents: dict[str, str] | str,
-                 certs: Path, *, grpc: bool = False) -> None:
-        super().__init__(root, name, allowed, agents, grpc=grpc)
+                 certs: Path, *, public: bool = False, grpc: bool = False) -> None:
+        super().__init__(root, name, allowed, agents, public=public, grpc=grpc)
         config = self.data_dir / "config.yaml"
         tls = ("  tls:\n"
                f"    cert_file: {certs / name}.pem\n"
@@ -206,13 +177,8 @@ def test_over_tls_a_delegation_goes_over_grpcs_and_an_mtls_peer_is_refused_grpc(
     (certs / "ca.pem").write_bytes(ca.pem)
     for name in ("node-a", "node-b"):
         write_node(certs, name, issue(ca, name))
-    a = TlsGrpcNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"}, certs)
-    b = TlsGrpcNode(tmp_path, "node-b", ["node-a"], B_AGENTS, certs, grpc=True)
-    with running(a, b):
-        secret = link(a, b)
-        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", GRPC,
-                       stdin=secret)
-        assert chosen.returncode == 0, chosen.stderr
+    with linked_pair(tmp_path, GRPC, grpc=True,
+                     node=functools.partial(TlsGrpcNode, certs=certs)) as (a, b):
         # the card's target `127.0.0.1:PORT` of an https endpoint: TLS, trusting ca_file
         record = delegated(a, "over tls", "--agent", "writer", "--wait")
         assert record["state"] == "completed" and record["binding"] == GRPC
@@ -234,13 +200,7 @@ def test_over_tls_a_delegation_goes_over_grpcs_and_an_mtls_peer_is_refused_grpc(
 def test_a_peer_down_is_unavailable_and_read_again_once_it_is_back(tmp_path: Path) -> None:
     """Only its card names the gRPC target: while the peer is down a call fails as
     unavailable (what a follower retries), and once it is back the card is read again."""
-    a = FedNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"})
-    b = FedNode(tmp_path, "node-b", ["node-a"], B_AGENTS, grpc=True)
-    with running(a, b):
-        secret = link(a, b)
-        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", GRPC,
-                       stdin=secret)
-        assert chosen.returncode == 0, chosen.stderr
+    with linked_pair(tmp_path, GRPC, grpc=True) as (a, b):
         record = delegated(a, "long", "--agent", "slowpoke")
         assert record["binding"] == GRPC
         b.stop()

@@ -10,6 +10,7 @@ Certificates come from the test CA script (examples/make_test_ca.py); besides th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import ssl
@@ -24,13 +25,21 @@ import pytest
 from examples.make_test_ca import Issued, issue, make_ca, self_signed, write_node
 from synthorg.admin.token import TOKEN_FILENAME
 from synthorg.cli.settings_cmd import CA_FILE_ENV
+from synthorg.delegation.delegator import Delegator
+from synthorg.delegation.errors import PIN_MISMATCH, PeerUnavailable
+from synthorg.generated.models import TextPart
 from synthorg.push.signing import push_credential, signature
+from synthorg.store.secretbox import SecretBox
+from synthorg.store.sqlite.catalog import SqliteCatalog
+from synthorg.store.sqlite.database import open_database
+from synthorg.store.sqlite.delegations import SqliteDelegationStore
 from tests.federation.harness import FedNode, artifact_texts, delegate, running
 from tests.support.codes import UNAUTHENTICATED
 from tests.support.node import cli
 
 AUTH_FAILED = "a2a.inbound.auth_failed"
 TIMEOUT = 10.0
+TEXT = [TextPart(kind="text", text="hello")]
 
 
 class TlsNode(FedNode):
@@ -146,6 +155,36 @@ def test_a_peer_whose_server_certificate_is_not_the_pinned_one_gets_nothing(
     assert result.returncode != 0
     assert "its certificate is not the one its catalog record pins" in result.stderr
     assert len(mtls.b.cli_json("tasks", "list", "--inbound")["inbound"]) == before
+
+
+def test_a_pooled_connection_is_not_used_once_the_peers_pin_changes(
+    mtls: MtlsFederation, tmp_path: Path,
+) -> None:
+    """node-a's delegator, its pool open as while the node serves: a call after the record's
+    pin changed opens a connection of its own, whose certificate fails the new pin."""
+    db = open_database(tmp_path)
+    catalog = SqliteCatalog(db, SecretBox.for_data_dir(tmp_path))
+    delegator = Delegator(catalog, SqliteDelegationStore(db), "node-a", lambda: TIMEOUT,
+                          tls=mtls.context("node-a"))
+
+    async def scenario() -> None:
+        delegator.pool.open()
+        try:
+            catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["node-b"])
+            record = await delegator.delegate("node-b", TEXT, agent_id="echo")
+            assert (await delegator.refresh(record.id)).state == "completed"  # pooled
+            catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["other"])
+            with pytest.raises(PeerUnavailable, match=PIN_MISMATCH):
+                await delegator.refresh(record.id)
+            catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["node-b"])
+            assert (await delegator.refresh(record.id)).state == "completed"
+        finally:
+            await delegator.pool.aclose()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        db.close()
 
 
 def test_a_node_forwards_to_its_peer_over_mtls(mtls: MtlsFederation) -> None:

@@ -13,11 +13,8 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from synthorg.clock import utc_now
 from synthorg.delegation.client import A2AClient
@@ -27,36 +24,10 @@ from synthorg.dialects.outbound import PeerDialect
 from synthorg.generated.constants import TASKS_RESUBSCRIBE
 from synthorg.generated.models import TasksResubscribeParams
 from synthorg.store.catalog import PeerRecord
-from tests.federation.harness import FedNode, artifact_texts, link, running
+from tests.federation.harness import FedNode, Pair, artifact_texts, linked_pair
 
-WRITER = (
-    "  - id: {id}\n    name: {id}\n    executor:\n      kind: python\n"
-    "      entrypoint: examples.slow_writer:factory\n"
-    "      options: {{seconds: {seconds}, chunks: {chunks}}}\n"
-)
-B_AGENTS = (
-    "agents:\n"
-    + WRITER.format(id="writer", seconds=0.9, chunks=3)
-    + WRITER.format(id="patient", seconds=6, chunks=3)
-    + WRITER.format(id="slowpoke", seconds=60, chunks=60)
-    + "  - {id: echo, name: echo, executor: {kind: echo}}\n"
-)
 REST, JSONRPC = "HTTP+JSON", "JSONRPC"
-SECRETS: dict[str, str] = {}  # the link secret of each module's nodes
-
-
-@pytest.fixture(scope="module")
-def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FedNode, FedNode]]:
-    root: Path = tmp_path_factory.mktemp("rest-binding")
-    a = FedNode(root, "node-a", ["node-b"], {"echo": "echo"})
-    b = FedNode(root, "node-b", ["node-a"], B_AGENTS)
-    with running(a, b):
-        secret = link(a, b)
-        SECRETS[b.url] = secret
-        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", REST,
-                       stdin=secret)
-        assert chosen.returncode == 0, chosen.stderr
-        yield a, b
+BINDING = REST  # node-a's calls to node-b (the `nodes` fixture, conftest.py)
 
 
 def operations_from_a(b: FedNode) -> list[str]:
@@ -72,7 +43,7 @@ def delegated(a: FedNode, *args: str) -> dict[str, Any]:
     return record
 
 
-def test_the_record_shows_the_binding(nodes: tuple[FedNode, FedNode]) -> None:
+def test_the_record_shows_the_binding(nodes: Pair) -> None:
     a, _ = nodes
     assert a.cli_json("peers", "show", "node-b")["binding"] == REST
     shown = a.cli("peers", "show", "node-b")
@@ -80,7 +51,7 @@ def test_the_record_shows_the_binding(nodes: tuple[FedNode, FedNode]) -> None:
 
 
 def test_a_delegation_followed_by_stream_goes_over_http_json(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     a, b = nodes
     record = delegated(a, "write it", "--agent", "writer", "--wait")
@@ -95,7 +66,7 @@ def test_a_delegation_followed_by_stream_goes_over_http_json(
     assert "gateway.rest.get_task" in operations_from_a(b)
 
 
-def test_the_cli_says_which_binding_it_used(nodes: tuple[FedNode, FedNode]) -> None:
+def test_the_cli_says_which_binding_it_used(nodes: Pair) -> None:
     a, _ = nodes
     shown = a.cli("delegate", "node-b", "hello", "--agent", "echo")
     assert shown.returncode == 0, shown.stderr
@@ -110,7 +81,7 @@ def test_the_cli_says_which_binding_it_used(nodes: tuple[FedNode, FedNode]) -> N
     assert REST in row.split()
 
 
-def test_cancel_goes_over_http_json(nodes: tuple[FedNode, FedNode]) -> None:
+def test_cancel_goes_over_http_json(nodes: Pair) -> None:
     a, b = nodes
     record = delegated(a, "long", "--agent", "slowpoke")
     assert record["binding"] == REST and record["state"] in ("submitted", "working")
@@ -121,7 +92,7 @@ def test_cancel_goes_over_http_json(nodes: tuple[FedNode, FedNode]) -> None:
 
 
 def test_a_refusal_reads_as_the_same_error_as_over_json_rpc(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     a, _ = nodes
     refused = a.cli("delegate", "node-b", "anyone?", "--agent", "nobody")
@@ -133,7 +104,7 @@ def test_a_refusal_reads_as_the_same_error_as_over_json_rpc(
 
 
 def test_a_task_followed_later_resubscribes_over_http_json(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     a, b = nodes
     record = delegated(a, "later", "--agent", "patient")
@@ -148,13 +119,8 @@ def test_a_task_followed_later_resubscribes_over_http_json(
 def test_a_node_with_a_public_url_is_pushed_to_after_asking_over_http_json(
     tmp_path: Path,
 ) -> None:
-    a = FedNode(tmp_path, "node-a", ["node-b"], {"echo": "echo"}, public=True)
-    b = FedNode(tmp_path, "node-b", ["node-a"], B_AGENTS)
-    with running(a, b):
-        secret = link(a, b)
-        chosen = a.cli("peers", "add", "node-b", "--endpoint", b.url, "--binding", REST,
-                       stdin=secret)
-        assert chosen.returncode == 0, chosen.stderr
+    with linked_pair(tmp_path, REST, public=True) as pair:
+        a, b = pair.a, pair.b
         record = delegated(a, "pushed", "--agent", "writer", "--wait")
         assert record["state"] == "completed" and record["binding"] == REST
         served = operations_from_a(b)
@@ -163,13 +129,13 @@ def test_a_node_with_a_public_url_is_pushed_to_after_asking_over_http_json(
 
 
 def test_a_dropped_stream_resumes_after_the_last_event_it_read(
-    nodes: tuple[FedNode, FedNode],
+    nodes: Pair,
 ) -> None:
     """Last-Event-ID on tasks/{id}:subscribe: the peer replays from the event after it."""
     a, b = nodes
     record = delegated(a, "resumed", "--agent", "patient")
     now = utc_now()
-    peer = PeerRecord("node-b", b.url, "api_key", SECRETS[b.url], now, now)
+    peer = PeerRecord("node-b", b.url, "api_key", nodes.secret, now, now)
     client = A2AClient(peer, "node-a", lambda: 30.0,
                        dialect=PeerDialect("1.0", default_rest_url(b.url), REST))
     params = TasksResubscribeParams(method=TASKS_RESUBSCRIBE, id=record["remote_task_id"])

@@ -26,8 +26,8 @@ import httpx
 import pytest
 
 from synthorg.clock import utc_now
-from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import Delegator
+from synthorg.delegation.errors import PeerRpcError
 from synthorg.generated.models import TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog

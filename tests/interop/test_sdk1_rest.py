@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import SETTLED, Delegator
+from synthorg.delegation.errors import PeerRpcError
 from synthorg.delegation.following import follow_stream
 from synthorg.generated.models import TextPart
 from synthorg.store.delegations import Delegation

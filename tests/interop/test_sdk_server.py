@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import Delegator
+from synthorg.delegation.errors import PeerRpcError
 from synthorg.generated.models import TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog

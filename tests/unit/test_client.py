@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from synthorg.delegation.client import (
-    A2AClient,
-    PeerProtocolError,
-    PeerRpcError,
-    PeerUnavailable,
-    RetryPolicy,
-)
+from synthorg.delegation.client import A2AClient, RetryPolicy
+from synthorg.delegation.errors import PeerProtocolError, PeerRpcError, PeerUnavailable
 from synthorg.generated.models import TextPart
 from synthorg.store.catalog import PeerRecord
 from tests.support.scripted_server import Answer, ScriptedServer

@@ -8,6 +8,7 @@ milliseconds; nothing here sleeps to synchronise.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from synthorg.delegation.client import PeerRpcError
 from synthorg.delegation.delegator import DelegationError, Delegator
+from synthorg.delegation.errors import PeerMisconfigured, PeerRpcError
 from synthorg.generated.models import Task, TextPart
 from synthorg.store.delegations import Delegation
 from synthorg.store.secretbox import SecretBox
@@ -326,3 +327,22 @@ def test_against_a_real_node_parked_then_canceled(local: Local, node_b: NodeProc
     with pytest.raises(PeerRpcError) as caught:  # final at the peer now
         asyncio.run(delegator.cancel(record.id))
     assert caught.value.code == -32002
+
+
+def test_an_mtls_peer_is_never_called_over_grpc_and_the_refusal_is_not_retried(
+    local: Local, peer: ScriptedServer,
+) -> None:
+    # A delegation sent over gRPC whose peer was since re-linked by certificate (mtls).
+    sent_over_grpc = dataclasses.replace(started(local, peer), id="over-grpc", binding="GRPC")
+    asyncio.run(local.store.add(sent_over_grpc))
+    https = peer.url.replace("http://", "https://")  # an mtls endpoint is https
+    local.catalog.put("node-b", https, "mtls", "sha256//" + "A" * 43 + "=")
+    calls = len(peer.received)
+    troubles: list[str] = []
+    with pytest.raises(DelegationError, match="authenticates by client certificate"):
+        asyncio.run(local.delegator().follow(
+            sent_over_grpc.id, 10.0, on_trouble=lambda: troubles.append("trouble"), **FAST))
+    assert troubles == []  # refused at once: no poll failed and was tried again
+    with pytest.raises(PeerMisconfigured, match="scheme mtls"):
+        asyncio.run(local.delegator().refresh(sent_over_grpc.id))
+    assert len(peer.received) == calls  # nothing sent, not even a card fetch

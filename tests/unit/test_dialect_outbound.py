@@ -10,7 +10,8 @@ import pytest
 
 from synthorg import jsonrpc
 from synthorg.cards.peer_card import read_peer_card
-from synthorg.delegation.client import RequestInvalid, build_message, send_params, stream_params
+from synthorg.delegation.client import build_message, send_params, stream_params
+from synthorg.delegation.errors import RequestInvalid
 from synthorg.dialects.outbound import PeerDialect, choose
 from synthorg.dialects.outbound_v1 import params_v1
 from synthorg.generated.models import (

@@ -5,15 +5,22 @@ and when it is chosen (synthorg/dialects/outbound.py), and how a gRPC refusal re
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
 import pytest
 
 from synthorg.cards.peer_card import read_peer_card
-from synthorg.delegation.client import RetryPolicy
-from synthorg.delegation.errors import PeerProtocolError, PeerRpcError, PeerUnavailable
+from synthorg.delegation.client import A2AClient, RetryPolicy
+from synthorg.delegation.errors import (
+    PeerMisconfigured,
+    PeerProtocolError,
+    PeerRpcError,
+    PeerUnavailable,
+)
 from synthorg.delegation.grpc_binding import GrpcCall, error_of
+from synthorg.delegation.grpc_peers import grpc_allowed
 from synthorg.dialects.outbound import (
     BindingUnusable,
     GrpcTarget,
@@ -24,6 +31,7 @@ from synthorg.dialects.outbound import (
 )
 from synthorg.generated import constants as spec
 from synthorg.grpc.status import status_of
+from synthorg.store.catalog import PeerRecord
 
 ENDPOINT = "http://127.0.0.1:8100"
 SECURE = "https://node.example"
@@ -96,7 +104,9 @@ def test_grpc_configured_without_a_usable_target_is_refused_not_replaced() -> No
 
 def test_an_mtls_peer_is_not_called_over_grpc() -> None:
     first = card(("GRPC", "1.0", "127.0.0.1:50051"), ("JSONRPC", "1.0", RPC))
-    with pytest.raises(BindingUnusable, match="scheme mtls"):
+    # configured so, the delegator refuses first (delegation/grpc_peers.py); asked anyway,
+    # the card's gRPC interface is not usable
+    with pytest.raises(BindingUnusable):
         chosen(first, "GRPC", mtls=True)
     # the card's order alone: its gRPC interface is passed over
     assert chosen(first, mtls=True) == PeerDialect("1.0", RPC, "JSONRPC")
@@ -154,3 +164,13 @@ def test_a_deadline_and_an_oversized_answer_are_not_refusals() -> None:
     theirs = error_of(CALL, refusal(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                     "Received message larger than max (4096 vs. 2048)"))
     assert isinstance(theirs, PeerRpcError) and theirs.code == spec.INVALID_REQUEST.code
+
+
+def test_a_client_refuses_to_call_an_mtls_peer_over_grpc_without_retrying() -> None:
+    record = PeerRecord("peer-b", "https://127.0.0.1:1", "mtls", "sha256//" + "A" * 43 + "=",
+                        "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    client = A2AClient(record, "node-a", lambda: 7.0, sleep=_never,
+                       dialect=PeerDialect("1.0", "grpcs://127.0.0.1:1", "GRPC"))
+    with pytest.raises(PeerMisconfigured, match="authenticates by client certificate"):
+        asyncio.run(client.get_task("task-1"))
+    assert not grpc_allowed("mtls") and grpc_allowed("api_key") and grpc_allowed("bearer")

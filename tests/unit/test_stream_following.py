@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from synthorg.delegation.client import PeerProtocolError
+from synthorg.delegation.errors import PeerProtocolError
 from synthorg.delegation.following import apply_event
 from synthorg.delegation.sse_client import SseEvent, StreamTooLarge, sse_events, stream_event
 from synthorg.dialects.objects import event_v03_json, event_v1_json
