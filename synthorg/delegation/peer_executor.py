@@ -25,7 +25,7 @@ from synthorg.delegation.delegator import (
 from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerRpcError
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
-from synthorg.dialects.objects import artifact_v1, message_from_v1, state_v1
+from synthorg.dialects.objects import STREAM_END_STATES, artifact_v1, message_from_v1, state_v1
 from synthorg.generated.constants import (
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
@@ -35,7 +35,6 @@ from synthorg.generated.constants import (
 )
 from synthorg.generated.models import Artifact, Task, TextPart, V1Message, V1Task, V1TaskState
 from synthorg.store.delegations import Delegation
-from synthorg.tasks.events import STREAM_END_STATES
 from synthorg.tasks.executors import Outcome, Progress
 from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 
@@ -43,6 +42,8 @@ FIRST_POLL, MAX_POLL = 0.2, 5.0  # seconds between polls of a downstream task th
 MAX_POLL_FAILURES = 30  # consecutive failed polls before the task is failed here
 # A downstream task in one of these takes a follow-up; in any other it has had ours already.
 WAITING_STATES = frozenset({STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
+# The delegation records keep 0.3 tasks, so their states (and STREAM_END_STATES, from
+# dialects.objects) are 0.3's names; the core's task and the agent interface are 1.0's.
 _FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
 
 
