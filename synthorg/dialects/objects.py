@@ -8,7 +8,8 @@ form), the 0.3 and 1.0 edges and the outbound client can all use it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -218,8 +219,27 @@ def _dump(model: Any) -> Json:
     return document
 
 
+# The 0.3 Task made for each 1.0 task object still alive, by the object's id (weakly: the
+# entry goes with the object). The store's cache hands out the same V1Task while a task's
+# version stands, so a 0.3 caller polling tasks/get converts each version once; a task
+# answered once (a send's) is converted, answered and dropped. Neither side is mutated.
+_V03_OF: dict[int, tuple[weakref.ref[V1Task], Task]] = {}
+
+
+def _forget(key: int) -> Callable[[object], None]:
+    def forget(_: object) -> None:
+        _V03_OF.pop(key, None)
+    return forget
+
+
 def task_v03(task: V1Task) -> Task:
-    return Task.model_validate(task_v03_json(_dump(task)))
+    key = id(task)
+    found = _V03_OF.get(key)
+    if found is not None and found[0]() is task:
+        return found[1]
+    converted = Task.model_validate(task_v03_json(_dump(task)))
+    _V03_OF[key] = (weakref.ref(task, _forget(key)), converted)
+    return converted
 
 
 _EVENT_WRAPPERS = {KIND_TASK: "task", KIND_MESSAGE: "message", KIND_STATUS_UPDATE: "statusUpdate",
