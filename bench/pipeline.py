@@ -56,7 +56,10 @@ def envelope(method: str, params: dict[str, Any], request_id: int) -> bytes:
     ).encode()
 
 
-async def call(app: Any, path: str, body: bytes) -> int:
+V1_HEADER = (b"a2a-version", b"1.0")
+
+
+async def call(app: Any, path: str, body: bytes, *extra: tuple[bytes, bytes]) -> int:
     """One request through an ASGI app; returns the status."""
     sent = False
     status = 0
@@ -83,7 +86,7 @@ async def call(app: Any, path: str, body: bytes) -> int:
         "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
-        "headers": [*HEADERS, (b"content-length", str(len(body)).encode())],
+        "headers": [*HEADERS, *extra, (b"content-length", str(len(body)).encode())],
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8000),
         "state": {},
@@ -158,6 +161,15 @@ async def run(n: int, rounds: int) -> list[tuple[str, float, float, float, float
             PARAMS_ADAPTER.validate_python(params)
             return 200
 
+        # A completed echo task to read: the same task answered in each dialect.
+        made = envelope("message/send", {"message": {
+            "kind": "message", "messageId": "m-read", "role": "user",
+            "parts": [{"kind": "text", "text": "hello"}]}}, 1)
+        assert await call(app, "/api/v1/a2a/", made) == 200
+        read_id = (await node.task_store.list(PEER, 1))[0].id
+        get_task_body = envelope("tasks/get", {"id": read_id}, 1)
+        get_task_v1_body = envelope("GetTask", {"id": read_id}, 1)
+
         def send_body(i: int) -> bytes:
             message = {
                 "kind": "message",
@@ -196,6 +208,10 @@ async def run(n: int, rounds: int) -> list[tuple[str, float, float, float, float
              lambda i: call(baseline, "/api/v1/a2a/", get_body)),
             ("tasks/get, unknown id (full pipeline)",
              lambda i: call(app, "/api/v1/a2a/", get_body)),
+            ("tasks/get, a completed task (full pipeline)",
+             lambda i: call(app, "/api/v1/a2a/", get_task_body)),
+            ("GetTask (1.0), the same task (full pipeline)",
+             lambda i: call(app, "/api/v1/a2a/", get_task_v1_body, V1_HEADER)),
             ("message/send to echo (full pipeline, 2 writes)",
              lambda i: call(app, "/api/v1/a2a/", send_body(i + 10**6))),
             ("one loop turn alone (what the next rows add to)", loop_turn),

@@ -49,6 +49,7 @@ ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 # An operator's agent (`kind: python`) that answers at once: its tasks take the path of
 # every agent that is not pure (created, run in a job of its own, settled).
 QUICK_AGENT = """\
+from synthorg.generated.constants import TASK_STATE_COMPLETED
 from synthorg.tasks.executors import Outcome
 
 
@@ -56,7 +57,7 @@ class Quick:
     pure = False
 
     async def run(self, task, message, progress):
-        return Outcome("completed", message_text="done")
+        return Outcome(TASK_STATE_COMPLETED, message_text="done")
 
     async def cancel(self, task):
         return None
@@ -198,17 +199,17 @@ async def _store_savepoints_ab(
 ) -> None:
     """The same A/B on the task store alone (batches of `in_flight` task creates), where
     the rest of a send does not drown the difference."""
-    from synthorg.generated.models import Task
+    from synthorg.generated.constants import TASK_STATE_COMPLETED
+    from synthorg.generated.models import V1Task
     from synthorg.store.sqlite.database import Database, open_database
     from synthorg.store.sqlite.tasks import SqliteTaskStore
     from synthorg.store.tasks import MessageKey
 
     run_batch = Database._run
-    task = Task.model_validate({
-        "kind": "task", "id": "t", "contextId": "c",
-        "status": {"state": "completed", "timestamp": "2026-01-01T00:00:00.000Z"},
-        "history": [{"kind": "message", "role": "user", "messageId": "m",
-                     "parts": [{"kind": "text", "text": "hello"}]}],
+    task = V1Task.model_validate({
+        "id": "t", "contextId": "c",
+        "status": {"state": TASK_STATE_COMPLETED, "timestamp": "2026-01-01T00:00:00.000Z"},
+        "history": [{"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "hello"}]}],
     })
     with tempfile.TemporaryDirectory() as tmp:
         db = open_database(Path(tmp))

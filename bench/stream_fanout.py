@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from synthorg.gateway.sse import EventStream
-from synthorg.generated.models import Task
+from synthorg.generated.constants import (
+    TASK_STATE_COMPLETED,
+    TASK_STATE_SUBMITTED,
+    TASK_STATE_WORKING,
+)
+from synthorg.generated.models import V1Task
 from synthorg.store.sqlite.database import open_database
 from synthorg.store.sqlite.tasks import SqliteTaskStore
 from synthorg.store.tasks import MessageKey
@@ -29,18 +34,19 @@ from synthorg.tasks.streams import TaskStreams
 PEER, TASK = "bench-peer", "t-1"
 
 
-def task(state: str) -> Task:
-    return Task.model_validate({
-        "kind": "task", "id": TASK, "contextId": "c", "history": [], "artifacts": [],
+def task(state: str) -> V1Task:
+    return V1Task.model_validate({
+        "id": TASK, "contextId": "c", "history": [], "artifacts": [],
         "status": {"state": state, "timestamp": "2030-01-01T00:00:00.000Z"},
     })
 
 
-def status_event(state: str, final: bool) -> str:
-    return json.dumps({
-        "kind": "status-update", "taskId": TASK, "contextId": "c", "final": final,
+def status_event(state: str) -> str:
+    """A 1.0 statusUpdate, as the log keeps events."""
+    return json.dumps({"statusUpdate": {
+        "taskId": TASK, "contextId": "c",
         "status": {"state": state, "timestamp": "2030-01-01T00:00:00.000Z"},
-    })
+    }})
 
 
 async def never_disconnect() -> dict[str, Any]:
@@ -53,8 +59,8 @@ async def measure(data_dir: Path, streams: int, events: int) -> list[float]:
     try:
         store = SqliteTaskStore(db)
         follow = TaskStreams(store)
-        stored = await store.create(PEER, MessageKey("m-1", "d-1"), task("submitted"),
-                                    [status_event("submitted", False)])
+        stored = await store.create(PEER, MessageKey("m-1", "d-1"), task(TASK_STATE_SUBMITTED),
+                                    [status_event(TASK_STATE_SUBMITTED)])
         arrivals: dict[int, int] = {}
         delivered = asyncio.Event()
         expected = [0]
@@ -80,11 +86,11 @@ async def measure(data_dir: Path, streams: int, events: int) -> list[float]:
         version = stored.version
         for n in range(events):
             final = n == events - 1
-            state = "completed" if final else "working"
+            state = TASK_STATE_COMPLETED if final else TASK_STATE_WORKING
             delivered.clear()
             started = time.perf_counter()
             stored = await store.update(PEER, task(state), version,
-                                        events=[status_event(state, final)])
+                                        events=[status_event(state)])
             version = stored.version
             logged = await store.events_after(PEER, TASK, 0, 1000)
             expected[0] = logged[-1].seq

@@ -135,6 +135,28 @@ def _states() -> list[str]:
     return lines
 
 
+def _v1_states() -> list[str]:
+    """A2A 1.0's task states (V1TaskState) under their own names (`TASK_STATE_WORKING`), the
+    final ones as V1_TERMINAL_STATES: each 0.3 terminal state's 1.0 name, which must exist."""
+    definitions = all_definitions()
+    states = definitions["V1TaskState"][1]["enum"]
+    terminal = [f"TASK_STATE_{upper_snake(s)}" for s in definitions["TerminalTaskState"][1]["enum"]]
+    if not set(terminal) <= set(states):
+        raise ConstantsError("a terminal state has no V1TaskState of its name")
+    lines = [f"{upper_snake(state)}: Final = {state!r}" for state in states]
+    lines.append(f"V1_TERMINAL_STATES: Final = frozenset({{{', '.join(terminal)}}})")
+    return lines
+
+
+def _v1_roles() -> list[str]:
+    """`V1_ROLE_USER = 'ROLE_USER'`: 0.3's ROLE_USER names the value `user`."""
+    values = all_definitions()["V1Role"][1]["enum"]
+    names = [f"V1_{upper_snake(value)}" for value in values]
+    lines = [f"{name}: Final = {value!r}" for name, value in zip(names, values, strict=True)]
+    lines.append(f"V1_ROLES: Final = frozenset({{{', '.join(names)}}})")
+    return lines
+
+
 def _enum(definition: str, prefix: str, member: str | None = None,
           plural: str | None = None) -> list[str]:
     """`<PREFIX>_<VALUE>` for each value of a string enum (or of one member's enum), and the
@@ -297,6 +319,12 @@ def render_constants() -> str:
     blocks.append("# Task states (spec/schemas/a2a.json)\n" + "\n".join(_states()))
     blocks.append(
         "# Message roles (spec/schemas/a2a.json, Role)\n" + "\n".join(_enum("Role", "ROLE"))
+    )
+    blocks.append("# A2A 1.0 task states (spec/schemas/a2a_v1.json, V1TaskState)\n"
+                  + "\n".join(_v1_states()))
+    blocks.append(
+        "# A2A 1.0 message roles (spec/schemas/a2a_v1.json, V1Role)\n"
+        + "\n".join(_v1_roles())
     )
     blocks.append("# The kind of each A2A object (spec/schemas/a2a.json)\n" + "\n".join(_kinds()))
     blocks.append(

@@ -15,6 +15,9 @@ the artifact; the last chunk closes it and the task completes. A cancel stops it
 chunks (the wait is where it sees it). A message whose text is "ask" parks the task in
 input-required, to show how an agent asks for more.
 
+The agent sees the task and the message as A2A 1.0 objects (V1Task, V1Message) and reports
+V1Artifact chunks; its states are the 1.0 names (TASK_STATE_COMPLETED ...).
+
 It also shows resuming (`resume`): when the node restarts while it writes, the next run of the
 node goes on from the chunks already stored instead of failing the task.
 """
@@ -24,7 +27,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from synthorg.generated.models import Artifact, Message, Task, TextPart
+from synthorg.generated.constants import (
+    TASK_STATE_COMPLETED,
+    TASK_STATE_FAILED,
+    TASK_STATE_INPUT_REQUIRED,
+    V1_ROLE_USER,
+)
+from synthorg.generated.models import V1Artifact, V1Message, V1Task, V1TextPart
 from synthorg.tasks.executors import Outcome, Progress, text_of
 
 
@@ -35,40 +44,40 @@ class SlowWriter:
         self._seconds = seconds
         self._chunks = chunks
 
-    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
+    async def run(self, task: V1Task, message: V1Message, progress: Progress) -> Outcome:
         text = text_of(message)
         if text.strip() == "ask":
-            return Outcome("input-required", message_text="what should I write about?")
+            return Outcome(TASK_STATE_INPUT_REQUIRED, message_text="what should I write about?")
         return await self._write(task, text, 1, progress)
 
-    async def resume(self, task: Task, progress: Progress) -> Outcome:
+    async def resume(self, task: V1Task, progress: Progress) -> Outcome:
         """Go on after a restart: the message is the task's last user message, and the
         chunks already in the answer are not written again."""
-        message = next((m for m in reversed(task.history or []) if m.role == "user"), None)
+        message = next((m for m in reversed(task.history or []) if m.role == V1_ROLE_USER), None)
         if message is None:
-            return Outcome("failed", message_text="nothing to write about")
+            return Outcome(TASK_STATE_FAILED, message_text="nothing to write about")
         answer = next((a for a in task.artifacts or [] if a.artifactId == _answer(task)), None)
         done = len(answer.parts) if answer is not None else 0
         return await self._write(task, text_of(message), done + 1, progress)
 
-    async def _write(self, task: Task, text: str, first: int, progress: Progress) -> Outcome:
+    async def _write(self, task: V1Task, text: str, first: int, progress: Progress) -> Outcome:
         artifact_id = _answer(task)
         for step in range(first, self._chunks + 1):
             await asyncio.sleep(self._seconds / self._chunks)  # the agent's work
             await progress.status(f"writing {step}/{self._chunks}")
-            chunk = Artifact(
+            chunk = V1Artifact(
                 artifactId=artifact_id,
                 name="answer",
-                parts=[TextPart(kind="text", text=f"[{step}] {text}\n")],
+                parts=[V1TextPart(text=f"[{step}] {text}\n")],
             )
             await progress.artifact(chunk, append=step > 1, last_chunk=step == self._chunks)
-        return Outcome("completed", message_text="done")
+        return Outcome(TASK_STATE_COMPLETED, message_text="done")
 
-    async def cancel(self, task: Task) -> None:
+    async def cancel(self, task: V1Task) -> None:
         return None  # nothing outside the task to undo
 
 
-def _answer(task: Task) -> str:
+def _answer(task: V1Task) -> str:
     return f"{task.id}-answer"
 
 

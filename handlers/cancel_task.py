@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from handlers.context import RpcContext
-from synthorg.dialects.objects import task_v1
 from synthorg.generated.models import V1CancelTaskParams, V1CancelTaskResult
 
 
 async def handle(params: V1CancelTaskParams, ctx: RpcContext) -> V1CancelTaskResult:
-    return task_v1(await ctx.tasks.cancel(ctx.peer, params.id))
+    return await ctx.tasks.cancel(ctx.peer, params.id)

@@ -13,16 +13,17 @@ from typing import Any, Protocol
 from synthorg.admin.task_query import TaskListQuery as TaskListQuery
 from synthorg.generated.models import (
     AgentCard,
-    Message,
-    MessageSendParams,
-    MessageStreamParams,
     PushNotificationConfig,
     SkillsNegotiateResult,
     SkillsQueryResult,
     StreamEvent,
-    Task,
     TaskPushNotificationConfig,
     V1AgentCard,
+    V1Message,
+    V1SendMessageParams,
+    V1SendStreamingMessageParams,
+    V1StreamResponse,
+    V1Task,
 )
 from synthorg.sequenced import Sequenced as Sequenced  # what streaming handlers yield
 from synthorg.tasks.query import TaskPage as TaskPage
@@ -32,32 +33,36 @@ RequestId = str | int | None
 
 
 class TaskOperations(Protocol):
-    """The caller's tasks; another peer's task is indistinguishable from a missing one."""
+    """The caller's tasks, as A2A 1.0 objects; another peer's task is indistinguishable from
+    a missing one."""
 
     async def send(
-        self, peer: str, params: MessageSendParams, agent_id: str | None
-    ) -> Task | Message:
+        self, peer: str, params: V1SendMessageParams | V1SendStreamingMessageParams,
+        agent_id: str | None,
+    ) -> V1Task | V1Message:
         """The task the message created or continued, or the agent's direct reply (a
-        Message: no task is kept)."""
+        Message: no task is kept). The configuration's push config is the caller's to
+        register (`handlers.rules.send`)."""
         ...
 
-    async def get(self, peer: str, task_id: str, history_length: int | None) -> Task: ...
+    async def get(self, peer: str, task_id: str, history_length: int | None) -> V1Task: ...
 
-    async def cancel(self, peer: str, task_id: str) -> Task: ...
+    async def cancel(self, peer: str, task_id: str) -> V1Task: ...
 
     async def list(self, peer: str, query: TaskQuery) -> TaskPage:
         """The caller's own tasks; InvalidParams for a page token this node did not issue."""
         ...
 
     def stream(
-        self, peer: str, params: MessageSendParams | MessageStreamParams, agent_id: str | None
-    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+        self, peer: str, params: V1SendMessageParams | V1SendStreamingMessageParams,
+        agent_id: str | None,
+    ) -> AsyncIterator[Sequenced[V1StreamResponse]]:
         """Start or continue a task as send does, then follow it to its final event."""
         ...
 
     def resubscribe(
         self, peer: str, task_id: str, after: int | None
-    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+    ) -> AsyncIterator[Sequenced[V1StreamResponse]]:
         """Follow the caller's task: the events after sequence number `after` (None: the task
         as it is now), then live, to its final event."""
         ...

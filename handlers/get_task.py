@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from handlers.context import RpcContext
-from synthorg.dialects.objects import task_v1
 from synthorg.generated.models import V1GetTaskParams, V1GetTaskResult
 
 
 async def handle(params: V1GetTaskParams, ctx: RpcContext) -> V1GetTaskResult:
-    return task_v1(await ctx.tasks.get(ctx.peer, params.id, params.historyLength))
+    return await ctx.tasks.get(ctx.peer, params.id, params.historyLength)

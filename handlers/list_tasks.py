@@ -4,7 +4,6 @@ such method)."""
 from __future__ import annotations
 
 from handlers.context import RpcContext, TaskQuery
-from synthorg.dialects.objects import state_v03, task_v1
 from synthorg.generated.models import V1ListTasksParams, V1ListTasksResult
 
 DEFAULT_PAGE_SIZE = 50
@@ -13,7 +12,7 @@ DEFAULT_PAGE_SIZE = 50
 async def handle(params: V1ListTasksParams, ctx: RpcContext) -> V1ListTasksResult:
     query = TaskQuery(
         context_id=params.contextId,
-        state=state_v03(params.status) if params.status is not None else None,
+        state=params.status,
         status_since=params.statusTimestampAfter,
         page_size=params.pageSize or DEFAULT_PAGE_SIZE,
         page_token=params.pageToken or "",
@@ -22,7 +21,7 @@ async def handle(params: V1ListTasksParams, ctx: RpcContext) -> V1ListTasksResul
     )
     page = await ctx.tasks.list(ctx.peer, query)
     return V1ListTasksResult(
-        tasks=[task_v1(task) for task in page.tasks],
+        tasks=page.tasks,
         nextPageToken=page.next_page_token,
         pageSize=page.page_size,
         totalSize=page.total_size,

@@ -7,10 +7,13 @@ from collections.abc import AsyncIterator
 
 from handlers import rules
 from handlers.context import RpcContext, Sequenced
-from synthorg.dialects.objects import stream_response_v1
 from synthorg.errors import UnsupportedOperation
-from synthorg.generated.constants import TERMINAL_STATES
-from synthorg.generated.models import Task, V1SubscribeToTaskParams, V1SubscribeToTaskResult
+from synthorg.generated.constants import V1_TERMINAL_STATES
+from synthorg.generated.models import (
+    V1SubscribeToTaskParams,
+    V1SubscribeToTaskResult,
+    V1TaskPayload,
+)
 
 
 async def handle(
@@ -22,7 +25,8 @@ async def handle(
         # 1.0 refuses to follow a task that is already final (0.3 answers it and ends);
         # a resumed stream (Last-Event-ID) still gets the events it missed.
         event = item.event
-        if not resuming and isinstance(event, Task) and event.status.state in TERMINAL_STATES:
+        if (not resuming and isinstance(event, V1TaskPayload)
+                and event.task.status.state in V1_TERMINAL_STATES):
             raise UnsupportedOperation()
         resuming = True
-        yield Sequenced(item.seq, stream_response_v1(event), quiet=item.quiet)
+        yield item

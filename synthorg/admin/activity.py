@@ -8,6 +8,7 @@ from typing import Any
 
 from synthorg.admin.service import AdminService, peer_json
 from synthorg.cards.discovery import CardDiscovery, PeerCardStatus
+from synthorg.dialects.objects import state_v03
 from synthorg.generated.constants import (
     CARD_SIGNATURE_NOT_VERIFIED,
     CARD_SIGNATURE_REFUSED,
@@ -15,7 +16,7 @@ from synthorg.generated.constants import (
     CARD_STATUS_OK,
     CARD_STATUS_UNREACHABLE,
 )
-from synthorg.generated.models import Task
+from synthorg.generated.models import V1Task
 from synthorg.observability.activity import Activity
 from synthorg.store.delegations import Delegation, DelegationStore
 from synthorg.store.tasks import TaskFilter, TaskStore
@@ -24,13 +25,13 @@ LATEST = 20  # tasks each way on a peer's page
 DELEGATIONS_SCANNED = 500  # the newest delegation records a peer's are picked from
 
 
-def task_summary(peer: str, task: Task) -> dict[str, Any]:
+def task_summary(peer: str, task: V1Task) -> dict[str, Any]:
     agent = (task.metadata or {}).get("agentId")
     return {
         "id": task.id,
         "peer": peer,
         "agent": agent if isinstance(agent, str) else None,
-        "state": task.status.state,
+        "state": state_v03(task.status.state),  # the admin API names 0.3's states
         "contextId": task.contextId,
         "updatedAt": task.status.timestamp,
     }

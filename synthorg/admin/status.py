@@ -12,6 +12,7 @@ from collections.abc import Collection
 from typing import Any
 
 from synthorg.contract.spec import bundled_openapi
+from synthorg.dialects.objects import counts_v03
 from synthorg.generated.constants import (
     STATE_AUTH_REQUIRED,
     STATE_CANCELED,
@@ -51,7 +52,7 @@ class NodeStatus:
     async def document(self) -> dict[str, Any]:
         stores = self._stores
         current, latest = await stores.schema_versions()
-        counts = await stores.tasks.count_by_state()
+        counts = counts_v03(await stores.tasks.count_by_state())  # the admin API's names
         tasks = {state: counts.get(state, 0) for state in TASK_STATES}
         return {
             "version": self._release,

@@ -5,6 +5,10 @@ catalog's peers and the allowlisted ones) and merges them; outbound tasks are th
 records. Paging is by offset over at most `MAX_SCANNED` tasks each way: an operator's view,
 not a peer's. A cancel runs through the task service, by the same rules as a peer's
 tasks/cancel; following a task is the service's resubscribe.
+
+The admin API's documents are 0.3's (AdminTaskDetail.task is a 0.3 Task, filters and
+summaries name 0.3's states, the task's events are 0.3 stream events): the service's 1.0
+objects are converted here, at the admin edge.
 """
 
 from __future__ import annotations
@@ -15,8 +19,13 @@ from typing import Any
 from synthorg import errors
 from synthorg.admin.activity import delegation_summary, task_summary
 from synthorg.admin.task_query import TaskListQuery
-from synthorg.generated.constants import TASK_DIRECTION_OUTBOUND, TERMINAL_STATES
-from synthorg.generated.models import StreamEvent, Task
+from synthorg.dialects.objects import state_v1, stream_item_v03, task_v03
+from synthorg.generated.constants import (
+    TASK_DIRECTION_OUTBOUND,
+    TERMINAL_STATES,
+    V1_TERMINAL_STATES,
+)
+from synthorg.generated.models import StreamEvent, V1Task
 from synthorg.sequenced import Sequenced
 from synthorg.store.delegations import DelegationStore
 from synthorg.store.tasks import TaskFilter, TaskStore
@@ -47,7 +56,8 @@ class AdminTasks:
             delegations = rows[query.offset:wanted]
             found = len(delegations)
         else:
-            where = TaskFilter(state=query.state, updated_since=query.since)
+            state = None if query.state is None else state_v1(query.state)
+            where = TaskFilter(state=state, updated_since=query.since)
             peers = [query.peer] if query.peer is not None else sorted(set(self._peer_names()))
             merged: list[dict[str, Any]] = []
             for peer in peers:
@@ -67,7 +77,7 @@ class AdminTasks:
             "nextPageToken": str(query.offset + query.page_size) if more else "",
         }
 
-    async def locate(self, task_id: str, peer: str | None) -> tuple[str, Task]:
+    async def locate(self, task_id: str, peer: str | None) -> tuple[str, V1Task]:
         """The task and the peer that owns it; UnknownTask when no known peer has it."""
         for name in [peer] if peer is not None else sorted(set(self._peer_names())):
             stored = await self._store.get(name, task_id)
@@ -80,9 +90,9 @@ class AdminTasks:
         onward = await self._delegations.by_origin(task.id)
         return {
             "peer": owner,
-            "task": task.model_dump(mode="json", exclude_none=True),
+            "task": task_v03(task).model_dump(mode="json", exclude_none=True),
             "onward": None if onward is None else delegation_summary(onward),
-            "cancelable": task.status.state not in TERMINAL_STATES,
+            "cancelable": task.status.state not in V1_TERMINAL_STATES,
         }
 
     async def cancel(self, task_id: str, peer: str | None) -> dict[str, Any]:
@@ -94,7 +104,7 @@ class AdminTasks:
                 "The task is in a final state and cannot be canceled") from None
         except errors.TaskNotFound:
             raise errors.UnknownTask("No such task of this node's peers") from None
-        return task.model_dump(mode="json", exclude_none=True)
+        return task_v03(task).model_dump(mode="json", exclude_none=True)
 
     async def follow(self, task_id: str, peer: str | None
                      ) -> AsyncIterator[Sequenced[StreamEvent]]:
@@ -113,10 +123,11 @@ class AdminTasks:
             state = None
             events = (self._service.resubscribe(owner, task_id, None) if after is None
                       else self._service.follow(owner, task_id, after))
-            async for item in events:
-                if item.quiet:
+            async for seen in events:
+                if seen.quiet:
                     continue
-                after = item.seq
+                after = seen.seq
+                item = stream_item_v03(seen)
                 status = getattr(item.event, "status", None)
                 state = status.state if status is not None else state
                 yield item

@@ -50,6 +50,7 @@ from synthorg.cli.delegate_cmd import (
 from synthorg.config.company import ConfigError
 from synthorg.delegation.delegator import SETTLED
 from synthorg.delegation.errors import PeerError, PeerRpcError
+from synthorg.dialects.objects import task_v03
 from synthorg.errors import TaskNotCancelable, TaskNotFound
 from synthorg.generated.constants import (
     STATE_CANCELED,
@@ -128,6 +129,8 @@ def _limit(text: str) -> int:
 
 
 # -- inbound tasks: the store is keyed on the owning peer --------------------------------
+# The store keeps A2A 1.0 tasks; the command shows (and prints as JSON) the 0.3 Task it always
+# has, converted here.
 
 
 def _known_peers(out: Outbound) -> list[str]:
@@ -141,14 +144,14 @@ async def _inbound(out: Outbound, limit: int) -> list[tuple[str | None, Task]]:
     for peer in _known_peers(out):
         for task in await store.list(peer, limit):
             owner[task.id] = peer
-    return [(owner.get(t.id), t) for t in await store.list(None, limit)]
+    return [(owner.get(t.id), task_v03(t)) for t in await store.list(None, limit)]
 
 
 async def _find_inbound(out: Outbound, task_id: str) -> tuple[str, Task] | None:
     for peer in _known_peers(out):
         stored = await out.tasks.get(peer, task_id)
         if stored is not None:
-            return peer, stored.task
+            return peer, task_v03(stored.task)
     return None
 
 
@@ -389,7 +392,7 @@ async def _cancel_inbound(out: Outbound, peer: str, task: Task, as_json: bool) -
     except ConfigError as exc:
         fail(str(exc))
     try:
-        updated = await node.tasks.cancel(peer, task.id)
+        updated = task_v03(await node.tasks.cancel(peer, task.id))
     except TaskNotCancelable:
         fail(f"task {task.id} cannot be canceled: it is already final", EXIT_UNSUCCESSFUL)
     except TaskNotFound:

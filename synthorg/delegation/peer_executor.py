@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from typing import cast
 
 from synthorg.delegation.delegator import (
     PUSHED_POLL,
@@ -24,16 +25,16 @@ from synthorg.delegation.delegator import (
 from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerRpcError
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
+from synthorg.dialects.objects import STREAM_END_STATES, artifact_v1, message_from_v1, state_v1
 from synthorg.generated.constants import (
-    ROLE_USER,
     STATE_AUTH_REQUIRED,
-    STATE_FAILED,
     STATE_INPUT_REQUIRED,
     TASK_NOT_CANCELABLE,
+    TASK_STATE_FAILED,
+    V1_ROLE_USER,
 )
-from synthorg.generated.models import Artifact, Message, Task, TextPart
+from synthorg.generated.models import Artifact, Task, TextPart, V1Message, V1Task, V1TaskState
 from synthorg.store.delegations import Delegation
-from synthorg.tasks.events import STREAM_END_STATES
 from synthorg.tasks.executors import Outcome, Progress
 from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 
@@ -41,6 +42,8 @@ FIRST_POLL, MAX_POLL = 0.2, 5.0  # seconds between polls of a downstream task th
 MAX_POLL_FAILURES = 30  # consecutive failed polls before the task is failed here
 # A downstream task in one of these takes a follow-up; in any other it has had ours already.
 WAITING_STATES = frozenset({STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
+# The delegation records keep 0.3 tasks, so their states (and STREAM_END_STATES, from
+# dialects.objects) are 0.3's names; the core's task and the agent interface are 1.0's.
 _FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
 
 
@@ -57,6 +60,9 @@ def _status_text(task: Task) -> str | None:
 
 
 class PeerExecutor:
+    """The agent's side is A2A 1.0 (the core's objects); the peer is called and read in the
+    delegation client's 0.3 objects, converted here where they cross."""
+
     pure = False  # it calls a peer
 
     def __init__(
@@ -73,9 +79,9 @@ class PeerExecutor:
         self._agent_id = agent_id
         self._push_url = push_url(public_url, peer)  # None: no public url to push to
 
-    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
+    async def run(self, task: V1Task, message: V1Message, progress: Progress) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
-        parts = message.parts
+        parts = message_from_v1(message).parts
         onward_id = forwarded_message_id(task.id, message.messageId)
         try:
             existing = await self._delegator.store.by_origin(task.id)
@@ -104,12 +110,13 @@ class PeerExecutor:
                     existing, parts, metadata, message_id=onward_id, blocking=False
                 )
         except PeerRpcError as exc:
-            return Outcome(STATE_FAILED, message_text=f"peer {self._peer} refused: {exc.message}")
+            refused = f"peer {self._peer} refused: {exc.message}"
+            return Outcome(TASK_STATE_FAILED, message_text=refused)
         except (PeerError, DelegationError) as exc:
-            return Outcome(STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
+            return Outcome(TASK_STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
         return await self._follow_record(task, record, progress)
 
-    async def resume(self, task: Task, progress: Progress) -> Outcome:
+    async def resume(self, task: V1Task, progress: Progress) -> Outcome:
         """Go on with a task a process that is gone forwarded: follow the downstream task its
         delegation record names, or forward it now if the record was never written (the
         onward messageId is fixed, so a forwarding that did reach the peer is not repeated).
@@ -117,9 +124,9 @@ class PeerExecutor:
         between storing and forwarding it) is forwarded first."""
         record = await self._delegator.store.by_origin(task.id)
         if record is None:
-            first = next((m for m in task.history or [] if m.role == ROLE_USER), None)
+            first = next((m for m in task.history or [] if m.role == V1_ROLE_USER), None)
             if first is None:
-                return Outcome(STATE_FAILED, message_text="nothing to forward")
+                return Outcome(TASK_STATE_FAILED, message_text="nothing to forward")
             return await self.run(task, first, progress)
         # The downstream task as it is now, if the peer answers (else followed below, with
         # retries).
@@ -130,7 +137,7 @@ class PeerExecutor:
             return await self.run(task, unsent, progress)
         return await self._follow_record(task, record, progress)
 
-    async def _follow_record(self, task: Task, record: Delegation, progress: Progress) -> Outcome:
+    async def _follow_record(self, task: V1Task, record: Delegation, progress: Progress) -> Outcome:
         """Follow by push when this node has a public url and the peer agrees, else by stream
         when the peer's card says it streams, else by polling."""
         relayed = {a.artifactId: len(a.parts) for a in task.artifacts or []}
@@ -149,7 +156,7 @@ class PeerExecutor:
             return False
 
     async def _follow_stream(
-        self, task: Task, record: Delegation, events: Events | None = None,
+        self, task: V1Task, record: Delegation, events: Events | None = None,
         last: int | None = None, *, progress: Progress,
     ) -> Outcome:
         """By stream, then (to end, or when the stream is refused or the peer stays away
@@ -184,7 +191,8 @@ class PeerExecutor:
         while True:
             await relay.record(record)
             if record.state in STREAM_END_STATES:
-                return Outcome(record.task.status.state, message_text=_status_text(record.task))
+                state = cast(V1TaskState, state_v1(record.task.status.state))
+                return Outcome(state, message_text=_status_text(record.task))
             await asyncio.sleep(delay)
             delay = min(delay * 2, PUSHED_READ if pushed else MAX_POLL)
             if pushed and time.monotonic() - last_poll < PUSHED_POLL:
@@ -197,15 +205,15 @@ class PeerExecutor:
                 record = await self._delegator.refresh(record.id)
                 failures = 0
             except PeerMisconfigured as exc:  # the record must change first: no retry
-                return Outcome(STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
+                return Outcome(TASK_STATE_FAILED, message_text=f"peer {self._peer} failed: {exc}")
             except PeerError as exc:  # the peer may be restarting: keep following, bounded
                 failures += 1
                 if failures >= MAX_POLL_FAILURES:
                     return Outcome(
-                        STATE_FAILED, message_text=f"peer {self._peer} unreachable: {exc}"
+                        TASK_STATE_FAILED, message_text=f"peer {self._peer} unreachable: {exc}"
                     )
 
-    async def cancel(self, task: Task) -> None:
+    async def cancel(self, task: V1Task) -> None:
         record = await self._delegator.store.by_origin(task.id)
         if record is None:
             return
@@ -218,11 +226,11 @@ class PeerExecutor:
 
 
 
-def _unforwarded(task: Task, record: Delegation) -> Message | None:
+def _unforwarded(task: V1Task, record: Delegation) -> V1Message | None:
     """The task's last message from its caller, when it is a follow-up the downstream task
     does not hold: that task waits for input and has no message under the follow-up's onward
     id. (Had it been forwarded, the downstream task would hold it, or have moved on.)"""
-    last = next((m for m in reversed(task.history or []) if m.role == ROLE_USER), None)
+    last = next((m for m in reversed(task.history or []) if m.role == V1_ROLE_USER), None)
     if last is None:
         return None
     onward = forwarded_message_id(task.id, last.messageId)
@@ -256,10 +264,10 @@ async def _relay(artifact: Artifact, relayed: dict[str, int], progress: Progress
     """Report what is new of a downstream artifact: all of it, or the parts added since."""
     done = relayed.get(artifact.artifactId)
     if done is None:
-        await progress.artifact(artifact)
+        await progress.artifact(artifact_v1(artifact))
     elif len(artifact.parts) > done:
         grown = artifact.model_copy(update={"parts": artifact.parts[done:]})
-        await progress.artifact(grown, append=True)
+        await progress.artifact(artifact_v1(grown), append=True)
     else:
         return
     relayed[artifact.artifactId] = len(artifact.parts)

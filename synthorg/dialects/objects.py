@@ -7,10 +7,13 @@ form), the 0.3 and 1.0 edges and the outbound client can all use it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import TypeAdapter
+from pydantic_core import to_json
 
 from synthorg.generated.constants import (
     KIND_ARTIFACT_UPDATE,
@@ -23,13 +26,20 @@ from synthorg.generated.constants import (
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
     STATE_UNKNOWN,
+    TASK_STATE_AUTH_REQUIRED,
+    TASK_STATE_INPUT_REQUIRED,
     TERMINAL_STATES,
+    V1_TERMINAL_STATES,
 )
 from synthorg.generated.models import (
+    Artifact,
     Message,
+    MessageSendParams,
+    MessageStreamParams,
     StreamEvent,
     Task,
     TaskPushNotificationConfig,
+    V1Artifact,
     V1Message,
     V1SendMessageParams,
     V1SendStreamingMessageParams,
@@ -37,11 +47,15 @@ from synthorg.generated.models import (
     V1Task,
     V1TaskPushNotificationConfig,
 )
+from synthorg.sequenced import Sequenced
 
 Json = dict[str, Any]
 
 # Where a stream ends: the task is final, or it waits for the caller.
 STREAM_END_STATES = frozenset({*TERMINAL_STATES, STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
+V1_STREAM_END_STATES = frozenset(
+    {*V1_TERMINAL_STATES, TASK_STATE_INPUT_REQUIRED, TASK_STATE_AUTH_REQUIRED}
+)
 
 # -- enums --------------------------------------------------------------------------------
 
@@ -60,6 +74,11 @@ def state_v03(state: str) -> str:
     if state == f"{_STATE_PREFIX}UNSPECIFIED":
         return STATE_UNKNOWN
     return state.removeprefix(_STATE_PREFIX).lower().replace("_", "-")
+
+
+def counts_v03(counts: Mapping[str, int]) -> dict[str, int]:
+    """Counts by 1.0 state name as counts by 0.3 name (the metrics' and admin status's)."""
+    return {state_v03(state): count for state, count in counts.items()}
 
 
 # -- objects, as JSON (each side's model validates the result) -----------------------------
@@ -162,7 +181,7 @@ def task_v03_json(task: Mapping[str, Any]) -> Json:
     return copy_members(task, out, "metadata")
 
 
-def as_json(model: Message | Task | V1Message | V1Task) -> Json:
+def as_json(model: Message | Task | Artifact | V1Message | V1Task | V1Artifact) -> Json:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
@@ -173,6 +192,54 @@ def task_v1(task: Task) -> V1Task:
 def message_to_v1(message: Message) -> V1Message:
     return V1Message.model_validate(message_v1(as_json(message)))
 
+
+def message_from_v1(message: V1Message) -> Message:
+    return Message.model_validate(message_v03(as_json(message)))
+
+
+def artifact_v1(artifact: Artifact) -> V1Artifact:
+    return V1Artifact.model_validate(_artifact(as_json(artifact), part_v1))
+
+
+def artifact_v03(artifact: V1Artifact) -> Artifact:
+    return Artifact.model_validate(_artifact(as_json(artifact), part_v03))
+
+
+
+# -- 1.0 objects as 0.3 models (what the 0.3 edge answers) ---------------------------------
+# Through JSON: pydantic's serializer and validator run in Rust, so a dump, the mapping and a
+# validation (~14 us for a small task) cost less than building the 0.3 models field by field
+# in Python without validation (~17 us, measured).
+
+
+def _dump(model: Any) -> Json:
+    document: Json = model.__pydantic_serializer__.to_python(
+        model, mode="json", by_alias=True, exclude_none=True
+    )
+    return document
+
+
+# The 0.3 Task made for each 1.0 task object still alive, by the object's id (weakly: the
+# entry goes with the object). The store's cache hands out the same V1Task while a task's
+# version stands, so a 0.3 caller polling tasks/get converts each version once; a task
+# answered once (a send's) is converted, answered and dropped. Neither side is mutated.
+_V03_OF: dict[int, tuple[weakref.ref[V1Task], Task]] = {}
+
+
+def _forget(key: int) -> Callable[[object], None]:
+    def forget(_: object) -> None:
+        _V03_OF.pop(key, None)
+    return forget
+
+
+def task_v03(task: V1Task) -> Task:
+    key = id(task)
+    found = _V03_OF.get(key)
+    if found is not None and found[0]() is task:
+        return found[1]
+    converted = Task.model_validate(task_v03_json(_dump(task)))
+    _V03_OF[key] = (weakref.ref(task, _forget(key)), converted)
+    return converted
 
 
 _EVENT_WRAPPERS = {KIND_TASK: "task", KIND_MESSAGE: "message", KIND_STATUS_UPDATE: "statusUpdate",
@@ -206,6 +273,15 @@ def stream_response_v1(event: StreamEvent) -> V1StreamResponse:
     document = event.model_dump(mode="json", by_alias=True, exclude_none=True)
     response: V1StreamResponse = _STREAM_RESPONSE.validate_python(event_v1_json(document))
     return response
+
+
+_STREAM_EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
+
+
+def stream_event_v03(response: V1StreamResponse) -> StreamEvent:
+    """A 1.0 StreamResponse as the 0.3 stream event it stands for."""
+    event: StreamEvent = _STREAM_EVENT.validate_python(event_v03_json(_dump(response)))
+    return event
 
 
 def event_v03_json(response: Mapping[str, Any]) -> Json:
@@ -260,7 +336,36 @@ def push_config_v03_json(config: Mapping[str, Any]) -> Json:
     return out
 
 
-# -- a message sent: 1.0's SendMessageRequest as 0.3's MessageSendParams (without `method`)
+# -- a message sent: 0.3's MessageSendParams as 1.0's SendMessageRequest, and back (without
+# `method`)
+
+
+def send_v1_json(params: MessageSendParams | MessageStreamParams) -> Json:
+    """The message, configuration (0.3's `blocking` is returnImmediately negated) and
+    metadata of a 0.3 send as 1.0's params members. A push config is left out: the send's
+    caller registers it as the push service keeps it (`handlers.rules.send`)."""
+    body: Json = {"message": message_v1(_dump(params.message))}
+    config = params.configuration
+    if config is not None:
+        ours = copy_members(
+            config.model_dump(exclude_none=True), {}, "acceptedOutputModes", "historyLength"
+        )
+        if config.blocking is not None:
+            ours["returnImmediately"] = not config.blocking
+        body["configuration"] = ours
+    if params.metadata is not None:
+        body["metadata"] = params.metadata
+    return body
+
+
+def stream_item_v03(item: Sequenced[V1StreamResponse]) -> Sequenced[StreamEvent]:
+    """A stream's event as the 0.3 event it stands for; one read from the log keeps its JSON
+    (`raw`, converted as JSON) so every subscriber is sent the same bytes."""
+    if item.raw is None:
+        return Sequenced(item.seq, stream_event_v03(item.event), quiet=item.quiet)
+    document = event_v03_json(json.loads(item.raw))
+    event: StreamEvent = _STREAM_EVENT.validate_python(document)
+    return Sequenced(item.seq, event, to_json(document), item.quiet)
 
 
 def send_v03_json(params: V1SendMessageParams | V1SendStreamingMessageParams) -> Json:

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from synthorg.dialects.objects import counts_v03
 from synthorg.observability.access import OTHER, RequestRecord
 from synthorg.observability.log import dropped_lines, watch_dropped_lines
 from synthorg.observability.tally import Counter, Histogram, Shared
@@ -180,7 +181,8 @@ class Metrics:
             registry.register(families)
         text = generate_latest(registry)
         if self._count_tasks is not None:
-            text += _tasks_text(await self._count_tasks())
+            # The label values name 0.3's states, as operators' dashboards match them.
+            text += _tasks_text(counts_v03(await self._count_tasks()))
         if self._outbox_depth is not None:
             text += _gauge_text("synthorg_push_outbox_depth", "Push deliveries owed (not yet "
                                 "delivered nor given up), in the store.",

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from synthorg.dialects.objects import task_v03
 from synthorg.generated.constants import MEDIA_TYPE_APPLICATION_JSON, PEER_NAME_HEADER
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
@@ -123,7 +124,7 @@ class Deliverer:
             stored = await self._tasks.get(peer, task_id)
             if stored is None:
                 continue
-            task = stored.task
+            task = task_v03(stored.task)  # the contract: the 0.3 Task's JSON is POSTed
             body = task.__pydantic_serializer__.to_json(task, by_alias=True, exclude_none=True)
             key = f"{task.status.state}@{task.status.timestamp or ''}"
             added = await self._outbox.enqueue(

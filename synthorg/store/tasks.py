@@ -1,7 +1,8 @@
 """Durable A2A tasks and `(peer, messageId)` idempotency keys: the interface.
 
-Callers see async methods over the generated `Task` model. Every multi-row step is one call,
-so each implementation owns its transactions: a task and the key that created it commit
+Callers see async methods over the generated A2A 1.0 `V1Task` model (its states by 1.0's
+names, TASK_STATE_WORKING); logged events are 1.0 StreamResponse JSON. Every multi-row step is
+one call, so each implementation owns its transactions: a task and the key that created it commit
 together, and so do a follow-up's key, its message and the outcome it led to. Writes over an
 existing task compare the version they read (compare-and-set), which serialises writers in
 different processes or replicas without holding a lock across an agent's work.
@@ -20,11 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from synthorg.generated.constants import STATE_SUBMITTED, STATE_WORKING
-from synthorg.generated.models import Task
+from synthorg.generated.constants import TASK_STATE_SUBMITTED, TASK_STATE_WORKING
+from synthorg.generated.models import V1Task
 
 RESTART_MESSAGE = "the node restarted before this task finished"
-UNFINISHED_STATES = (STATE_SUBMITTED, STATE_WORKING)
+UNFINISHED_STATES = (TASK_STATE_SUBMITTED, TASK_STATE_WORKING)
 
 
 DEFAULT_LEASE_SECONDS = 15.0
@@ -48,7 +49,7 @@ class Runner:
 
 
 class StoredTask(NamedTuple):
-    task: Task
+    task: V1Task
     version: int  # moves on every write; the next write must name it
 
 
@@ -62,14 +63,14 @@ class TaskFilter(NamedTuple):
     """Which of one peer's tasks a page lists (every field optional)."""
 
     context_id: str | None = None
-    state: str | None = None  # a TaskState
+    state: str | None = None  # a V1TaskState (TASK_STATE_WORKING)
     updated_since: str | None = None  # utc_now() form: the status changed at or after it
 
 
 class TaskPageRows(NamedTuple):
     """One page, newest first: each task with its cursor, and how many tasks match."""
 
-    rows: list[tuple[int, Task]]
+    rows: list[tuple[int, V1Task]]
     total: int
 
 
@@ -103,7 +104,7 @@ def snapshot_seq(version: int) -> int:
 
 class LoggedEvent(NamedTuple):
     seq: int
-    body: str  # the event as 0.3 JSON text (the log keeps 1.0's form: see task_codec)
+    body: str  # the event as JSON text: a 1.0 StreamResponse
 
 
 class TaskStore(Protocol):
@@ -119,19 +120,18 @@ class TaskStore(Protocol):
     async def message_key(self, peer: str, message_id: str) -> MessageKey | None: ...
 
     async def create(
-        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = (),
+        self, peer: str, key: MessageKey, task: V1Task, events: Sequence[str] = (),
         *, body: str | None = None,
     ) -> StoredTask:
         """Record the key and the task (and log its events) together; KeyRecorded when the
         key exists. `body`: the task's stored JSON (`task_codec.dumps`) when the caller has
-        serialised it already. `events` (here and in `update`): 0.3 JSON, or already in the
-        log's form (`task_codec.log_events`, `task_codec.task_event`)."""
+        serialised it already. `events` (here and in `update`): 1.0 StreamResponse JSON."""
         ...
 
     async def update(
         self,
         peer: str,
-        task: Task,
+        task: V1Task,
         version: int,
         key: MessageKey | None = None,
         events: Sequence[str] = (),
@@ -159,7 +159,7 @@ class TaskStore(Protocol):
         ...
 
     async def adopt(
-        self, resumable: Callable[[Task], bool], *, others_gone: bool = False
+        self, resumable: Callable[[V1Task], bool], *, others_gone: bool = False
     ) -> list[tuple[str, StoredTask]]:
         """Take over the tasks left submitted or working by a runner that is gone (as
         `recover` judges it) for which `resumable` holds: this runner becomes theirs, so
@@ -179,10 +179,11 @@ class TaskStore(Protocol):
         ...
 
     async def count_by_state(self) -> dict[str, int]:
-        """How many tasks are in each state (for the metrics; a state with none is absent)."""
+        """How many tasks are in each state, by 1.0 name (for the metrics; a state with none
+        is absent)."""
         ...
 
-    async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
+    async def list(self, peer: str | None = None, limit: int = 100) -> list[V1Task]:
         """Newest first, optionally only one peer's."""
         ...
 

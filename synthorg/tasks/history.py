@@ -5,10 +5,10 @@ as A2A 1.0 asks. The stored task is never cut, only the copy answered."""
 
 from __future__ import annotations
 
-from synthorg.generated.models import Task
+from synthorg.generated.models import V1Task
 
 
-def recent_history(task: Task, history_length: int | None) -> Task:
+def recent_history(task: V1Task, history_length: int | None) -> V1Task:
     if history_length is None or task.history is None:
         return task
     if history_length == 0:

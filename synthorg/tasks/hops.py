@@ -7,18 +7,18 @@ A -> B -> A ends in a clear error on the first hop back instead of recursing.
 
 from __future__ import annotations
 
-from synthorg.generated.models import Message
+from synthorg.generated.models import Message, V1Message
 
 VISITED_KEY = "synthorg.visited"
 MAX_HOPS = 8
 
 
-def visited_nodes(message: Message) -> list[str]:
+def visited_nodes(message: Message | V1Message) -> list[str]:
     visited = (message.metadata or {}).get(VISITED_KEY, [])
     return [v for v in visited if isinstance(v, str)] if isinstance(visited, list) else []
 
 
-def loop_refusal(message: Message, node_name: str | None) -> str | None:
+def loop_refusal(message: Message | V1Message, node_name: str | None) -> str | None:
     """Why the message may not be taken (a loop, or too many hops), or None."""
     visited = visited_nodes(message)
     if node_name and node_name in visited:

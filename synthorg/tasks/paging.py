@@ -8,7 +8,7 @@ import binascii
 from datetime import UTC, datetime
 
 from synthorg.errors import InvalidParams
-from synthorg.generated.models import Task
+from synthorg.generated.models import V1Task
 from synthorg.http.numbers import ascii_int
 from synthorg.store.tasks import TaskFilter, TaskStore
 from synthorg.tasks.history import recent_history
@@ -50,7 +50,7 @@ def store_timestamp(value: str) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _shaped(task: Task, query: TaskQuery) -> Task:
+def _shaped(task: V1Task, query: TaskQuery) -> V1Task:
     update: dict[str, object] = {}
     if not query.include_artifacts and task.artifacts is not None:
         update["artifacts"] = None

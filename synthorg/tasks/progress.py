@@ -11,20 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from synthorg.errors import TaskNotFound, VersionConflict
-from synthorg.generated.constants import (
-    KIND_MESSAGE,
-    KIND_TEXT,
-    ROLE_AGENT,
-    STATE_WORKING,
-    TERMINAL_STATES,
-)
-from synthorg.generated.models import Artifact, Message, Task, TaskStatus, TextPart
+from synthorg.generated.constants import TASK_STATE_WORKING, V1_ROLE_AGENT, V1_TERMINAL_STATES
+from synthorg.generated.models import V1Artifact, V1Message, V1Task, V1TaskStatus, V1TextPart
 from synthorg.store.tasks import StoredTask, TaskStore
 from synthorg.tasks.executors import Canceled
 
 MAX_WRITE_ATTEMPTS = 8
-Change = Callable[[Task], Task]
-EventLog = Callable[[Task | None, Task, bool], list[str]]
+Change = Callable[[V1Task], V1Task]
+EventLog = Callable[[V1Task | None, V1Task, bool], list[str]]
 
 
 class StoredProgress:
@@ -46,14 +40,14 @@ class StoredProgress:
 
     async def begin(self) -> None:
         """Record the task as working, unless it already is."""
-        if self.latest.task.status.state != STATE_WORKING:
+        if self.latest.task.status.state != TASK_STATE_WORKING:
             await self._write(lambda task: task)
 
     async def status(self, text: str) -> None:
         await self._write(lambda task: _with_status_text(task, text, self._now(), self._new_id()))
 
     async def artifact(
-        self, artifact: Artifact, *, append: bool = False, last_chunk: bool = False
+        self, artifact: V1Artifact, *, append: bool = False, last_chunk: bool = False
     ) -> None:
         await self._write(lambda task: _with_artifact(task, artifact, append), last_chunk)
 
@@ -63,9 +57,9 @@ class StoredProgress:
         for _ in range(MAX_WRITE_ATTEMPTS):
             before = self.latest.task
             task = change(before)
-            if task.status.state != STATE_WORKING:
+            if task.status.state != TASK_STATE_WORKING:
                 task = task.model_copy(
-                    update={"status": task.status.model_copy(update={"state": STATE_WORKING})}
+                    update={"status": task.status.model_copy(update={"state": TASK_STATE_WORKING})}
                 )
             try:
                 self.latest = await self._store.update(
@@ -76,7 +70,7 @@ class StoredProgress:
                 fresh = await self._store.get(self._peer, before.id)
                 if fresh is None:
                     raise TaskNotFound() from None
-                if fresh.task.status.state in TERMINAL_STATES:
+                if fresh.task.status.state in V1_TERMINAL_STATES:
                     self.canceled = True
                     raise Canceled() from None
                 self.latest = fresh
@@ -86,20 +80,19 @@ class StoredProgress:
         raise VersionConflict("the task kept changing while progress was being recorded")
 
 
-def _with_status_text(task: Task, text: str, now: str, message_id: str) -> Task:
-    message = Message(
-        kind=KIND_MESSAGE,
+def _with_status_text(task: V1Task, text: str, now: str, message_id: str) -> V1Task:
+    message = V1Message(
         messageId=message_id,
-        role=ROLE_AGENT,
-        parts=[TextPart(kind=KIND_TEXT, text=text)],
+        role=V1_ROLE_AGENT,
+        parts=[V1TextPart(text=text)],
         taskId=task.id,
         contextId=task.contextId,
     )
-    status = TaskStatus(state=STATE_WORKING, timestamp=now, message=message)
+    status = V1TaskStatus(state=TASK_STATE_WORKING, timestamp=now, message=message)
     return task.model_copy(update={"status": status})
 
 
-def _with_artifact(task: Task, artifact: Artifact, append: bool) -> Task:
+def _with_artifact(task: V1Task, artifact: V1Artifact, append: bool) -> V1Task:
     artifacts = list(task.artifacts or [])
     for index, existing in enumerate(artifacts):
         if existing.artifactId == artifact.artifactId:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from synthorg.generated.models import Task
+from synthorg.generated.models import V1Task
 
 
 class TaskQuery(NamedTuple):
     """Which of the caller's tasks to list, one page at a time (every filter optional)."""
 
     context_id: str | None = None
-    state: str | None = None  # a TaskState
+    state: str | None = None  # a V1TaskState (TASK_STATE_WORKING)
     status_since: str | None = None  # ISO 8601: the status changed at or after it
     page_size: int = 50
     page_token: str = ""  # a previous page's next_page_token; empty for the first
@@ -23,7 +23,7 @@ class TaskQuery(NamedTuple):
 class TaskPage(NamedTuple):
     """One page of the caller's tasks, newest first."""
 
-    tasks: list[Task]
+    tasks: list[V1Task]
     next_page_token: str  # empty on the last page
     page_size: int
     total_size: int

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 
 from pydantic import TypeAdapter
 
-from synthorg.generated.models import StreamEvent
+from synthorg.generated.models import V1StreamResponse
 from synthorg.sequenced import Sequenced
 from synthorg.store.tasks import TaskStore
 from synthorg.tasks.events import ends_stream
@@ -22,7 +22,8 @@ from synthorg.tasks.events import ends_stream
 PAGE = 64  # events read from the log at a time, per follower
 POLL_SECONDS = 0.25  # how late a follower may learn of another process's write
 
-_EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
+_EVENT: TypeAdapter[V1StreamResponse] = TypeAdapter(V1StreamResponse)
+Page = list[Sequenced[V1StreamResponse]]
 
 
 class TaskStreams:
@@ -32,7 +33,7 @@ class TaskStreams:
         self._waiting: dict[str, set[asyncio.Event]] = {}
         # Reads in flight, by (peer, task, after): the followers of one task woken by one
         # write share one read of the log and one parse of its events.
-        self._reads: dict[tuple[str, str, int], asyncio.Future[list[Sequenced[StreamEvent]]]] = {}
+        self._reads: dict[tuple[str, str, int], asyncio.Future[Page]] = {}
         self._listeners: list[Callable[[str], None]] = []
         # One timer for every follower, not one per wait: a write wakes all the followers of
         # its task, and a timer each would be made and cancelled for every event. It lives
@@ -78,7 +79,7 @@ class TaskStreams:
 
     async def follow(
         self, peer: str, task_id: str, after: int
-    ) -> AsyncIterator[Sequenced[StreamEvent]]:
+    ) -> AsyncIterator[Sequenced[V1StreamResponse]]:
         woken = asyncio.Event()
         self._waiting.setdefault(task_id, set()).add(woken)
         self._keep_ticking()
@@ -102,7 +103,7 @@ class TaskStreams:
             if not self._waiting:
                 self._stop_ticking()
 
-    async def _page(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
+    async def _page(self, peer: str, task_id: str, after: int) -> Page:
         """One read of the log shared by the followers that ask for it in the same loop turn:
         the first reads it, the others take its result. A read that does not wait (SQLite) is
         done before the next follower asks, so they share it without waking again; a read
@@ -135,12 +136,12 @@ class TaskStreams:
         return page
 
     def _forget(
-        self, key: tuple[str, str, int], shared: asyncio.Future[list[Sequenced[StreamEvent]]]
+        self, key: tuple[str, str, int], shared: asyncio.Future[Page]
     ) -> None:
         if self._reads.get(key) is shared:
             del self._reads[key]
 
-    async def _read(self, peer: str, task_id: str, after: int) -> list[Sequenced[StreamEvent]]:
+    async def _read(self, peer: str, task_id: str, after: int) -> Page:
         page = await self._store.events_after(peer, task_id, after, PAGE)
         return [
             Sequenced(logged.seq, _EVENT.validate_json(logged.body), logged.body.encode())

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from synthorg.dialects.objects import task_v1
 from synthorg.generated.models import Task
 from synthorg.store.sqlite.database import open_database
 from synthorg.store.sqlite.tasks import SqliteTaskStore
@@ -64,7 +65,8 @@ def write_working_task(data_dir: Path, peer: str) -> str:
     db = open_database(data_dir)
     try:
         key = MessageKey(f"msg-{task_id}", "0" * 64)
-        asyncio.run(SqliteTaskStore(db).create(peer, key, Task.model_validate(task)))
+        stored = task_v1(Task.model_validate(task))  # the store keeps A2A 1.0 tasks
+        asyncio.run(SqliteTaskStore(db).create(peer, key, stored))
     finally:
         db.close()
     return task_id

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from synthorg.dialects.objects import task_v1
 from synthorg.generated.models import Task
 from synthorg.store.sqlite.database import open_database
 from synthorg.store.sqlite.tasks import SqliteTaskStore
@@ -176,7 +177,7 @@ def test_an_inbound_final_task_cannot_be_canceled(data_dir: Path) -> None:
     }
     db = open_database(data_dir)
     try:
-        task = Task.model_validate(final)
+        task = task_v1(Task.model_validate(final))  # the store keeps 1.0 tasks
         asyncio.run(SqliteTaskStore(db).create("node-b", MessageKey("m-1", "digest"), task))
     finally:
         db.close()

@@ -3,10 +3,10 @@
 Every module of synthorg/ and handlers/ that codegen did not write is parsed; a string (or
 bytes) constant equal to one of the values below, or an integer equal to a JSON-RPC error code,
 fails the test with its file:line and the constant to use. The values are the spec's closed
-sets the code acts on and whose spellings are not ordinary words: every task state, peer
-credential scheme, refusal code (admin API, card operations, push receiver), audit event, door
-an audited change came through (`via`), task list direction, the JSON and event-stream media
-types of the bodies, JSON-RPC method of either
+sets the code acts on and whose spellings are not ordinary words: every task state (0.3 and
+1.0 names), peer credential scheme, refusal code (admin API, card operations, push
+receiver), audit event, door an audited change came through (`via`), task list direction,
+the JSON and event-stream media types of the bodies, JSON-RPC method of either
 dialect, header name of the spec (in any case), the stream events' kinds, the JSON-RPC
 version, and the JSON-RPC error codes (the spec's, the standard ones and the -32000..-32099
 server range). The card views' statuses and the probes' answers have constants too
@@ -81,7 +81,7 @@ def _values() -> dict[str | int, str]:
         if isinstance(value, spec.RpcErrorSpec):
             named.setdefault(value.code, f"{name}.code")
         elif isinstance(value, str) and (
-            name.startswith(("STATE_", "PEER_SCHEME_", "ADMIN_ERROR_", "CARD_ERROR_",
+            name.startswith(("STATE_", "TASK_STATE_", "PEER_SCHEME_", "ADMIN_ERROR_", "CARD_ERROR_",
                              "PUSH_REFUSAL_", "AUDIT_EVENT_", "AUDIT_VIA_", "TASK_DIRECTION_"))
             or value in spec.METHODS | spec.METHODS_V1
             or name in ("KIND_STATUS_UPDATE", "KIND_ARTIFACT_UPDATE", "JSONRPC_VERSION",

@@ -19,7 +19,12 @@ from cryptography.fernet import Fernet
 
 from synthorg.api.serve import boot_shared
 from synthorg.clock import new_id
-from synthorg.generated.models import Message, Task, TaskStatus, TextPart
+from synthorg.generated.constants import (
+    TASK_STATE_CANCELED,
+    TASK_STATE_COMPLETED,
+    TASK_STATE_SUBMITTED,
+)
+from synthorg.generated.models import V1Message, V1Task, V1TaskStatus, V1TextPart
 from synthorg.node import Node, prepare
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import LOGGER_NAME
@@ -81,13 +86,13 @@ async def left_unstarted(data_dir: Path, runner: str, text: str) -> str:
     stores = open_stores(data_dir, Runner(runner))
     try:
         task_id, context_id = new_id(), new_id()
-        message = Message(
-            kind="message", messageId=new_id(), role="user",
-            parts=[TextPart(kind="text", text=text)], taskId=task_id, contextId=context_id,
+        message = V1Message(
+            messageId=new_id(), role="ROLE_USER",
+            parts=[V1TextPart(text=text)], taskId=task_id, contextId=context_id,
         )
-        task = Task(
-            kind="task", id=task_id, contextId=context_id,
-            status=TaskStatus(state="submitted"), history=[message], artifacts=[],
+        task = V1Task(
+            id=task_id, contextId=context_id,
+            status=V1TaskStatus(state=TASK_STATE_SUBMITTED), history=[message], artifacts=[],
             metadata={"agentId": "writer"},
         )
         await stores.tasks.create(PEER, MessageKey(message.messageId, "digest"), task)
@@ -96,7 +101,7 @@ async def left_unstarted(data_dir: Path, runner: str, text: str) -> str:
         stores.close()
 
 
-async def final_task(node: Node, task_id: str) -> Task:
+async def final_task(node: Node, task_id: str) -> V1Task:
     """The task once its stream ends (followed, not polled)."""
 
     async def follow() -> None:
@@ -120,14 +125,14 @@ def test_a_task_canceled_between_adoption_and_resumption_ends_neither_start_nor_
             await node.recover(others_gone=True)  # both adopted, as at start-up
             await other.tasks.cancel(PEER, canceled)  # ... and one canceled meanwhile
             await node.start_background()  # resumes what it adopted
-            assert (await final_task(node, kept)).status.state == "completed"
-            assert (await node.tasks.get(PEER, canceled, None)).status.state == "canceled"
+            assert (await final_task(node, kept)).status.state == TASK_STATE_COMPLETED
+            assert (await node.tasks.get(PEER, canceled, None)).status.state == TASK_STATE_CANCELED
             [failed] = captured.named(events.TASK_RESUME_FAILED)
             assert failed["task_id"] == canceled and failed["peer_name"] == PEER
             # The maintenance loop goes on: a later sweep takes over a task another runner
             # left, and resumes it to its end.
             later = await left_unstarted(data_dir, "gone-2", "later")
-            assert (await final_task(node, later)).status.state == "completed"
+            assert (await final_task(node, later)).status.state == TASK_STATE_COMPLETED
             assert node._background is not None and not node._background.done()
         finally:
             await node.stop_background()
@@ -165,7 +170,7 @@ def test_a_replica_holds_its_lease_before_it_takes_over_at_start(
             assert await sweeping.tasks.adopt(lambda task: True) == []
             assert await sweeping.tasks.recover("2030-01-01T00:00:00.000Z") == 0
             stored = await sweeping.tasks.get(PEER, task_id)
-            assert stored is not None and stored.task.status.state == "submitted"
+            assert stored is not None and stored.task.status.state == TASK_STATE_SUBMITTED
         finally:
             starting.close()
             sweeping.close()

@@ -7,8 +7,10 @@ Every envelope it answers must also conform to the spec's JsonRpcResponse schema
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,10 +22,11 @@ from synthorg.contract.spec import bundled_openapi
 from synthorg.gateway import pipeline
 from synthorg.gateway.context import Services
 from synthorg.gateway.pipeline import MAX_DEPTH
-from synthorg.generated.models import Message, Task
+from synthorg.generated.models import Message, Task, V1Message, V1Task
 from synthorg.node import Node
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import LOGGER_NAME
+from synthorg.store.sqlite.database import DB_FILENAME
 from synthorg.tasks.executors import Outcome, Progress
 from synthorg.tasks.service import AgentRuntime, TaskService
 from tests.support.codes import (
@@ -526,6 +529,32 @@ def test_message_send_retry_is_idempotent_and_reuse_conflicts(node: Node) -> Non
     assert error_of(rpc(node, body)) == (200, MESSAGE_ID_CONFLICT, 5)
 
 
+def _digest_03(sent: dict[str, Any]) -> str:
+    """The digest a release whose core spoke 0.3 recorded for a message: over its 0.3 form."""
+    document = Message.model_validate(sent).model_dump(mode="json", by_alias=True,
+                                                       exclude_none=True)
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("follow_up", [False, True])
+def test_a_key_recorded_before_the_core_spoke_1_0_still_recognises_its_retry(
+    tmp_path: Path, node: Node, follow_up: bool
+) -> None:
+    first = send(node, message(metadata={"agentId": "parker"}))
+    sent = message("m-upgrade", "same", **({"taskId": first["id"]} if follow_up else {}))
+    task = send(node, sent)
+    # The key as the release before wrote it: its digest over the message's 0.3 form.
+    with sqlite3.connect(tmp_path / DB_FILENAME) as conn:
+        changed = conn.execute("UPDATE message_keys SET digest = ? WHERE message_id = ?",
+                               (_digest_03(sent), "m-upgrade")).rowcount
+    assert changed == 1
+    assert send(node, sent)["id"] == task["id"]  # the retry: the same task
+    reused = {**sent, "parts": [{"kind": "text", "text": "different"}]}
+    body = call("message/send", {"message": reused}, 6)
+    assert error_of(rpc(node, body)) == (200, MESSAGE_ID_CONFLICT, 6)
+
+
 def test_another_peers_task_is_indistinguishable_from_a_missing_one(node: Node) -> None:
     task = send(node, message(metadata={"agentId": "parker"}))
     for method in ("tasks/get", "tasks/cancel"):
@@ -649,10 +678,10 @@ def test_store_fault_on_message_send_is_a_500_too(node: Node) -> None:
 class _BrokenExecutor:
     pure = True
 
-    async def run(self, task: Task, message: Message, progress: Progress) -> Outcome:
+    async def run(self, task: V1Task, message: V1Message, progress: Progress) -> Outcome:
         raise RuntimeError("executor exploded: /secret/path")
 
-    async def cancel(self, task: Task) -> None:
+    async def cancel(self, task: V1Task) -> None:
         return None
 
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import asyncpg
 import pytest
 
-from synthorg.dialects.objects import task_v1
+from synthorg.dialects.objects import event_v03_json, state_v1, task_v1
 from synthorg.generated.models import Task
 from synthorg.store.postgres import schema as pg_schema
 from synthorg.store.postgres.database import PgDatabase
@@ -116,15 +116,18 @@ def check_converted(store: TaskStore, tasks: list[Task], rows: list[tuple[Any, .
         assert state == "TASK_STATE_" + task.status.state.upper().replace("-", "_")
         assert json.loads(body) == task_v1(task).model_dump(mode="json", by_alias=True,
                                                              exclude_none=True)
-        assert run(store.get("peer-a", task_id)) == StoredTask(task, 0)
+        assert run(store.get("peer-a", task_id)) == StoredTask(task_v1(task), 0)
     for _, _, _, body in event_rows:
         assert set(json.loads(body)) <= {"task", "statusUpdate", "artifactUpdate"}
     for task in tasks:
+        # replayed as 1.0 StreamResponses, each the 0.3 event it was
         replayed = run(store.events_after("peer-a", task.id, 0, 10))
-        assert [json.loads(e.body) for e in replayed] == [json.loads(b) for b in old_events(task)]
+        assert [event_v03_json(json.loads(e.body)) for e in replayed] == [
+            json.loads(b) for b in old_events(task)]
     counts: dict[str, int] = {}
     for task in tasks:
-        counts[task.status.state] = counts.get(task.status.state, 0) + 1
+        state = state_v1(task.status.state)
+        counts[state] = counts.get(state, 0) + 1
     assert run(store.count_by_state()) == counts
 
 

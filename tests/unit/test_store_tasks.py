@@ -22,9 +22,9 @@ import asyncpg
 import pytest
 from cryptography.fernet import Fernet
 
-from synthorg.dialects.objects import task_v1
+from synthorg.dialects.objects import state_v1
 from synthorg.errors import StoreError, TaskNotFound, VersionConflict
-from synthorg.generated.models import Artifact, Task, TaskStatus, TextPart, V1Task
+from synthorg.generated.models import V1Artifact, V1Task, V1TaskStatus, V1TextPart
 from synthorg.store.postgres import schema as pg_schema
 from synthorg.store.postgres.database import PgDatabase
 from synthorg.store.postgres.options import PgOptions
@@ -58,18 +58,17 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def make_task(task_id: str, state: str = "submitted", context_id: str = "ctx-1") -> Task:
-    return Task.model_validate({
-        "kind": "task",
+def make_task(task_id: str, state: str = "submitted", context_id: str = "ctx-1") -> V1Task:
+    """A task (A2A 1.0, as the store takes them) in `state` (a short name: `working`)."""
+    return V1Task.model_validate({
         "id": task_id,
         "contextId": context_id,
-        "status": {"state": state, "timestamp": "2025-01-01T00:00:00.000Z"},
+        "status": {"state": state_v1(state), "timestamp": "2025-01-01T00:00:00.000Z"},
         "history": [
             {
-                "kind": "message",
-                "role": "user",
+                "role": "ROLE_USER",
                 "messageId": f"m-{task_id}",
-                "parts": [{"kind": "text", "text": "héllo ✓"}],
+                "parts": [{"text": "héllo ✓"}],
                 "taskId": task_id,
                 "contextId": context_id,
             }
@@ -83,8 +82,8 @@ def key(message_id: str, digest: str = "d-1") -> MessageKey:
     return MessageKey(message_id, digest)
 
 
-def with_state(task: Task, state: str) -> Task:
-    return task.model_copy(update={"status": TaskStatus.model_validate({"state": state})})
+def with_state(task: V1Task, state: str) -> V1Task:
+    return task.model_copy(update={"status": V1TaskStatus(state=state_v1(state))})
 
 
 class Handles:
@@ -191,7 +190,7 @@ def test_update_compares_the_version_it_read(store: TaskStore) -> None:
         run(store.update("peer-a", with_state(task, "canceled"), 0))
     assert run(store.get("peer-a", "t-1")) == StoredTask(working, 1)
     done = working.model_copy(update={"artifacts": [
-        Artifact(artifactId="a-1", parts=[TextPart(kind="text", text="x")])
+        V1Artifact(artifactId="a-1", parts=[V1TextPart(text="x")])
     ]})
     assert run(store.update("peer-a", done, 1)).version == 2
 
@@ -223,12 +222,11 @@ def test_a_follow_up_key_commits_with_its_update_or_not_at_all(store: TaskStore)
 
 
 def logged_event(n: object, task_id: str = "t-1", state: str = "working") -> str:
-    """A 0.3 status-update event, told apart by its metadata."""
-    return json.dumps({
-        "kind": "status-update", "taskId": task_id, "contextId": "ctx-1",
-        "status": {"state": state}, "final": state in ("completed", "failed", "canceled"),
+    """A 1.0 statusUpdate event, told apart by its metadata."""
+    return json.dumps({"statusUpdate": {
+        "taskId": task_id, "contextId": "ctx-1", "status": {"state": state_v1(state)},
         "metadata": {"n": n},
-    })
+    }})
 
 
 def test_events_commit_with_their_write_in_order_and_per_owner(store: TaskStore) -> None:
@@ -241,7 +239,7 @@ def test_events_commit_with_their_write_in_order_and_per_owner(store: TaskStore)
     with pytest.raises(KeyRecorded):
         run(store.update("peer-a", task, 1, key("m-1"), events=[logged_event("lost")]))
     logged = run(store.events_after("peer-a", "t-1", 0, 10))
-    # read back as given (0.3), though the log keeps them in 1.0's form
+    # read back as given
     assert [json.loads(e.body) for e in logged] == [
         json.loads(logged_event(0)), json.loads(logged_event(1)),
         json.loads(logged_event(2, state="completed")),
@@ -257,30 +255,31 @@ def test_events_commit_with_their_write_in_order_and_per_owner(store: TaskStore)
     assert run(store.events_after("peer-a", "t-2", 0, 10)) == []
 
 
-def test_rows_hold_a2a_1_0_and_the_interface_answers_0_3(handles: Handles) -> None:
+def test_rows_and_the_interface_are_a2a_1_0(handles: Handles) -> None:
     store = handles.open()
     task = make_task("t-1")
-    run(store.create("peer-a", key("m-1"), task, [task.model_dump_json(by_alias=True,
-                                                                        exclude_none=True)]))
+    first = '{"task":' + task.model_dump_json(by_alias=True, exclude_none=True) + "}"
+    run(store.create("peer-a", key("m-1"), task, [first]))
     done = with_state(task, "completed")
     run(store.update("peer-a", done, 0, events=[logged_event(1, state="completed")]))
     [(body, state)] = handles.rows("SELECT body, state FROM tasks")
     assert state == "TASK_STATE_COMPLETED"
-    as_v1 = task_v1(done).model_dump(mode="json", by_alias=True, exclude_none=True)
+    as_v1 = done.model_dump(mode="json", by_alias=True, exclude_none=True)
     assert json.loads(body) == as_v1
-    assert V1Task.model_validate_json(body) == task_v1(done)
+    assert V1Task.model_validate_json(body) == done
     logged = [json.loads(row[0]) for row in
               handles.rows("SELECT body FROM task_events ORDER BY seq")]
     assert [next(iter(event)) for event in logged] == ["task", "statusUpdate"]
     assert logged[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED"
     assert logged[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "final" not in logged[1]["statusUpdate"]
-    # the store's interface still answers the 0.3 objects and state names
+    # the interface speaks the same objects and state names
     assert run(store.get("peer-a", "t-1")) == StoredTask(done, 1)
-    assert run(store.count_by_state()) == {"completed": 1}
-    assert [t for _, t in run(store.page("peer-a", TaskFilter(state="completed"), None, 5)).rows
-            ] == [done]
-    assert run(store.page("peer-a", TaskFilter(state="working"), None, 5)).rows == []
+    assert run(store.count_by_state()) == {"TASK_STATE_COMPLETED": 1}
+    completed = TaskFilter(state="TASK_STATE_COMPLETED")
+    assert [t for _, t in run(store.page("peer-a", completed, None, 5)).rows] == [done]
+    working = TaskFilter(state="TASK_STATE_WORKING")
+    assert run(store.page("peer-a", working, None, 5)).rows == []
 
 
 def test_recovery_writes_the_1_0_failed_state(handles: Handles) -> None:
@@ -321,9 +320,8 @@ def test_recovery_logs_the_final_event_of_the_task_it_fails(handles: Handles) ->
     assert run(recovering.recover("2026-01-01T00:00:00Z", others_gone=True)) == 1
     logged = run(recovering.events_after("peer-a", "t-1", 0, 10))
     assert len(logged) == 1
-    event = json.loads(logged[0].body)
-    assert event["kind"] == "status-update" and event["final"] is True
-    assert event["status"]["state"] == "failed"
+    event = json.loads(logged[0].body)["statusUpdate"]
+    assert event["status"]["state"] == "TASK_STATE_FAILED"
 
 
 def test_one_failed_job_does_not_spoil_its_batch(store: TaskStore) -> None:
@@ -369,7 +367,7 @@ def test_a_job_failing_after_it_wrote_leaves_nothing_and_spoils_nothing(
     assert run(store.message_key("peer-a", "m-4")) is not None
     assert {t.id for t in run(store.list())} == {"t-1", "t-2", "t-3"}
     got = run(store.get("peer-a", "t-1"))
-    assert got is not None and got.task.status.state == "input-required"
+    assert got is not None and got.task.status.state == "TASK_STATE_INPUT_REQUIRED"
 
 
 def test_recover_fails_only_submitted_and_working_of_runners_gone(handles: Handles) -> None:
@@ -388,10 +386,10 @@ def test_recover_fails_only_submitted_and_working_of_runners_gone(handles: Handl
         stored = run(store.get("peer-a", f"t-{state}"))
         assert stored is not None and stored.version == 1
         status = stored.task.status
-        assert status.state == "failed" and status.timestamp == NOW
+        assert status.state == "TASK_STATE_FAILED" and status.timestamp == NOW
         message = status.message
-        assert message is not None and message.role == "agent"
-        assert message.parts == [TextPart(kind="text", text=RESTART_MESSAGE)]
+        assert message is not None and message.role == "ROLE_AGENT"
+        assert message.parts == [V1TextPart(text=RESTART_MESSAGE)]
         assert (message.taskId, message.contextId) == (f"t-{state}", before[state].contextId)
         message_ids.add(message.messageId)
         assert stored.task.history == before[state].history
@@ -408,11 +406,11 @@ def test_recover_spares_a_live_runners_tasks_until_its_lease_ends(handles: Handl
     run(live.create("peer-a", key("m-1"), make_task("t-1", "working")))
     other = handles.open(Runner("runner-b", lease_seconds=60))
     assert run(other.recover(NOW)) == 0  # runner-a holds its lease
-    assert run(other.get("peer-a", "t-1")).task.status.state == "working"  # type: ignore[union-attr]
+    assert run(other.get("peer-a", "t-1")).task.status.state == "TASK_STATE_WORKING"  # type: ignore[union-attr]
     # A runner whose lease is judged already over (a zero lease) sees runner-a gone.
     strict = handles.open(Runner("runner-c", lease_seconds=0.0))
     assert run(strict.recover(NOW)) == 1
-    assert run(other.get("peer-a", "t-1")).task.status.state == "failed"  # type: ignore[union-attr]
+    assert run(other.get("peer-a", "t-1")).task.status.state == "TASK_STATE_FAILED"  # type: ignore[union-attr]
 
 
 def test_a_retired_runners_tasks_are_recovered_at_once(handles: Handles) -> None:
@@ -470,7 +468,7 @@ def test_page_lists_one_peers_tasks_newest_first_by_cursor(store: TaskStore) -> 
     assert [t.id for _, t in first.rows] == ["t-3", "t-2"] and first.total == 4
     rest = run(store.page("peer-a", TaskFilter(), first.rows[-1][0], 2))
     assert [t.id for _, t in rest.rows] == ["t-1", "t-0"] and rest.total == 4
-    done = run(store.page("peer-a", TaskFilter(state="completed"), None, 10))
+    done = run(store.page("peer-a", TaskFilter(state="TASK_STATE_COMPLETED"), None, 10))
     assert [t.id for _, t in done.rows] == ["t-3", "t-1"] and done.total == 2
     even = run(store.page("peer-a", TaskFilter(context_id="ctx-even"), None, 10))
     assert [t.id for _, t in even.rows] == ["t-2", "t-0"]
@@ -492,7 +490,7 @@ def test_a_second_handle_sees_writes_at_once(store: TaskStore, handles: Handles)
     run(other.update("peer-a", with_state(task, "completed"), 0))
     with pytest.raises(VersionConflict):
         run(store.update("peer-a", with_state(task, "canceled"), 0))
-    assert run(store.get("peer-a", "t-1")).task.status.state == "completed"  # type: ignore[union-attr]
+    assert run(store.get("peer-a", "t-1")).task.status.state == "TASK_STATE_COMPLETED"  # type: ignore[union-attr]
 
 
 def test_two_handles_racing_one_key_and_one_version_each_win_once(handles: Handles) -> None:
@@ -629,10 +627,10 @@ def test_group_commits_are_checkpointed_by_the_jobs_they_carry(
     db.checkpoint_every = 50
     text = "x" * 40_000  # each task's body its own ten pages
 
-    def big_task(task_id: str) -> Task:
+    def big_task(task_id: str) -> V1Task:
         task = make_task(task_id)
-        return task.model_copy(update={"artifacts": [Artifact(
-            artifactId=f"a-{task_id}", parts=[TextPart(kind="text", text=text)])]})
+        return task.model_copy(update={"artifacts": [V1Artifact(
+            artifactId=f"a-{task_id}", parts=[V1TextPart(text=text)])]})
 
     async def bursts() -> int:
         largest = 0
@@ -688,11 +686,11 @@ _KILLED_WRITER = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from synthorg.generated.models import Task
+    from synthorg.generated.models import V1Task
     from synthorg.store.select import open_stores
     from synthorg.store.tasks import MessageKey
     stores = open_stores(Path(sys.argv[1]))  # the backend SYNTHORG_DATABASE_URL selects
-    task = Task.model_validate_json(sys.argv[2])
+    task = V1Task.model_validate_json(sys.argv[2])
     asyncio.run(stores.tasks.create("peer-a", MessageKey("m-1", "d-1"), task))
     print("acknowledged", flush=True)
     sys.stdin.read()  # wait to be killed; never close the store cleanly
@@ -734,7 +732,7 @@ def test_acknowledged_task_survives_sigkill(handles: Handles) -> None:
     # Its runner never held a lease (or it ran out): the unfinished task is failed.
     assert run(store.recover(NOW)) == 1
     recovered = run(store.get("peer-a", "t-durable"))
-    assert recovered is not None and recovered.task.status.state == "failed"
+    assert recovered is not None and recovered.task.status.state == "TASK_STATE_FAILED"
 
 
 def test_adopt_takes_over_the_resumable_tasks_of_runners_gone(handles: Handles) -> None:
@@ -752,7 +750,7 @@ def test_adopt_takes_over_the_resumable_tasks_of_runners_gone(handles: Handles) 
     ]
     assert run(store.recover(NOW, others_gone=True)) == 1  # t-local only
     forwarded = run(store.get("peer-a", "t-forwarded"))
-    assert forwarded is not None and forwarded.task.status.state == "working"
+    assert forwarded is not None and forwarded.task.status.state == "TASK_STATE_WORKING"
     assert run(store.adopt(lambda task: True, others_gone=True)) == []  # already its own
     other = handles.open(Runner("runner-other", lease_seconds=60))
     assert run(other.adopt(lambda task: True)) == []  # runner-live holds its lease

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from synthorg.generated.models import Message, Task, TaskStatus, TextPart
+from synthorg.generated.constants import TASK_STATE_COMPLETED, TASK_STATE_WORKING
+from synthorg.generated.models import V1Message, V1Task, V1TaskStatus, V1TextPart
 from synthorg.store.backend import Stores
 from synthorg.store.select import open_stores
 from synthorg.store.tasks import MessageKey, StoredTask, snapshot_seq
@@ -26,11 +27,11 @@ POLL = 0.05
 WAIT = 10.0
 
 
-def working_task(task_id: str) -> Task:
-    message = Message(kind="message", messageId=f"m-{task_id}", role="user",
-                      parts=[TextPart(kind="text", text="go")], taskId=task_id, contextId="c")
-    return Task(kind="task", id=task_id, contextId="c", status=TaskStatus(state="working"),
-                history=[message], artifacts=[])
+def working_task(task_id: str) -> V1Task:
+    message = V1Message(messageId=f"m-{task_id}", role="ROLE_USER",
+                        parts=[V1TextPart(text="go")], taskId=task_id, contextId="c")
+    return V1Task(id=task_id, contextId="c", status=V1TaskStatus(state=TASK_STATE_WORKING),
+                  history=[message], artifacts=[])
 
 
 async def written_elsewhere(stores: Stores, task_id: str) -> StoredTask:
@@ -41,7 +42,7 @@ async def written_elsewhere(stores: Stores, task_id: str) -> StoredTask:
 
 
 async def completed_elsewhere(stores: Stores, stored: StoredTask) -> None:
-    done = stored.task.model_copy(update={"status": TaskStatus(state="completed")})
+    done = stored.task.model_copy(update={"status": V1TaskStatus(state=TASK_STATE_COMPLETED)})
     await stores.tasks.update(PEER, done, stored.version,
                               events=serialised(task_events(stored.task, done)))
 

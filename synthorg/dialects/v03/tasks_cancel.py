@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from handlers.context import RpcContext
+from synthorg.dialects.objects import task_v03
 from synthorg.generated.models import TasksCancelParams, TasksCancelResult
 
 
 async def handle(params: TasksCancelParams, ctx: RpcContext) -> TasksCancelResult:
-    return await ctx.tasks.cancel(ctx.peer, params.id)
+    return task_v03(await ctx.tasks.cancel(ctx.peer, params.id))

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 from handlers import rules
 from handlers.context import RpcContext, Sequenced
+from synthorg.dialects.objects import stream_item_v03
 from synthorg.generated.models import TasksResubscribeParams, TasksResubscribeResult
 
 
@@ -13,5 +14,5 @@ async def handle(
     params: TasksResubscribeParams, ctx: RpcContext
 ) -> AsyncIterator[Sequenced[TasksResubscribeResult]]:
     after = rules.resume_after(ctx.last_event_id)
-    async for event in ctx.tasks.resubscribe(ctx.peer, params.id, after):
-        yield event
+    async for item in ctx.tasks.resubscribe(ctx.peer, params.id, after):
+        yield stream_item_v03(item)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from synthorg.errors import SchemaTooNew
 from synthorg.store.postgres.database import Connection
-from synthorg.store.task_codec import UNFINISHED_V1, event_row_v1, task_row_v1
+from synthorg.store.task_codec import event_row_v1, task_row_v1
+from synthorg.store.tasks import UNFINISHED_STATES
 
 # A migration's step: an SQL statement, or a Python function given the connection, for what
 # SQL cannot say (converting documents); it runs in the migration's transaction all the same.
@@ -289,7 +290,7 @@ async def _events_to_v1(conn: Connection) -> None:
         )
 
 
-_UNFINISHED = ", ".join(f"'{state}'" for state in UNFINISHED_V1)
+_UNFINISHED = ", ".join(f"'{state}'" for state in UNFINISHED_STATES)
 
 # v13: tasks and their logged events are kept as A2A 1.0 documents, states by 1.0's names
 # (TASK_STATE_WORKING); the rows written before are converted, and the index of unfinished

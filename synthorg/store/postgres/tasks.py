@@ -15,24 +15,14 @@ import asyncpg
 
 from synthorg.clock import utc_now
 from synthorg.errors import TaskNotFound, VersionConflict
-from synthorg.generated.models import Task
+from synthorg.generated.constants import TASK_STATE_FAILED
+from synthorg.generated.models import V1Task
 from synthorg.store.postgres.database import Connection, PgDatabase
 from synthorg.store.postgres.schema import VERSION_CONFLICT_STATE
-from synthorg.store.task_codec import (
-    FAILED_V1,
-    UNFINISHED_V1,
-    TaskCache,
-    dumps,
-    event_v03,
-    events_v1,
-    final_event,
-    loads,
-    restart_failure,
-    state_v03,
-    state_v1,
-)
+from synthorg.store.task_codec import TaskCache, dumps, final_event, loads, restart_failure
 from synthorg.store.tasks import (
     EVENT_SLOTS,
+    UNFINISHED_STATES,
     KeyRecorded,
     LoggedEvent,
     MessageKey,
@@ -100,13 +90,13 @@ class PgTaskStore:
         return None if row is None else MessageKey(message_id, row[0], row[1])
 
     async def create(
-        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = (),
+        self, peer: str, key: MessageKey, task: V1Task, events: Sequence[str] = (),
         *, body: str | None = None,
     ) -> StoredTask:
         body, now = body or dumps(task), utc_now()
         created = await self._db.run(lambda conn: conn.fetchval(
             _CREATE, peer, key.message_id, key.digest, task.id, task.contextId,
-            state_v1(task.status.state), body, now, self.runner.id, 0, events_v1(events),
+            task.status.state, body, now, self.runner.id, 0, list(events),
         ), "write")
         if not created:
             raise KeyRecorded(await self._recorded(peer, key))
@@ -116,14 +106,14 @@ class PgTaskStore:
     async def update(
         self,
         peer: str,
-        task: Task,
+        task: V1Task,
         version: int,
         key: MessageKey | None = None,
         events: Sequence[str] = (),
     ) -> StoredTask:
         body, now = dumps(task), utc_now()
-        logged = (version + 1, events_v1(events)) if events else ()
-        state = state_v1(task.status.state)
+        logged = (version + 1, list(events)) if events else ()
+        state = task.status.state
 
         async def job(conn: Connection) -> str:
             try:
@@ -168,7 +158,7 @@ class PgTaskStore:
         await self._db.execute("DELETE FROM runners WHERE id = $1", self.runner.id)
 
     async def adopt(
-        self, resumable: Callable[[Task], bool], *, others_gone: bool = False
+        self, resumable: Callable[[V1Task], bool], *, others_gone: bool = False
     ) -> list[tuple[str, StoredTask]]:
         runner = self.runner.id
 
@@ -199,7 +189,7 @@ class PgTaskStore:
             "SELECT id, peer, body, version FROM tasks WHERE state = ANY($1::text[]) AND "
             "(runner IS NULL OR (runner != $2 AND runner NOT IN (SELECT id FROM runners))) "
             "FOR UPDATE SKIP LOCKED",  # two replicas sweeping at once take turns per task
-            list(UNFINISHED_V1), runner,
+            list(UNFINISHED_STATES), runner,
         ))
 
     async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
@@ -210,7 +200,7 @@ class PgTaskStore:
                 await conn.execute(
                     "UPDATE tasks SET body = $1, state = $6, updated_at = $2, "
                     "version = version + 1 WHERE id = $3 AND peer = $4 AND version = $5",
-                    dumps(failed), now_iso, task_id, peer, version, FAILED_V1,
+                    dumps(failed), now_iso, task_id, peer, version, TASK_STATE_FAILED,
                 )
                 await conn.execute(
                     "INSERT INTO task_events (task_id, seq, peer, body) "
@@ -229,7 +219,7 @@ class PgTaskStore:
             "ORDER BY seq LIMIT $4",
             task_id, peer, after, limit,
         )
-        return [LoggedEvent(seq, event_v03(body)) for seq, body in rows]
+        return [LoggedEvent(seq, body) for seq, body in rows]
 
     async def live_runners(self) -> int:
         row = await self._db.fetchrow(
@@ -241,10 +231,10 @@ class PgTaskStore:
 
     async def count_by_state(self) -> dict[str, int]:
         rows = await self._db.fetch("SELECT state, count(*) FROM tasks GROUP BY state")
-        return {state_v03(str(row[0])): int(row[1]) for row in rows}
+        return {str(row[0]): int(row[1]) for row in rows}
 
     # Last, so the annotations above resolve `list` to the builtin, not this method.
-    async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
+    async def list(self, peer: str | None = None, limit: int = 100) -> list[V1Task]:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         if peer is None:
@@ -265,7 +255,7 @@ class PgTaskStore:
         clauses, params = ["peer = $1"], [peer]
         for column, value in (
             ("context_id", where.context_id),
-            ("state", None if where.state is None else state_v1(where.state)),
+            ("state", where.state),
             ("updated_at", where.updated_since),
         ):
             if value is not None:

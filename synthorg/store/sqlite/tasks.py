@@ -8,22 +8,12 @@ from collections.abc import Callable, Sequence
 
 from synthorg.clock import utc_now
 from synthorg.errors import TaskNotFound, VersionConflict
-from synthorg.generated.models import Task
+from synthorg.generated.constants import TASK_STATE_FAILED
+from synthorg.generated.models import V1Task
 from synthorg.store.sqlite.database import Database
-from synthorg.store.task_codec import (
-    FAILED_V1,
-    UNFINISHED_V1,
-    TaskCache,
-    dumps,
-    event_v03,
-    events_v1,
-    final_event,
-    loads,
-    restart_failure,
-    state_v03,
-    state_v1,
-)
+from synthorg.store.task_codec import TaskCache, dumps, final_event, loads, restart_failure
 from synthorg.store.tasks import (
+    UNFINISHED_STATES,
     KeyRecorded,
     LoggedEvent,
     MessageKey,
@@ -65,11 +55,11 @@ class SqliteTaskStore:
         return None if row is None else MessageKey(message_id, row[0], row[1])
 
     async def create(
-        self, peer: str, key: MessageKey, task: Task, events: Sequence[str] = (),
+        self, peer: str, key: MessageKey, task: V1Task, events: Sequence[str] = (),
         *, body: str | None = None,
     ) -> StoredTask:
         body, now, runner = body or dumps(task), utc_now(), self.runner.id
-        state, logged = state_v1(task.status.state), events_v1(events)
+        state, logged = task.status.state, list(events)
 
         def job(conn: sqlite3.Connection) -> StoredTask:
             _insert_key(conn, peer, key, task.id)
@@ -87,13 +77,13 @@ class SqliteTaskStore:
     async def update(
         self,
         peer: str,
-        task: Task,
+        task: V1Task,
         version: int,
         key: MessageKey | None = None,
         events: Sequence[str] = (),
     ) -> StoredTask:
         body, now, runner = dumps(task), utc_now(), self.runner.id
-        state, logged = state_v1(task.status.state), events_v1(events)
+        state, logged = task.status.state, list(events)
 
         def job(conn: sqlite3.Connection) -> StoredTask:
             if key is not None:
@@ -134,7 +124,7 @@ class SqliteTaskStore:
         ))
 
     async def adopt(
-        self, resumable: Callable[[Task], bool], *, others_gone: bool = False
+        self, resumable: Callable[[V1Task], bool], *, others_gone: bool = False
     ) -> list[tuple[str, StoredTask]]:
         runner = self.runner.id
 
@@ -161,11 +151,11 @@ class SqliteTaskStore:
         else:
             conn.execute("DELETE FROM runners WHERE id != ? AND heartbeat_at < ?",
                          (runner, time.time() - lease))
-        marks = ", ".join("?" for _ in UNFINISHED_V1)
+        marks = ", ".join("?" for _ in UNFINISHED_STATES)
         return list(conn.execute(
             f"SELECT id, peer, body, version FROM tasks WHERE state IN ({marks}) "
             "AND (runner IS NULL OR (runner != ? AND runner NOT IN (SELECT id FROM runners)))",
-            (*UNFINISHED_V1, runner),
+            (*UNFINISHED_STATES, runner),
         ).fetchall())
 
     async def recover(self, now_iso: str, *, others_gone: bool = False) -> int:
@@ -176,7 +166,7 @@ class SqliteTaskStore:
                 conn.execute(
                     "UPDATE tasks SET body = ?, state = ?, updated_at = ?, "
                     "version = version + 1 WHERE id = ? AND peer = ?",
-                    (dumps(failed), FAILED_V1, now_iso, task_id, peer),
+                    (dumps(failed), TASK_STATE_FAILED, now_iso, task_id, peer),
                 )
                 _log(conn, peer, task_id, version + 1, [final_event(failed)])
             return len(rows)
@@ -191,7 +181,7 @@ class SqliteTaskStore:
             "ORDER BY seq LIMIT ?",
             (task_id, peer, after, limit),
         )
-        return [LoggedEvent(seq, event_v03(body)) for seq, body in rows]
+        return [LoggedEvent(seq, body) for seq, body in rows]
 
     async def live_runners(self) -> int:
         rows = self._db.query(
@@ -202,10 +192,10 @@ class SqliteTaskStore:
 
     async def count_by_state(self) -> dict[str, int]:
         rows = self._db.query("SELECT state, count(*) FROM tasks GROUP BY state")
-        return {state_v03(str(state)): int(count) for state, count in rows}
+        return {str(state): int(count) for state, count in rows}
 
     # Last, so the annotations above resolve `list` to the builtin, not this method.
-    async def list(self, peer: str | None = None, limit: int = 100) -> list[Task]:
+    async def list(self, peer: str | None = None, limit: int = 100) -> list[V1Task]:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         where, params = ("WHERE peer = ?", (peer,)) if peer is not None else ("", ())
@@ -224,7 +214,7 @@ class SqliteTaskStore:
         clauses, params = ["peer = ?"], [peer]
         for column, value in (
             ("context_id = ?", where.context_id),
-            ("state = ?", None if where.state is None else state_v1(where.state)),
+            ("state = ?", where.state),
             ("updated_at >= ?", where.updated_since),
         ):
             if value is not None:
