@@ -47,8 +47,16 @@ from synthorg.delegation.errors import PeerError, PeerProtocolError, PeerRpcErro
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
 from synthorg.dialects.outbound import JSONRPC
-from synthorg.generated.constants import KIND_TEXT, STATE_COMPLETED, TERMINAL_STATES
-from synthorg.generated.models import DataPart, FileWithUri, Part, Task, TextPart
+from synthorg.generated.constants import STATE_COMPLETED, TERMINAL_STATES
+from synthorg.generated.models import (
+    DataPart,
+    FileWithUri,
+    Part,
+    Task,
+    TextPart,
+    V1Part,
+    V1TextPart,
+)
 from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.store.backend import Stores
@@ -456,7 +464,7 @@ async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
     node_name = out.require_node_name()
     peer = out.require_peer(args.peer)
     try:
-        parts: list[Part] = [TextPart(kind=KIND_TEXT, text=args.text)]
+        parts: list[V1Part] = [V1TextPart(text=args.text)]
     except ValidationError:
         fail(f"the text is longer than a message part may be ({len(args.text)} characters)")
     # This node is the first hop: a peer that forwards the task back here is refused.

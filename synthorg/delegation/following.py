@@ -20,14 +20,14 @@ from pydantic import ValidationError
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerProtocolError, PeerRpcError
 from synthorg.delegation.sse_client import Events, stream_call
-from synthorg.generated.constants import TASKS_RESUBSCRIBE
+from synthorg.generated.constants import V1_SUBSCRIBE_TO_TASK
 from synthorg.generated.models import (
     Artifact,
     Message,
     StreamEvent,
     Task,
-    TasksResubscribeParams,
     TaskStatusUpdateEvent,
+    V1SubscribeToTaskParams,
 )
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
@@ -105,8 +105,8 @@ async def follow_stream(
             stream, events = events, None  # a stream already open (message/stream) first
             if stream is None:
                 client = await delegator.record_client(record)
-                params = TasksResubscribeParams(method=TASKS_RESUBSCRIBE,
-                                                id=record.remote_task_id)
+                params = V1SubscribeToTaskParams(method=V1_SUBSCRIBE_TO_TASK,
+                                                 id=record.remote_task_id)
                 stream = stream_call(client, params, last)
             async with contextlib.aclosing(stream):
                 async for seq, event in stream:

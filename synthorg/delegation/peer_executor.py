@@ -25,7 +25,7 @@ from synthorg.delegation.delegator import (
 from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerRpcError
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
-from synthorg.dialects.objects import STREAM_END_STATES, artifact_v1, message_from_v1, state_v1
+from synthorg.dialects.objects import STREAM_END_STATES, artifact_v1, state_v1
 from synthorg.generated.constants import (
     STATE_AUTH_REQUIRED,
     STATE_INPUT_REQUIRED,
@@ -81,7 +81,7 @@ class PeerExecutor:
 
     async def run(self, task: V1Task, message: V1Message, progress: Progress) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
-        parts = message_from_v1(message).parts
+        parts = message.parts
         onward_id = forwarded_message_id(task.id, message.messageId)
         try:
             existing = await self._delegator.store.by_origin(task.id)

@@ -32,7 +32,11 @@ from synthorg.generated.constants import (
     MEDIA_TYPE_APPLICATION_JSON,
     MEDIA_TYPE_TEXT_EVENT_STREAM,
 )
-from synthorg.generated.models import MessageStreamParams, StreamEvent, TasksResubscribeParams
+from synthorg.generated.models import (
+    StreamEvent,
+    V1SendStreamingMessageParams,
+    V1SubscribeToTaskParams,
+)
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.tls.outbound import PinMismatch
 
@@ -118,7 +122,7 @@ def _sequence(event_id: str | None) -> int | None:
 
 async def stream_call(
     client: A2AClient,
-    params: MessageStreamParams | TasksResubscribeParams,
+    params: V1SendStreamingMessageParams | V1SubscribeToTaskParams,
     last_event_id: int | None = None,
 ) -> Events:
     """One streaming JSON-RPC call: (sequence number, event) per event, until the peer
@@ -126,7 +130,7 @@ async def stream_call(
     PeerProtocolError for an event that is not a valid one, PeerUnavailable when the peer
     cannot be reached or the connection drops."""
     name = client.record.name
-    spoken = client.spoken(params)  # the same call in 1.0 for a 1.0 peer
+    spoken = client.spoken(params)  # the same call in 0.3 for a 0.3 peer
     method = jsonrpc.method_of(spoken)
     if client.binding == GRPC:
         # A gRPC stream has no event ids: a resubscription starts from the task as it is.

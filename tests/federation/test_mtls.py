@@ -27,7 +27,7 @@ from synthorg.admin.token import TOKEN_FILENAME
 from synthorg.cli.settings_cmd import CA_FILE_ENV
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.errors import PIN_MISMATCH, PeerUnavailable
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.push.signing import push_credential, signature
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
@@ -39,7 +39,7 @@ from tests.support.node import cli
 
 AUTH_FAILED = "a2a.inbound.auth_failed"
 TIMEOUT = 10.0
-TEXT = [TextPart(kind="text", text="hello")]
+TEXT = [V1TextPart(text="hello")]
 
 
 class TlsNode(FedNode):

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from synthorg.delegation.delegator import Delegator
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import open_database
 from synthorg.store.sqlite.delegations import SqliteDelegationStore
 from tests.federation.harness import FedNode, running
 
-TEXT = [TextPart(kind="text", text="hello")]
+TEXT = [V1TextPart(text="hello")]
 
 
 class Relay:

@@ -12,12 +12,12 @@ import pytest
 
 from synthorg.delegation.client import A2AClient, RetryPolicy
 from synthorg.delegation.errors import PeerProtocolError, PeerRpcError, PeerUnavailable
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.store.catalog import PeerRecord
 from tests.support.scripted_server import Answer, ScriptedServer
 
 SECRET = "s3cr3t-link-key"
-HI = TextPart(kind="text", text="hi")
+HI = V1TextPart(text="hi")
 
 
 def task_result(task_id: str = "t-1", state: str = "completed") -> dict[str, Any]:

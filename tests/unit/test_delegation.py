@@ -18,7 +18,7 @@ import pytest
 
 from synthorg.delegation.delegator import DelegationError, Delegator
 from synthorg.delegation.errors import PeerMisconfigured, PeerRpcError
-from synthorg.generated.models import Task, TextPart
+from synthorg.generated.models import Task, V1TextPart
 from synthorg.store.delegations import Delegation
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
@@ -29,7 +29,7 @@ from tests.support.node import NodeProcess
 from tests.support.scripted_server import Answer, ScriptedServer
 
 SECRET = "delegation-link-secret-5c1e"
-TEXT = [TextPart(kind="text", text="hello")]
+TEXT = [V1TextPart(text="hello")]
 FAST = {"first_delay": 0.005, "max_delay": 0.02}
 
 
@@ -310,7 +310,8 @@ def test_against_a_real_node_echo_completes_with_its_artifact(
     delegator = local.delegator()
     record = asyncio.run(delegator.delegate("node-b", TEXT, agent_id="echo"))
     assert record.state == "completed"
-    assert record.task.artifacts and record.task.artifacts[0].parts == TEXT
+    assert record.task.artifacts
+    assert [p.text for p in record.task.artifacts[0].parts] == ["hello"]  # type: ignore[union-attr]
     final = asyncio.run(delegator.follow(record.id, 5.0))
     assert final == record  # already final: nothing to poll
 
