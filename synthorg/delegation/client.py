@@ -10,7 +10,9 @@ secret under the record's scheme. Transient failures (connect errors, 429 with R
 `(peer, messageId)` as an idempotency key. A peer's JSON-RPC error surfaces with its code and
 message whatever the HTTP status. Each call is built as the spec's 1.0 params model
 (synthorg/generated/models.py; a 0.3 peer's mapped by synthorg/dialects/outbound_v03.py) and
-serialised once; results are validated with the generated models and kept as them.
+serialised once; answers are read into the 1.0 objects (V1Task, V1StreamResponse): validated
+as the spec's model of the peer's dialect, leniently (members this node does not know are
+dropped: a 1.0 answer is read through its 0.3 form, `dialects/objects.py`), then converted.
 """
 
 from __future__ import annotations
@@ -70,17 +72,20 @@ from synthorg.generated.constants import (
 from synthorg.generated.models import (
     Message,
     SpecModel,
-    StreamEvent,
     Task,
     TaskStatus,
     V1CancelTaskParams,
     V1CreateTaskPushNotificationConfigParams,
     V1GetTaskParams,
     V1Message,
+    V1MessagePayload,
     V1Part,
     V1SendMessageConfiguration,
     V1SendMessageParams,
     V1SendStreamingMessageParams,
+    V1StreamResponse,
+    V1Task,
+    V1TaskPayload,
 )
 from synthorg.http.numbers import ascii_int
 from synthorg.observability.outbound import outbound_call, trace_headers
@@ -216,7 +221,7 @@ class A2AClient:
         self.record = record
         # None: A2A 0.3 at the catalog endpoint, where the calls (built in 1.0) are made with
         # the 0.3 methods and objects (synthorg/dialects/outbound_v03.py), and answers read
-        # back as 0.3 tasks.
+        # back as 1.0 tasks.
         self.dialect = dialect
         self._headers = credential_headers(record, local_name)
         if dialect is not None and dialect.version == A2A_VERSION_1_0:
@@ -303,7 +308,7 @@ class A2AClient:
         message_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         blocking: bool = True,
-    ) -> Task:
+    ) -> V1Task:
         """blocking=False asks the peer to answer as soon as its agent has started."""
         message = build_message(parts, agent_id=agent_id, task_id=task_id,
                                 context_id=context_id, message_id=message_id, metadata=metadata)
@@ -322,8 +327,8 @@ class A2AClient:
                 "problems)"
             ) from None
 
-    def task_of(self, result: Any) -> Task:
-        """A peer's answer to message/send as a Task: a Task, or a Message standing for a
+    def task_of(self, result: Any) -> V1Task:
+        """A peer's answer to SendMessage as a task: a Task, or a Message standing for a
         completed one; from a 1.0 peer, {task} or {message}."""
         method = self.wire_method(V1_SEND_MESSAGE)
         if self.speaks_v1:
@@ -352,24 +357,24 @@ class A2AClient:
         # the official SDK may): it stands for a task completed with it.
         return message_task(self.record.name, reply)
 
-    def task_of_event(self, event: StreamEvent) -> Task:
-        """The first event of message/stream as a Task (a Message stands for one completed
-        with it, as in `task_of`)."""
-        if isinstance(event, Task):
-            return event
-        if isinstance(event, Message):
-            return message_task(self.record.name, event)
+    def task_of_event(self, event: V1StreamResponse) -> V1Task:
+        """The first event of SendStreamingMessage as a task (a Message stands for one
+        completed with it, as in `task_of`)."""
+        if isinstance(event, V1TaskPayload):
+            return event.task
+        if isinstance(event, V1MessagePayload):
+            return message_task(self.record.name, objects.message_from_v1(event.message))
         raise PeerProtocolError(
             f"{self.record.name}: {self.wire_method(V1_SEND_STREAMING_MESSAGE)} began with "
             "neither a task nor a message"
         )
 
-    async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
+    async def get_task(self, task_id: str, history_length: int | None = None) -> V1Task:
         params = call_params(V1GetTaskParams, method=V1_GET_TASK, id=task_id,
                              historyLength=history_length)
         return self._as_task(V1_GET_TASK, await self.call(params))
 
-    async def cancel_task(self, task_id: str) -> Task:
+    async def cancel_task(self, task_id: str) -> V1Task:
         params = call_params(V1CancelTaskParams, method=V1_CANCEL_TASK, id=task_id)
         return self._as_task(V1_CANCEL_TASK, await self.call(params))
 
@@ -382,12 +387,13 @@ class A2AClient:
         """The name the peer knows the 1.0 method `method` by in its dialect."""
         return method if self.speaks_v1 else V03_METHOD_NAMES.get(method, method)
 
-    def _as_task(self, method: str, result: Any) -> Task:
-        """A Task answer; a 1.0 peer's read back as the 0.3 task it stands for."""
+    def _as_task(self, method: str, result: Any) -> V1Task:
+        """A Task answer as the 1.0 task; a 1.0 peer's read through its 0.3 form, which
+        keeps the members this node knows."""
         try:
             if self.speaks_v1:
                 result = objects.task_v03_json(result)
-            return Task.model_validate(result)
+            return objects.task_v1(Task.model_validate(result))
         except ValidationError as exc:
             raise PeerProtocolError(
                 f"{self.record.name}: {self.wire_method(method)} result is not a valid Task "
@@ -503,15 +509,15 @@ class A2AClient:
         return payload["result"]
 
 
-def message_task(peer: str, reply: Message) -> Task:
+def message_task(peer: str, reply: Message) -> V1Task:
     """The task a peer's Message answer stands for: completed with it, its ids the message's
     own or, without them, stable ones derived from the peer and the message."""
     stable = uuid.uuid5(_ANSWERED, f"{peer}\n{reply.messageId}")
     task_id = reply.taskId or str(stable)
     context_id = reply.contextId or task_id
     reply = reply.model_copy(update={"taskId": task_id, "contextId": context_id})
-    return Task(
+    return objects.task_v1(Task(
         kind=KIND_TASK, id=task_id, contextId=context_id,
         status=TaskStatus(state=STATE_COMPLETED, message=reply, timestamp=utc_now()),
         history=[reply], artifacts=[],
-    )
+    ))

@@ -32,27 +32,29 @@ from synthorg.delegation.grpc_peers import grpc_allowed, refuse_grpc
 from synthorg.delegation.pool import ClientPool
 from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import Events, stream_call
+from synthorg.dialects.objects import state_v03
 from synthorg.dialects.outbound import GRPC, JSONRPC, BindingUnusable, PeerDialect, choose
 from synthorg.generated.constants import (
     PUSH_RECEIVE,
-    STATE_AUTH_REQUIRED,
-    STATE_INPUT_REQUIRED,
-    TERMINAL_STATES,
+    TASK_STATE_AUTH_REQUIRED,
+    TASK_STATE_INPUT_REQUIRED,
     V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
     V1_SEND_STREAMING_MESSAGE,
+    V1_TERMINAL_STATES,
 )
 from synthorg.generated.models import (
     PeerCard,
-    Task,
     V1CreateTaskPushNotificationConfigParams,
     V1Part,
+    V1Task,
 )
 from synthorg.push.signing import push_credential
 from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
 
 DIALECT_TTL_SECONDS = 300.0  # how long a peer's card decides its binding before a re-read
-SETTLED = TERMINAL_STATES | {STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED}
+# A delegation's states are 1.0's names (the records keep 1.0 tasks).
+SETTLED = V1_TERMINAL_STATES | {TASK_STATE_INPUT_REQUIRED, TASK_STATE_AUTH_REQUIRED}
 
 
 class DelegationError(Exception):
@@ -228,7 +230,7 @@ class Delegator:
         return record, events, first[0]
 
     def _record(
-        self, client: A2AClient, task: Task, message_id: str, origin_task_id: str | None
+        self, client: A2AClient, task: V1Task, message_id: str, origin_task_id: str | None
     ) -> Delegation:
         now = utc_now()
         return Delegation(
@@ -335,7 +337,7 @@ class Delegator:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise DelegationError(
-                    f"task {local_id} still {record.state} after {timeout:g}s; "
+                    f"task {local_id} still {state_v03(record.state)} after {timeout:g}s; "
                     "it goes on at the peer"
                 )
             await asyncio.sleep(min(delay, remaining))

@@ -35,6 +35,7 @@ from synthorg.generated.constants import (
 from synthorg.generated.models import (
     StreamEvent,
     V1SendStreamingMessageParams,
+    V1StreamResponse,
     V1SubscribeToTaskParams,
 )
 from synthorg.observability.outbound import outbound_call, trace_headers
@@ -42,8 +43,8 @@ from synthorg.tls.outbound import PinMismatch
 
 EVENT_STREAM = MEDIA_TYPE_TEXT_EVENT_STREAM
 STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is dead
-# (sequence number, event) per event; a 1.0 peer's events read back as the 0.3 ones
-Events = AsyncGenerator[tuple[int | None, StreamEvent], None]
+# (sequence number, event) per event, as 1.0's StreamResponse whatever the peer's dialect
+Events = AsyncGenerator[tuple[int | None, V1StreamResponse], None]
 _EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
@@ -86,8 +87,9 @@ async def sse_events(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncItera
             raise StreamTooLarge(f"a line longer than {max_bytes} bytes")
 
 
-def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> StreamEvent:
-    """One event's result as the 0.3 event model (a 1.0 StreamResponse mapped first);
+def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> V1StreamResponse:
+    """One event's result as the 1.0 StreamResponse, validated as the 0.3 event model (a
+    1.0 peer's read through its 0.3 form, which keeps the members this node knows);
     PeerProtocolError for what is not a valid event."""
     if speaks_v1:
         try:
@@ -97,7 +99,7 @@ def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> StreamEv
                 f"{peer}: a stream event that is not a StreamResponse"
             ) from None
     try:
-        return _EVENT.validate_python(result)
+        return objects.stream_response_v1(_EVENT.validate_python(result))
     except ValidationError as exc:
         raise PeerProtocolError(
             f"{peer}: a stream event that is not valid ({exc.error_count()} problems)"
