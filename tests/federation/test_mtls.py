@@ -172,12 +172,12 @@ def test_a_pooled_connection_is_not_used_once_the_peers_pin_changes(
         try:
             catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["node-b"])
             record = await delegator.delegate("node-b", TEXT, agent_id="echo")
-            assert (await delegator.refresh(record.id)).state == "completed"  # pooled
+            assert (await delegator.refresh(record.id)).state == "TASK_STATE_COMPLETED"  # pooled
             catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["other"])
             with pytest.raises(PeerUnavailable, match=PIN_MISMATCH):
                 await delegator.refresh(record.id)
             catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["node-b"])
-            assert (await delegator.refresh(record.id)).state == "completed"
+            assert (await delegator.refresh(record.id)).state == "TASK_STATE_COMPLETED"
         finally:
             await delegator.pool.aclose()
 

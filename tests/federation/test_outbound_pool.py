@@ -83,7 +83,7 @@ async def _calls(data_dir: Path, node_b: tuple[FedNode, str], pooled: bool) -> i
             record = await delegator.delegate("node-b", TEXT, agent_id="echo")
             for _ in range(3):
                 record = await delegator.refresh(record.id)
-            assert record.state == "completed"
+            assert record.state == "TASK_STATE_COMPLETED"
             await delegator.pool.aclose()  # before the relay stops: it waits for its clients
             return relay.accepted - read_card
     finally:

@@ -167,7 +167,7 @@ def test_our_client_waits_as_the_limiting_node_says(node: LiveNode) -> None:
         for calls in range(1, 3 * BURST + 1):
             task = await client.send_message([V1TextPart(text="hi")],
                                              agent_id="echo")
-            assert task.status.state == "completed"
+            assert task.status.state == "TASK_STATE_COMPLETED"
             if waits:
                 return calls
         return 0

@@ -110,6 +110,6 @@ def test_a_message_answer_to_message_send_stands_for_a_completed_task(
     record = asyncio.run(ours.delegate("sdk-peer", TEXT, agent_id="chatty"))
     assert record.state == "TASK_STATE_COMPLETED"
     reply = record.task.status.message
-    assert reply is not None and reply.role == "agent"
+    assert reply is not None and reply.role == "ROLE_AGENT"
     assert reply.parts == [V1TextPart(text="just a message")]
     assert [r.id for r in asyncio.run(ours.store.recent())] == [record.id]
