@@ -43,7 +43,7 @@ def _tls_yaml(certs: Path, name: str) -> str:
 
 async def _measure(peer_url: str, n: int, certs: Path | None) -> dict[str, float]:
     """One child's calls on this tree (imported from sys.path[0])."""
-    from synthorg.generated.models import TextPart
+    from synthorg.generated.models import V1TextPart
     from synthorg.node import Node
     from synthorg.observability import log
 
@@ -66,7 +66,7 @@ async def _measure(peer_url: str, n: int, certs: Path | None) -> dict[str, float
         await node.start_background()  # as the node does when it starts serving
         try:
             delegator = node.delegator
-            text = [TextPart(kind="text", text="hello")]
+            text = [V1TextPart(text="hello")]
             record = await delegator.delegate("node-b", text, agent_id="echo")
             for _ in range(50):  # warm up
                 await delegator.refresh(record.id)

@@ -42,7 +42,7 @@ def delegation_summary(record: Delegation) -> dict[str, Any]:
         "id": record.id,
         "peer": record.peer,
         "remoteTaskId": record.remote_task_id,
-        "state": record.state,
+        "state": state_v03(record.state),  # the admin API names 0.3's states
         "originTaskId": record.origin_task_id,
         "updatedAt": record.updated_at,
     }

@@ -19,7 +19,7 @@ from typing import Any
 from synthorg import errors
 from synthorg.admin.activity import delegation_summary, task_summary
 from synthorg.admin.task_query import TaskListQuery
-from synthorg.dialects.objects import state_v1, stream_item_v03, task_v03
+from synthorg.dialects.objects import state_v03, state_v1, stream_item_v03, task_v03
 from synthorg.generated.constants import (
     TASK_DIRECTION_OUTBOUND,
     TERMINAL_STATES,
@@ -51,7 +51,7 @@ class AdminTasks:
         if query.direction == TASK_DIRECTION_OUTBOUND:
             rows = [delegation_summary(d) for d in await self._delegations.recent(MAX_SCANNED)
                     if (query.peer is None or d.peer == query.peer)
-                    and (query.state is None or d.state == query.state)
+                    and (query.state is None or state_v03(d.state) == query.state)
                     and (query.since is None or d.updated_at >= query.since)]
             delegations = rows[query.offset:wanted]
             found = len(delegations)

@@ -46,9 +46,19 @@ from synthorg.delegation.delegator import SETTLED, DelegationError, Delegator, p
 from synthorg.delegation.errors import PeerError, PeerProtocolError, PeerRpcError, PeerUnavailable
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
+from synthorg.dialects.objects import state_v03, task_v03
 from synthorg.dialects.outbound import JSONRPC
-from synthorg.generated.constants import KIND_TEXT, STATE_COMPLETED, TERMINAL_STATES
-from synthorg.generated.models import DataPart, FileWithUri, Part, Task, TextPart
+from synthorg.generated.constants import TASK_STATE_COMPLETED, V1_TERMINAL_STATES
+from synthorg.generated.models import (
+    DataPart,
+    FileWithUri,
+    Part,
+    Task,
+    TextPart,
+    V1Part,
+    V1Task,
+    V1TextPart,
+)
 from synthorg.names import canonical_peer_name
 from synthorg.settings.runtime import RuntimeSettings
 from synthorg.store.backend import Stores
@@ -67,7 +77,7 @@ EXIT_STOPPED = 5  # gave up following before the task settled (it goes on at the
 EXIT_INTERRUPTED = 130
 
 DEFAULT_WAIT_SECONDS = 120.0
-UNSUCCESSFUL = TERMINAL_STATES - {STATE_COMPLETED}
+UNSUCCESSFUL = V1_TERMINAL_STATES - {TASK_STATE_COMPLETED}
 
 EXIT_CODES = f"""\
 exit codes:
@@ -231,10 +241,20 @@ def peer_failure(peer: str, exc: PeerError) -> NoReturn:
 # -- rendering --------------------------------------------------------------------------
 
 
+# The records keep 1.0 tasks and states; the commands show them as they always have, in 0.3's
+# names and shapes (converted here, at the edge).
+
+
+def record_state(record: Delegation) -> str:
+    """A delegation's state by 0.3's name (`working`), as the commands show it."""
+    return state_v03(record.state)
+
+
 def record_json(record: Delegation) -> dict[str, Any]:
-    """A delegation record as JSON: its fields, its task as the wire carries it."""
+    """A delegation record as JSON: its fields, its task as the 0.3 wire carries it."""
     return {**{f.name: getattr(record, f.name) for f in fields(record)},
-            "binding": sent_in(record), "task": task_json(record.task)}
+            "state": record_state(record), "binding": sent_in(record),
+            "task": task_json(task_v03(record.task))}
 
 
 def sent_in(record: Delegation) -> str:
@@ -243,9 +263,10 @@ def sent_in(record: Delegation) -> str:
     return record.binding or JSONRPC
 
 
-def status_text(task: Task) -> str | None:
+def status_text(task: Task | V1Task) -> str | None:
     message = task.status.message
-    texts = [p.text for p in message.parts if isinstance(p, TextPart)] if message else []
+    texts = ([p.text for p in message.parts if isinstance(p, TextPart | V1TextPart)]
+             if message else [])
     return "\n".join(texts) or None
 
 
@@ -272,7 +293,7 @@ def _part_text(part: Part) -> str:
     return f"(file {what}, {file.mimeType or 'no media type'})"
 
 
-def print_artifacts(task: Task) -> None:
+def print_artifacts(task: Task) -> None:  # a 0.3 task
     for artifact in task.artifacts or []:
         label = artifact.name or artifact.artifactId
         print(f"artifact {safe_line(shown(label))}:")
@@ -297,16 +318,17 @@ def print_record(record: Delegation, title: str) -> None:
         ("remote task", record.remote_task_id),
         ("binding", sent_in(record)),
         ("context", record.context_id),
-        ("state", record.state),
+        ("state", record_state(record)),
         ("message", status_text(record.task)),
         ("forwards", f"inbound task {record.origin_task_id}" if record.origin_task_id else None),
         ("created", record.created_at),
         ("updated", record.updated_at),
     ])
-    print_artifacts(record.task)
+    print_artifacts(task_v03(record.task))
 
 
 def outcome_code(state: str) -> int:
+    """The exit code of a delegation that ended in `state` (1.0's name)."""
     return EXIT_UNSUCCESSFUL if state in UNSUCCESSFUL else EXIT_OK
 
 
@@ -335,11 +357,12 @@ class Progress:
         if self._quiet:
             return
         text = status_text(record.task)
-        if record.state != self._state or (text is not None and text != self._message):
-            self._state, self._message = record.state, text
+        state = record_state(record)
+        if state != self._state or (text is not None and text != self._message):
+            self._state, self._message = state, text
             detail = f": {' / '.join(safe_lines(text))}" if text else ""
-            print(f"{self._stamp()} {safe_line(record.state)}{detail}", flush=True)
-        for artifact in record.task.artifacts or []:
+            print(f"{self._stamp()} {safe_line(state)}{detail}", flush=True)
+        for artifact in task_v03(record.task).artifacts or []:
             key = artifact.artifactId
             parts = artifact.parts
             shown_before = self._parts.get(key, 0)
@@ -424,7 +447,8 @@ async def _follow_stream(
     except TimeoutError:
         latest = await out.delegator.get(record.id)
         raise DelegationError(
-            f"task {record.id} still {latest.state} after {timeout:g}s; it goes on at the peer"
+            f"task {record.id} still {record_state(latest)} after {timeout:g}s; it goes on at "
+            "the peer"
         ) from None
     except StreamGaveUp:
         return None
@@ -456,7 +480,7 @@ async def _delegate(out: Outbound, args: argparse.Namespace) -> int:
     node_name = out.require_node_name()
     peer = out.require_peer(args.peer)
     try:
-        parts: list[Part] = [TextPart(kind=KIND_TEXT, text=args.text)]
+        parts: list[V1Part] = [V1TextPart(text=args.text)]
     except ValidationError:
         fail(f"the text is longer than a message part may be ({len(args.text)} characters)")
     # This node is the first hop: a peer that forwards the task back here is refused.

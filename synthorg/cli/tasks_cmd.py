@@ -44,6 +44,7 @@ from synthorg.cli.delegate_cmd import (
     print_fields,
     print_record,
     record_json,
+    record_state,
     sent_in,
     status_text,
 )
@@ -57,6 +58,7 @@ from synthorg.generated.constants import (
     TASK_DIRECTION_INBOUND,
     TASK_DIRECTION_OUTBOUND,
     TASK_NOT_CANCELABLE,
+    TASK_STATE_CANCELED,
     TERMINAL_STATES,
 )
 from synthorg.generated.models import Task
@@ -196,7 +198,7 @@ def _print_outbound_list(records: list[Delegation], refreshed: bool,
         print("  states as the peers answered now (unreachable: the last known)")
     else:
         print("  states are the last known here, as of UPDATED (--refresh asks the peers)")
-    _table(((r.id, r.peer, sent_in(r), r.state + (" (unreachable)" if r.id in unreachable
+    _table(((r.id, r.peer, sent_in(r), record_state(r) + (" (unreachable)" if r.id in unreachable
                                                    else ""),
              r.remote_task_id, r.updated_at) for r in records),
            ("LOCAL ID", "PEER", "BINDING", "STATE", "REMOTE TASK", "UPDATED"))
@@ -339,7 +341,7 @@ async def _follow(out: Outbound, args: argparse.Namespace) -> int:
         with contextlib.suppress(PeerError):
             record = await out.delegator.refresh(record.id)
     if record.state in SETTLED:
-        return finish(record, args.json, f"the task is {record.state} at {record.peer}")
+        return finish(record, args.json, f"the task is {record_state(record)} at {record.peer}")
     try:
         record = await follow(out, record, args.timeout, args.json)
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -375,9 +377,9 @@ async def _cancel_outbound(out: Outbound, record: Delegation, as_json: bool) -> 
     if as_json:
         print_json(record_json(record))
     else:
-        print_record(record, f"canceled at {record.peer}" if record.state == STATE_CANCELED
-                     else f"{record.peer} answered the cancel with state {record.state}")
-    return EXIT_OK if record.state == STATE_CANCELED else EXIT_UNSUCCESSFUL
+        print_record(record, f"canceled at {record.peer}" if record.state == TASK_STATE_CANCELED
+                     else f"{record.peer} answered the cancel with state {record_state(record)}")
+    return EXIT_OK if record.state == TASK_STATE_CANCELED else EXIT_UNSUCCESSFUL
 
 
 async def _cancel_inbound(out: Outbound, peer: str, task: Task, as_json: bool) -> int:

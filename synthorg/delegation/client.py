@@ -8,9 +8,11 @@ secret under the record's scheme. Transient failures (connect errors, 429 with R
 502/503/504) are retried with bounded exponential backoff and full jitter; that is safe for
 `message/send` because its `messageId` is fixed before the first attempt and the peer treats
 `(peer, messageId)` as an idempotency key. A peer's JSON-RPC error surfaces with its code and
-message whatever the HTTP status. Each call is built as the spec's params model
-(synthorg/generated/models.py; a 1.0 peer's mapped by synthorg/dialects/outbound_v1.py) and
-serialised once; results are validated with the generated models and kept as them.
+message whatever the HTTP status. Each call is built as the spec's 1.0 params model
+(synthorg/generated/models.py; a 0.3 peer's mapped by synthorg/dialects/outbound_v03.py) and
+serialised once; answers are read into the 1.0 objects (V1Task, V1StreamResponse): validated
+as the spec's model of the peer's dialect, leniently (members this node does not know are
+dropped: a 1.0 answer is read through its 0.3 form, `dialects/objects.py`), then converted.
 """
 
 from __future__ import annotations
@@ -43,11 +45,11 @@ from synthorg.delegation.grpc_peers import refuse_grpc
 from synthorg.delegation.pool import ClientPool, ConnectionKey
 from synthorg.dialects import objects
 from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect
-from synthorg.dialects.outbound_v1 import (
-    V1_METHOD_NAMES,
+from synthorg.dialects.outbound_v03 import (
+    V03_METHOD_NAMES,
     OutboundParams,
-    V1OutboundParams,
-    params_v1,
+    V03OutboundParams,
+    params_v03,
 )
 from synthorg.generated.constants import (
     A2A_VERSION_1_0,
@@ -57,31 +59,33 @@ from synthorg.generated.constants import (
     KIND_MESSAGE,
     KIND_TASK,
     MEDIA_TYPE_APPLICATION_JSON,
-    MESSAGE_SEND,
-    MESSAGE_STREAM,
     PEER_NAME_HEADER,
     PEER_SCHEME_API_KEY,
     PEER_SCHEME_MTLS,
-    ROLE_USER,
     STATE_COMPLETED,
-    TASKS_CANCEL,
-    TASKS_GET,
-    TASKS_PUSH_NOTIFICATION_CONFIG_SET,
+    V1_CANCEL_TASK,
+    V1_GET_TASK,
+    V1_ROLE_USER,
+    V1_SEND_MESSAGE,
+    V1_SEND_STREAMING_MESSAGE,
 )
 from synthorg.generated.models import (
     Message,
-    MessageSendConfiguration,
-    MessageSendParams,
-    MessageStreamParams,
-    Part,
-    PushNotificationConfig,
     SpecModel,
-    StreamEvent,
     Task,
-    TasksCancelParams,
-    TasksGetParams,
-    TasksPushNotificationConfigSetParams,
     TaskStatus,
+    V1CancelTaskParams,
+    V1CreateTaskPushNotificationConfigParams,
+    V1GetTaskParams,
+    V1Message,
+    V1MessagePayload,
+    V1Part,
+    V1SendMessageConfiguration,
+    V1SendMessageParams,
+    V1SendStreamingMessageParams,
+    V1StreamResponse,
+    V1Task,
+    V1TaskPayload,
 )
 from synthorg.http.numbers import ascii_int
 from synthorg.observability.outbound import outbound_call, trace_headers
@@ -146,23 +150,22 @@ def default_rpc_url(endpoint: str) -> str:
 
 
 def build_message(
-    parts: Sequence[Part],
+    parts: Sequence[V1Part],
     *,
     agent_id: str | None = None,
     task_id: str | None = None,
     context_id: str | None = None,
     message_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
-) -> Message:
-    """The user message of a message/send (or message/stream), in 0.3."""
+) -> V1Message:
+    """The user message of a SendMessage (or SendStreamingMessage)."""
     meta = dict(metadata or {})
     if agent_id:
         meta["agentId"] = agent_id
     try:
-        return Message.model_validate({
-            "kind": KIND_MESSAGE,
+        return V1Message.model_validate({
             "messageId": message_id or str(uuid.uuid4()),  # fixed across retries
-            "role": ROLE_USER,
+            "role": V1_ROLE_USER,
             "parts": list(parts),
             **({"taskId": task_id} if task_id else {}),
             **({"contextId": context_id} if context_id else {}),
@@ -185,17 +188,18 @@ def call_params(model: type[P], **fields: Any) -> P:
         ) from None
 
 
-def send_params(message: Message, *, blocking: bool = True) -> MessageSendParams:
-    """message/send's params; blocking=False asks the peer to answer as soon as its agent
+def send_params(message: V1Message, *, blocking: bool = True) -> V1SendMessageParams:
+    """SendMessage's params; blocking=False asks the peer to answer as soon as its agent
     has started."""
-    configuration = None if blocking else MessageSendConfiguration(blocking=False)
-    return call_params(MessageSendParams, method=MESSAGE_SEND, message=message,
+    configuration = None if blocking else V1SendMessageConfiguration(returnImmediately=True)
+    return call_params(V1SendMessageParams, method=V1_SEND_MESSAGE, message=message,
                        configuration=configuration)
 
 
-def stream_params(message: Message) -> MessageStreamParams:
-    """message/stream's params."""
-    return call_params(MessageStreamParams, method=MESSAGE_STREAM, message=message)
+def stream_params(message: V1Message) -> V1SendStreamingMessageParams:
+    """SendStreamingMessage's params."""
+    return call_params(V1SendStreamingMessageParams, method=V1_SEND_STREAMING_MESSAGE,
+                       message=message)
 
 
 class A2AClient:
@@ -215,9 +219,9 @@ class A2AClient:
         pool: ClientPool | None = None,
     ) -> None:
         self.record = record
-        # None: A2A 0.3 at the catalog endpoint. In 1.0 the same calls are made with the 1.0
-        # methods and objects (synthorg/dialects/outbound_v1.py), and answers read back as 0.3
-        # tasks.
+        # None: A2A 0.3 at the catalog endpoint, where the calls (built in 1.0) are made with
+        # the 0.3 methods and objects (synthorg/dialects/outbound_v03.py), and answers read
+        # back as 1.0 tasks.
         self.dialect = dialect
         self._headers = credential_headers(record, local_name)
         if dialect is not None and dialect.version == A2A_VERSION_1_0:
@@ -279,9 +283,9 @@ class A2AClient:
             self._grpc_tls, self._retry, self._sleep,
         )
 
-    def grpc_params(self, params: OutboundParams | V1OutboundParams) -> V1OutboundParams:
+    def grpc_params(self, params: OutboundParams | V03OutboundParams) -> OutboundParams:
         """A call in the gRPC binding: its 1.0 params (the dialect is 1.0's)."""
-        if isinstance(params, OutboundParams):
+        if isinstance(params, V03OutboundParams):
             raise RequestInvalid(f"{self.record.name}: a gRPC call is made in 1.0 only")
         return params
 
@@ -296,7 +300,7 @@ class A2AClient:
 
     async def send_message(
         self,
-        parts: Sequence[Part],
+        parts: Sequence[V1Part],
         *,
         agent_id: str | None = None,
         task_id: str | None = None,
@@ -304,32 +308,32 @@ class A2AClient:
         message_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         blocking: bool = True,
-    ) -> Task:
+    ) -> V1Task:
         """blocking=False asks the peer to answer as soon as its agent has started."""
         message = build_message(parts, agent_id=agent_id, task_id=task_id,
                                 context_id=context_id, message_id=message_id, metadata=metadata)
         return self.task_of(await self.call(send_params(message, blocking=blocking)))
 
-    def spoken(self, params: OutboundParams) -> OutboundParams | V1OutboundParams:
-        """A call as the peer's dialect makes it: 1.0's method and params for a 1.0 peer
-        (RequestInvalid, and nothing sent, for a call 1.0 cannot carry)."""
-        if not self.speaks_v1:
+    def spoken(self, params: OutboundParams) -> OutboundParams | V03OutboundParams:
+        """A call as the peer's dialect makes it: 0.3's method and params for a 0.3 peer
+        (RequestInvalid, and nothing sent, for a call 0.3 cannot carry)."""
+        if self.speaks_v1:
             return params
         try:
-            return params_v1(params)
+            return params_v03(params)
         except ValidationError as exc:
             raise RequestInvalid(
-                f"{self.record.name}: the call is not valid in 1.0 ({exc.error_count()} "
+                f"{self.record.name}: the call is not valid in 0.3 ({exc.error_count()} "
                 "problems)"
             ) from None
 
-    def task_of(self, result: Any) -> Task:
-        """A peer's answer to message/send as a Task: a Task, or a Message standing for a
+    def task_of(self, result: Any) -> V1Task:
+        """A peer's answer to SendMessage as a task: a Task, or a Message standing for a
         completed one; from a 1.0 peer, {task} or {message}."""
-        method = self.wire_method(MESSAGE_SEND)
+        method = self.wire_method(V1_SEND_MESSAGE)
         if self.speaks_v1:
             if isinstance(result, dict) and set(result) == {"task"}:
-                return self._as_task(MESSAGE_SEND, result["task"])
+                return self._as_task(V1_SEND_MESSAGE, result["task"])
             if not isinstance(result, dict) or set(result) != {"message"}:
                 raise PeerProtocolError(
                     f"{self.record.name}: {method} answered neither a task nor a message"
@@ -341,7 +345,7 @@ class A2AClient:
                     f"{self.record.name}: {method} result is not a valid message"
                 ) from None
         elif not isinstance(result, dict) or result.get("kind") != KIND_MESSAGE:
-            return self._as_task(MESSAGE_SEND, result)
+            return self._as_task(V1_SEND_MESSAGE, result)
         try:
             reply = Message.model_validate(result)
         except ValidationError as exc:
@@ -353,45 +357,43 @@ class A2AClient:
         # the official SDK may): it stands for a task completed with it.
         return message_task(self.record.name, reply)
 
-    def task_of_event(self, event: StreamEvent) -> Task:
-        """The first event of message/stream as a Task (a Message stands for one completed
-        with it, as in `task_of`)."""
-        if isinstance(event, Task):
-            return event
-        if isinstance(event, Message):
-            return message_task(self.record.name, event)
+    def task_of_event(self, event: V1StreamResponse) -> V1Task:
+        """The first event of SendStreamingMessage as a task (a Message stands for one
+        completed with it, as in `task_of`)."""
+        if isinstance(event, V1TaskPayload):
+            return event.task
+        if isinstance(event, V1MessagePayload):
+            return message_task(self.record.name, objects.message_from_v1(event.message))
         raise PeerProtocolError(
-            f"{self.record.name}: {self.wire_method(MESSAGE_STREAM)} began with neither a task "
-            "nor a message"
+            f"{self.record.name}: {self.wire_method(V1_SEND_STREAMING_MESSAGE)} began with "
+            "neither a task nor a message"
         )
 
-    async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
-        params = call_params(TasksGetParams, method=TASKS_GET, id=task_id,
+    async def get_task(self, task_id: str, history_length: int | None = None) -> V1Task:
+        params = call_params(V1GetTaskParams, method=V1_GET_TASK, id=task_id,
                              historyLength=history_length)
-        return self._as_task(TASKS_GET, await self.call(params))
+        return self._as_task(V1_GET_TASK, await self.call(params))
 
-    async def cancel_task(self, task_id: str) -> Task:
-        params = call_params(TasksCancelParams, method=TASKS_CANCEL, id=task_id)
-        return self._as_task(TASKS_CANCEL, await self.call(params))
+    async def cancel_task(self, task_id: str) -> V1Task:
+        params = call_params(V1CancelTaskParams, method=V1_CANCEL_TASK, id=task_id)
+        return self._as_task(V1_CANCEL_TASK, await self.call(params))
 
-    async def set_push_config(self, task_id: str, config: PushNotificationConfig) -> None:
-        """Ask the peer to push its task to `config`, in the peer's dialect (1.0 names the
-        method CreateTaskPushNotificationConfig and flattens the config)."""
-        await self.call(call_params(
-            TasksPushNotificationConfigSetParams, method=TASKS_PUSH_NOTIFICATION_CONFIG_SET,
-            taskId=task_id, pushNotificationConfig=config,
-        ))
+    async def set_push_config(self, params: V1CreateTaskPushNotificationConfigParams) -> None:
+        """Ask the peer to push its task to the config `params` name, in the peer's dialect
+        (0.3 names the method tasks/pushNotificationConfig/set and nests the config)."""
+        await self.call(params)
 
     def wire_method(self, method: str) -> str:
-        """The name the peer knows the 0.3 method `method` by in its dialect."""
-        return V1_METHOD_NAMES.get(method, method) if self.speaks_v1 else method
+        """The name the peer knows the 1.0 method `method` by in its dialect."""
+        return method if self.speaks_v1 else V03_METHOD_NAMES.get(method, method)
 
-    def _as_task(self, method: str, result: Any) -> Task:
-        """A Task answer; a 1.0 peer's read back as the 0.3 task it stands for."""
+    def _as_task(self, method: str, result: Any) -> V1Task:
+        """A Task answer as the 1.0 task; a 1.0 peer's read through its 0.3 form, which
+        keeps the members this node knows."""
         try:
             if self.speaks_v1:
                 result = objects.task_v03_json(result)
-            return Task.model_validate(result)
+            return objects.task_v1(Task.model_validate(result))
         except ValidationError as exc:
             raise PeerProtocolError(
                 f"{self.record.name}: {self.wire_method(method)} result is not a valid Task "
@@ -414,7 +416,7 @@ class A2AClient:
                 outcome.result = result_label(exc)
                 raise
 
-    async def _call(self, params: OutboundParams | V1OutboundParams) -> Any:
+    async def _call(self, params: OutboundParams | V03OutboundParams) -> Any:
         if self.binding == GRPC:
             return await grpc_binding.unary(self.grpc_call(), self.grpc_params(params))
         request_id = str(uuid.uuid4())
@@ -507,15 +509,15 @@ class A2AClient:
         return payload["result"]
 
 
-def message_task(peer: str, reply: Message) -> Task:
+def message_task(peer: str, reply: Message) -> V1Task:
     """The task a peer's Message answer stands for: completed with it, its ids the message's
     own or, without them, stable ones derived from the peer and the message."""
     stable = uuid.uuid5(_ANSWERED, f"{peer}\n{reply.messageId}")
     task_id = reply.taskId or str(stable)
     context_id = reply.contextId or task_id
     reply = reply.model_copy(update={"taskId": task_id, "contextId": context_id})
-    return Task(
+    return objects.task_v1(Task(
         kind=KIND_TASK, id=task_id, contextId=context_id,
         status=TaskStatus(state=STATE_COMPLETED, message=reply, timestamp=utc_now()),
         history=[reply], artifacts=[],
-    )
+    ))

@@ -32,27 +32,29 @@ from synthorg.delegation.grpc_peers import grpc_allowed, refuse_grpc
 from synthorg.delegation.pool import ClientPool
 from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import Events, stream_call
+from synthorg.dialects.objects import state_v03
 from synthorg.dialects.outbound import GRPC, JSONRPC, BindingUnusable, PeerDialect, choose
 from synthorg.generated.constants import (
-    MESSAGE_STREAM,
     PUSH_RECEIVE,
-    STATE_AUTH_REQUIRED,
-    STATE_INPUT_REQUIRED,
-    TERMINAL_STATES,
+    TASK_STATE_AUTH_REQUIRED,
+    TASK_STATE_INPUT_REQUIRED,
+    V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG,
+    V1_SEND_STREAMING_MESSAGE,
+    V1_TERMINAL_STATES,
 )
 from synthorg.generated.models import (
-    Part,
     PeerCard,
-    PushNotificationAuthenticationInfo,
-    PushNotificationConfig,
-    Task,
+    V1CreateTaskPushNotificationConfigParams,
+    V1Part,
+    V1Task,
 )
 from synthorg.push.signing import push_credential
 from synthorg.store.catalog import MTLS, Catalog
 from synthorg.store.delegations import Delegation, DelegationStore
 
 DIALECT_TTL_SECONDS = 300.0  # how long a peer's card decides its binding before a re-read
-SETTLED = TERMINAL_STATES | {STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED}
+# A delegation's states are 1.0's names (the records keep 1.0 tasks).
+SETTLED = V1_TERMINAL_STATES | {TASK_STATE_INPUT_REQUIRED, TASK_STATE_AUTH_REQUIRED}
 
 
 class DelegationError(Exception):
@@ -176,7 +178,7 @@ class Delegator:
     async def delegate(
         self,
         peer: str,
-        parts: Sequence[Part],
+        parts: Sequence[V1Part],
         *,
         agent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -199,7 +201,7 @@ class Delegator:
     async def delegate_streaming(
         self,
         peer: str,
-        parts: Sequence[Part],
+        parts: Sequence[V1Part],
         *,
         agent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
@@ -217,9 +219,8 @@ class Delegator:
         try:
             first = await anext(events, None)
             if first is None:
-                raise PeerProtocolError(
-                    f"{client.record.name}: {client.wire_method(MESSAGE_STREAM)} sent no event"
-                )
+                method = client.wire_method(V1_SEND_STREAMING_MESSAGE)
+                raise PeerProtocolError(f"{client.record.name}: {method} sent no event")
             task = client.task_of_event(first[1])
             record = self._record(client, task, message_id, origin_task_id)
             await self.store.add(record)
@@ -229,7 +230,7 @@ class Delegator:
         return record, events, first[0]
 
     def _record(
-        self, client: A2AClient, task: Task, message_id: str, origin_task_id: str | None
+        self, client: A2AClient, task: V1Task, message_id: str, origin_task_id: str | None
     ) -> Delegation:
         now = utc_now()
         return Delegation(
@@ -255,7 +256,7 @@ class Delegator:
     async def send_followup(
         self,
         record: Delegation,
-        parts: Sequence[Part],
+        parts: Sequence[V1Part],
         metadata: Mapping[str, Any] | None,
         message_id: str | None = None,
         blocking: bool = True,
@@ -285,17 +286,17 @@ class Delegator:
         try:
             auth: dict[str, Any] = {} if credential is None else {
                 "token": credential,  # 0.3's X-A2A-Notification-Token
-                "authentication": PushNotificationAuthenticationInfo(
-                    schemes=[PUSH_AUTH_SCHEME], credentials=credential),
+                "authentication": {"scheme": PUSH_AUTH_SCHEME, "credentials": credential},
             }
-            config = PushNotificationConfig.model_validate(
-                {"url": url, "id": FOLLOW_CONFIG_ID, **auth})
+            params = V1CreateTaskPushNotificationConfigParams.model_validate({
+                "method": V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG, "taskId": record.remote_task_id,
+                "url": url, "id": FOLLOW_CONFIG_ID, **auth})
         except ValidationError:  # a url past the spec's bounds: the peer would refuse it
             return False
         try:
             # In the dialect the task was sent in (the card is cached by then).
             client = await self.record_client(record)
-            await client.set_push_config(record.remote_task_id, config)
+            await client.set_push_config(params)
         except (PeerError, DelegationError):
             return False
         return True
@@ -336,7 +337,7 @@ class Delegator:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise DelegationError(
-                    f"task {local_id} still {record.state} after {timeout:g}s; "
+                    f"task {local_id} still {state_v03(record.state)} after {timeout:g}s; "
                     "it goes on at the peer"
                 )
             await asyncio.sleep(min(delay, remaining))

@@ -20,14 +20,15 @@ from pydantic import ValidationError
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerProtocolError, PeerRpcError
 from synthorg.delegation.sse_client import Events, stream_call
-from synthorg.generated.constants import TASKS_RESUBSCRIBE
+from synthorg.generated.constants import V1_SUBSCRIBE_TO_TASK
 from synthorg.generated.models import (
-    Artifact,
-    Message,
-    StreamEvent,
-    Task,
-    TasksResubscribeParams,
-    TaskStatusUpdateEvent,
+    V1Artifact,
+    V1MessagePayload,
+    V1StatusUpdatePayload,
+    V1StreamResponse,
+    V1SubscribeToTaskParams,
+    V1Task,
+    V1TaskPayload,
 )
 from synthorg.observability.events import a2a as events
 from synthorg.observability.log import emit
@@ -41,23 +42,28 @@ class StreamGaveUp(PeerError):
     """The peer could not be followed by stream (refused, or unreachable too long)."""
 
 
-def apply_event(task: Task, event: StreamEvent, remote_task_id: str) -> Task:
-    """The task after one stream event (a Task, a status-update or an artifact-update)."""
-    if isinstance(event, Task):
-        if event.id != remote_task_id:
+def apply_event(task: V1Task, event: V1StreamResponse, remote_task_id: str) -> V1Task:
+    """The task after one stream event (a task, a status update or an artifact update)."""
+    if isinstance(event, V1TaskPayload):
+        if event.task.id != remote_task_id:
             raise PeerProtocolError("a stream event for another task")
-        return event
-    if event.taskId != remote_task_id:
-        raise PeerProtocolError("a stream event for another task")
-    if isinstance(event, TaskStatusUpdateEvent):
-        return task.model_copy(update={"status": event.status})
-    if isinstance(event, Message):
+        return event.task
+    if isinstance(event, V1MessagePayload):
+        if event.message.taskId != remote_task_id:
+            raise PeerProtocolError("a stream event for another task")
         return task  # nothing of the task changes
-    artifact = event.artifact
+    if isinstance(event, V1StatusUpdatePayload):
+        if event.statusUpdate.taskId != remote_task_id:
+            raise PeerProtocolError("a stream event for another task")
+        return task.model_copy(update={"status": event.statusUpdate.status})
+    update = event.artifactUpdate
+    if update.taskId != remote_task_id:
+        raise PeerProtocolError("a stream event for another task")
+    artifact = update.artifact
     artifacts = list(task.artifacts or [])
     for index, existing in enumerate(artifacts):
         if existing.artifactId == artifact.artifactId:
-            if event.append:
+            if update.append:
                 artifact = _appended(existing, artifact)
             artifacts[index] = artifact
             break
@@ -66,11 +72,11 @@ def apply_event(task: Task, event: StreamEvent, remote_task_id: str) -> Task:
     return task.model_copy(update={"artifacts": artifacts})
 
 
-def _appended(existing: Artifact, chunk: Artifact) -> Artifact:
+def _appended(existing: V1Artifact, chunk: V1Artifact) -> V1Artifact:
     """`existing` with `chunk`'s parts after its own, validated (the spec bounds the parts
     of an artifact, and a stream may go on appending past it)."""
     try:
-        return Artifact.model_validate({
+        return V1Artifact.model_validate({
             **{name: value for name, value in existing if value is not None},
             "parts": [*existing.parts, *chunk.parts],
         })
@@ -105,8 +111,8 @@ async def follow_stream(
             stream, events = events, None  # a stream already open (message/stream) first
             if stream is None:
                 client = await delegator.record_client(record)
-                params = TasksResubscribeParams(method=TASKS_RESUBSCRIBE,
-                                                id=record.remote_task_id)
+                params = V1SubscribeToTaskParams(method=V1_SUBSCRIBE_TO_TASK,
+                                                 id=record.remote_task_id)
                 stream = stream_call(client, params, last)
             async with contextlib.aclosing(stream):
                 async for seq, event in stream:

@@ -1,7 +1,7 @@
 """This node's calls to a peer in A2A 1.0's gRPC binding: each 1.0 call as its RPC.
 
-The call is built as the same 1.0 params model the JSON-RPC 1.0 dialect sends
-(`dialects/outbound_v1.py`), whose method name is the RPC's (`SendMessage`, `GetTask`, ...);
+The call is built as the same 1.0 params model the JSON-RPC 1.0 dialect sends (the client
+builds every call so), whose method name is the RPC's (`SendMessage`, `GetTask`, ...);
 its document becomes the request message by the protobuf JSON mapping, and the response
 message's document is the result, exactly what a 1.0 JSON-RPC peer answers, so the client
 reads it back as it does theirs. The channel goes to the dialect's target
@@ -44,7 +44,7 @@ from synthorg.delegation.errors import (
     RequestInvalid,
 )
 from synthorg.delegation.rest_binding import BY_REASON
-from synthorg.dialects.outbound_v1 import V1OutboundParams
+from synthorg.dialects.outbound_v03 import OutboundParams
 from synthorg.generated import constants
 from synthorg.generated.constants import INTERNAL_ERROR, INVALID_REQUEST, RpcErrorSpec
 from synthorg.generated.grpc import a2a_pb2
@@ -122,7 +122,7 @@ def _metadata(call: GrpcCall) -> tuple[tuple[str, str], ...]:
     return tuple((name.lower(), value) for name, value in trace_headers(dict(call.headers)).items())
 
 
-def _request(params: V1OutboundParams) -> tuple[MethodDescriptor, Message]:
+def _request(params: OutboundParams) -> tuple[MethodDescriptor, Message]:
     """The RPC a 1.0 call is, and its request message (the params' document, as the JSON
     mapping reads it)."""
     method = SERVICE.methods_by_name[method_of(params)]
@@ -154,7 +154,7 @@ def _serialize(message: Message) -> bytes:
     return message.SerializeToString()
 
 
-async def unary(call: GrpcCall, params: V1OutboundParams) -> Any:
+async def unary(call: GrpcCall, params: OutboundParams) -> Any:
     """One unary call, with retries: the response's document (its JSON mapping)."""
     method, request = _request(params)
     problem = "no attempt made"
@@ -189,7 +189,7 @@ def _transient(call: GrpcCall, exc: grpc.aio.AioRpcError) -> tuple[float | None,
     raise error_of(call, exc) from None
 
 
-async def stream(call: GrpcCall, params: V1OutboundParams) -> AsyncGenerator[Any, None]:
+async def stream(call: GrpcCall, params: OutboundParams) -> AsyncGenerator[Any, None]:
     """A server-streaming call: each response's document, until the peer ends the stream.
     Not retried: the follower resubscribes after a stream that broke."""
     method, request = _request(params)

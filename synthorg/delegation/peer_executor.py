@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import time
 import uuid
-from typing import cast
 
 from synthorg.delegation.delegator import (
     PUSHED_POLL,
@@ -25,15 +24,15 @@ from synthorg.delegation.delegator import (
 from synthorg.delegation.errors import PeerError, PeerMisconfigured, PeerRpcError
 from synthorg.delegation.following import StreamGaveUp, follow_stream
 from synthorg.delegation.sse_client import Events
-from synthorg.dialects.objects import STREAM_END_STATES, artifact_v1, message_from_v1, state_v1
 from synthorg.generated.constants import (
-    STATE_AUTH_REQUIRED,
-    STATE_INPUT_REQUIRED,
     TASK_NOT_CANCELABLE,
+    TASK_STATE_AUTH_REQUIRED,
     TASK_STATE_FAILED,
+    TASK_STATE_INPUT_REQUIRED,
     V1_ROLE_USER,
+    V1_TERMINAL_STATES,
 )
-from synthorg.generated.models import Artifact, Task, TextPart, V1Message, V1Task, V1TaskState
+from synthorg.generated.models import V1Artifact, V1Message, V1Task, V1TextPart
 from synthorg.store.delegations import Delegation
 from synthorg.tasks.executors import Outcome, Progress
 from synthorg.tasks.hops import VISITED_KEY, visited_nodes
@@ -41,9 +40,9 @@ from synthorg.tasks.hops import VISITED_KEY, visited_nodes
 FIRST_POLL, MAX_POLL = 0.2, 5.0  # seconds between polls of a downstream task that works
 MAX_POLL_FAILURES = 30  # consecutive failed polls before the task is failed here
 # A downstream task in one of these takes a follow-up; in any other it has had ours already.
-WAITING_STATES = frozenset({STATE_INPUT_REQUIRED, STATE_AUTH_REQUIRED})
-# The delegation records keep 0.3 tasks, so their states (and STREAM_END_STATES, from
-# dialects.objects) are 0.3's names; the core's task and the agent interface are 1.0's.
+WAITING_STATES = frozenset({TASK_STATE_INPUT_REQUIRED, TASK_STATE_AUTH_REQUIRED})
+# A downstream task in one of these is followed no further: it ended, or waits for input.
+STREAM_END_STATES = V1_TERMINAL_STATES | WAITING_STATES
 _FORWARDED = uuid.UUID("9c1f3a52-7d4e-4b8a-a6f0-2e5d8c7b1a90")  # namespace of onward ids
 
 
@@ -51,17 +50,17 @@ def forwarded_message_id(task_id: str, message_id: str) -> str:
     return str(uuid.uuid5(_FORWARDED, f"{task_id}\n{message_id}"))
 
 
-def _status_text(task: Task) -> str | None:
+def _status_text(task: V1Task) -> str | None:
     message = task.status.message
     if message is None:
         return None
-    texts = [part.text for part in message.parts if isinstance(part, TextPart)]
+    texts = [part.text for part in message.parts if isinstance(part, V1TextPart)]
     return "\n".join(texts) or None
 
 
 class PeerExecutor:
-    """The agent's side is A2A 1.0 (the core's objects); the peer is called and read in the
-    delegation client's 0.3 objects, converted here where they cross."""
+    """Forwards a task to a peer: the core's objects and the delegation's are both A2A 1.0's,
+    handed across as they come."""
 
     pure = False  # it calls a peer
 
@@ -81,7 +80,7 @@ class PeerExecutor:
 
     async def run(self, task: V1Task, message: V1Message, progress: Progress) -> Outcome:
         metadata = {VISITED_KEY: [*visited_nodes(message), self._node_name or "?"]}
-        parts = message_from_v1(message).parts
+        parts = message.parts
         onward_id = forwarded_message_id(task.id, message.messageId)
         try:
             existing = await self._delegator.store.by_origin(task.id)
@@ -191,8 +190,8 @@ class PeerExecutor:
         while True:
             await relay.record(record)
             if record.state in STREAM_END_STATES:
-                state = cast(V1TaskState, state_v1(record.task.status.state))
-                return Outcome(state, message_text=_status_text(record.task))
+                return Outcome(record.task.status.state,
+                               message_text=_status_text(record.task))
             await asyncio.sleep(delay)
             delay = min(delay * 2, PUSHED_READ if pushed else MAX_POLL)
             if pushed and time.monotonic() - last_poll < PUSHED_POLL:
@@ -260,14 +259,14 @@ class _Relay:
             self._said = text
 
 
-async def _relay(artifact: Artifact, relayed: dict[str, int], progress: Progress) -> None:
+async def _relay(artifact: V1Artifact, relayed: dict[str, int], progress: Progress) -> None:
     """Report what is new of a downstream artifact: all of it, or the parts added since."""
     done = relayed.get(artifact.artifactId)
     if done is None:
-        await progress.artifact(artifact_v1(artifact))
+        await progress.artifact(artifact)
     elif len(artifact.parts) > done:
         grown = artifact.model_copy(update={"parts": artifact.parts[done:]})
-        await progress.artifact(artifact_v1(grown), append=True)
+        await progress.artifact(grown, append=True)
     else:
         return
     relayed[artifact.artifactId] = len(artifact.parts)

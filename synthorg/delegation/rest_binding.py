@@ -1,7 +1,7 @@
 """This node's calls to a peer in A2A 1.0's HTTP+JSON binding: each 1.0 call as its route.
 
-The call is built as the same 1.0 params model the JSON-RPC 1.0 dialect sends
-(`dialects/outbound_v1.py`); here it becomes the proto's HTTP annotation: the route's path, its
+The call is built as the same 1.0 params model the JSON-RPC 1.0 dialect sends (the client
+builds every call so); here it becomes the proto's HTTP annotation: the route's path, its
 path members filled in, and the rest in the body (`body: "*"`, POST) or the query (GET). The
 routes are the spec's own (`GATEWAY_REST_*`), taken relative to the binding's base, which is
 the peer's interface URL. An answer is the result itself; a refusal is an HTTP status with
@@ -15,7 +15,7 @@ import posixpath
 from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode
 
-from synthorg.dialects.outbound_v1 import OutboundParams, V1OutboundParams
+from synthorg.dialects.outbound_v03 import OutboundParams, V03OutboundParams
 from synthorg.generated import constants
 from synthorg.generated.constants import (
     GATEWAY_REST_CANCEL_TASK,
@@ -76,9 +76,9 @@ class RestCall(NamedTuple):
     body: bytes | None
 
 
-def rest_call(base: str, params: OutboundParams | V1OutboundParams) -> RestCall:
+def rest_call(base: str, params: OutboundParams | V03OutboundParams) -> RestCall:
     """The HTTP request that makes a 1.0 call at a binding whose base URL is `base` (a 0.3
-    call has no route: the client maps every call to 1.0 first)."""
+    call has no route: the client sends a call in 1.0 as it is built)."""
     op = ROUTES[method_of(params)]
     fields: dict[str, Any] = params.model_dump(mode="json", by_alias=True, exclude_none=True,
                                                exclude={"method"})

@@ -32,14 +32,19 @@ from synthorg.generated.constants import (
     MEDIA_TYPE_APPLICATION_JSON,
     MEDIA_TYPE_TEXT_EVENT_STREAM,
 )
-from synthorg.generated.models import MessageStreamParams, StreamEvent, TasksResubscribeParams
+from synthorg.generated.models import (
+    StreamEvent,
+    V1SendStreamingMessageParams,
+    V1StreamResponse,
+    V1SubscribeToTaskParams,
+)
 from synthorg.observability.outbound import outbound_call, trace_headers
 from synthorg.tls.outbound import PinMismatch
 
 EVENT_STREAM = MEDIA_TYPE_TEXT_EVENT_STREAM
 STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is dead
-# (sequence number, event) per event; a 1.0 peer's events read back as the 0.3 ones
-Events = AsyncGenerator[tuple[int | None, StreamEvent], None]
+# (sequence number, event) per event, as 1.0's StreamResponse whatever the peer's dialect
+Events = AsyncGenerator[tuple[int | None, V1StreamResponse], None]
 _EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
@@ -82,8 +87,9 @@ async def sse_events(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncItera
             raise StreamTooLarge(f"a line longer than {max_bytes} bytes")
 
 
-def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> StreamEvent:
-    """One event's result as the 0.3 event model (a 1.0 StreamResponse mapped first);
+def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> V1StreamResponse:
+    """One event's result as the 1.0 StreamResponse, validated as the 0.3 event model (a
+    1.0 peer's read through its 0.3 form, which keeps the members this node knows);
     PeerProtocolError for what is not a valid event."""
     if speaks_v1:
         try:
@@ -93,7 +99,7 @@ def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> StreamEv
                 f"{peer}: a stream event that is not a StreamResponse"
             ) from None
     try:
-        return _EVENT.validate_python(result)
+        return objects.stream_response_v1(_EVENT.validate_python(result))
     except ValidationError as exc:
         raise PeerProtocolError(
             f"{peer}: a stream event that is not valid ({exc.error_count()} problems)"
@@ -118,7 +124,7 @@ def _sequence(event_id: str | None) -> int | None:
 
 async def stream_call(
     client: A2AClient,
-    params: MessageStreamParams | TasksResubscribeParams,
+    params: V1SendStreamingMessageParams | V1SubscribeToTaskParams,
     last_event_id: int | None = None,
 ) -> Events:
     """One streaming JSON-RPC call: (sequence number, event) per event, until the peer
@@ -126,7 +132,7 @@ async def stream_call(
     PeerProtocolError for an event that is not a valid one, PeerUnavailable when the peer
     cannot be reached or the connection drops."""
     name = client.record.name
-    spoken = client.spoken(params)  # the same call in 1.0 for a 1.0 peer
+    spoken = client.spoken(params)  # the same call in 0.3 for a 0.3 peer
     method = jsonrpc.method_of(spoken)
     if client.binding == GRPC:
         # A gRPC stream has no event ids: a resubscription starts from the task as it is.

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from synthorg.dialects.objects import state_v03, task_v1
 from synthorg.generated.models import Task
 from synthorg.http.numbers import ascii_int
 from synthorg.names import canonical_peer_name
@@ -198,10 +199,11 @@ class PushReceiver:
             delegation = await self._delegations.by_remote(peer, task.id)
         if delegation is not None:
             # a replayed or late push cannot move the record back: the store keeps the newer
-            updated = await self._delegations.update(delegation.id, task)
+            # (pushes carry the 0.3 Task; the record keeps the 1.0 one)
+            updated = await self._delegations.update(delegation.id, task_v1(task))
         emit(events.PUSH_RECEIVED, peer_name=peer, delivery_id=delivery_id, task_id=task.id,
              state=task.status.state, delegation_id=updated.id if updated else None,
-             delegation_state=updated.state if updated else None)
+             delegation_state=state_v03(updated.state) if updated else None)
 
     def _refused(
         self, status: int, reason: str, peer: str, delivery_id: str | None = None

@@ -31,7 +31,7 @@ from synthorg.generated.models import (
 from synthorg.store.tasks import RESTART_MESSAGE, StoredTask
 
 
-def _text(document: Any) -> str:
+def text(document: Any) -> str:
     # pydantic's serializer: compact, UTF-8 kept, and several times json.dumps's speed.
     return to_json(document).decode()
 
@@ -76,7 +76,7 @@ def task_row_v1(body: str, state: str) -> tuple[str, str] | None:
     valid = task.__pydantic_serializer__.to_python(
         task, mode="json", by_alias=True, exclude_none=True
     )
-    return _text(task_v1_json(valid)), state_v1(state_v03(state))
+    return text(task_v1_json(valid)), state_v1(state_v03(state))
 
 
 def event_row_v1(body: str) -> str | None:
@@ -84,7 +84,7 @@ def event_row_v1(body: str) -> str | None:
     document = json.loads(body)
     if "kind" not in document:
         return None
-    return _text(event_v1_json(document))
+    return text(event_v1_json(document))
 
 
 class TaskCache:

@@ -27,7 +27,7 @@ from synthorg.admin.token import TOKEN_FILENAME
 from synthorg.cli.settings_cmd import CA_FILE_ENV
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.errors import PIN_MISMATCH, PeerUnavailable
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.push.signing import push_credential, signature
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
@@ -39,7 +39,7 @@ from tests.support.node import cli
 
 AUTH_FAILED = "a2a.inbound.auth_failed"
 TIMEOUT = 10.0
-TEXT = [TextPart(kind="text", text="hello")]
+TEXT = [V1TextPart(text="hello")]
 
 
 class TlsNode(FedNode):
@@ -172,12 +172,12 @@ def test_a_pooled_connection_is_not_used_once_the_peers_pin_changes(
         try:
             catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["node-b"])
             record = await delegator.delegate("node-b", TEXT, agent_id="echo")
-            assert (await delegator.refresh(record.id)).state == "completed"  # pooled
+            assert (await delegator.refresh(record.id)).state == "TASK_STATE_COMPLETED"  # pooled
             catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["other"])
             with pytest.raises(PeerUnavailable, match=PIN_MISMATCH):
                 await delegator.refresh(record.id)
             catalog.put("node-b", mtls.b.url, "mtls", mtls.pins["node-b"])
-            assert (await delegator.refresh(record.id)).state == "completed"
+            assert (await delegator.refresh(record.id)).state == "TASK_STATE_COMPLETED"
         finally:
             await delegator.pool.aclose()
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from synthorg.delegation.delegator import Delegator
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import open_database
 from synthorg.store.sqlite.delegations import SqliteDelegationStore
 from tests.federation.harness import FedNode, running
 
-TEXT = [TextPart(kind="text", text="hello")]
+TEXT = [V1TextPart(text="hello")]
 
 
 class Relay:
@@ -83,7 +83,7 @@ async def _calls(data_dir: Path, node_b: tuple[FedNode, str], pooled: bool) -> i
             record = await delegator.delegate("node-b", TEXT, agent_id="echo")
             for _ in range(3):
                 record = await delegator.refresh(record.id)
-            assert record.state == "completed"
+            assert record.state == "TASK_STATE_COMPLETED"
             await delegator.pool.aclose()  # before the relay stops: it waits for its clients
             return relay.accepted - read_card
     finally:

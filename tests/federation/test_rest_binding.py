@@ -21,8 +21,8 @@ from synthorg.delegation.client import A2AClient
 from synthorg.delegation.rest_binding import default_rest_url
 from synthorg.delegation.sse_client import stream_call
 from synthorg.dialects.outbound import PeerDialect
-from synthorg.generated.constants import TASKS_RESUBSCRIBE
-from synthorg.generated.models import TasksResubscribeParams
+from synthorg.generated.constants import V1_SUBSCRIBE_TO_TASK
+from synthorg.generated.models import V1StatusUpdatePayload, V1SubscribeToTaskParams
 from synthorg.store.catalog import PeerRecord
 from tests.federation.harness import FedNode, Pair, artifact_texts, linked_pair
 
@@ -138,7 +138,7 @@ def test_a_dropped_stream_resumes_after_the_last_event_it_read(
     peer = PeerRecord("node-b", b.url, "api_key", nodes.secret, now, now)
     client = A2AClient(peer, "node-a", lambda: 30.0,
                        dialect=PeerDialect("1.0", default_rest_url(b.url), REST))
-    params = TasksResubscribeParams(method=TASKS_RESUBSCRIBE, id=record["remote_task_id"])
+    params = V1SubscribeToTaskParams(method=V1_SUBSCRIBE_TO_TASK, id=record["remote_task_id"])
 
     async def read(last: int | None, count: int | None) -> list[tuple[int | None, Any]]:
         read: list[tuple[int | None, Any]] = []
@@ -158,4 +158,6 @@ def test_a_dropped_stream_resumes_after_the_last_event_it_read(
     assert seqs and all(seq is not None and seq > last for seq in seqs), (last, seqs)
     assert seqs == sorted(seqs)
     final = rest[-1][1]
-    assert final.status.state == "completed" and final.final is True
+    # read as 1.0's StreamResponse: the stream ends at the final status
+    assert isinstance(final, V1StatusUpdatePayload)
+    assert final.statusUpdate.status.state == "TASK_STATE_COMPLETED"

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from synthorg.dialects.objects import task_v1
 from synthorg.generated.models import Task
 from synthorg.push.signing import push_credential, signature
 from synthorg.store.delegations import Delegation
@@ -159,8 +160,8 @@ def test_no_push_moves_a_delegation_back_from_final_or_back_in_time(tmp_path: Pa
     stamp = "2030-01-01T00:00:00.000Z"
     try:
         asyncio.run(stores.delegations.add(Delegation(
-            "d-followed", SENDER, "t-followed", "c-1", "m-1", "submitted", None,
-            Task.model_validate_json(_at("submitted", 1)), stamp, stamp)))
+            "d-followed", SENDER, "t-followed", "c-1", "m-1", "TASK_STATE_SUBMITTED", None,
+            task_v1(Task.model_validate_json(_at("submitted", 1))), stamp, stamp)))
     finally:
         stores.close()
     with LiveNode(tmp_path, RECEIVER_CONFIG) as node:
@@ -185,9 +186,10 @@ def delegated(data_dir: Path, remote_task_id: str) -> None:
     stores = SqliteStores(data_dir)
     try:
         asyncio.run(stores.delegations.add(Delegation(
-            f"d-{remote_task_id}", SENDER, remote_task_id, "c-1", "m-1", "submitted", None,
-            Task.model_validate({"kind": "task", "id": remote_task_id, "contextId": "c-1",
-                                 "status": {"state": "submitted", "timestamp": stamp}}),
+            f"d-{remote_task_id}", SENDER, remote_task_id, "c-1", "m-1", "TASK_STATE_SUBMITTED",
+            None, task_v1(Task.model_validate({
+                "kind": "task", "id": remote_task_id, "contextId": "c-1",
+                "status": {"state": "submitted", "timestamp": stamp}})),
             stamp, stamp)))
     finally:
         stores.close()

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from synthorg.delegation.client import A2AClient, RetryPolicy
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.store.catalog import PeerRecord
 from tests.integration.conftest import AGENTS_YAML, api_key_headers, peer_client
 from tests.integration.helpers import call
@@ -165,9 +165,9 @@ def test_our_client_waits_as_the_limiting_node_says(node: LiveNode) -> None:
         client = A2AClient(record, CLIENT, lambda: 30.0, retry=RetryPolicy(attempts=3),
                            sleep=sleep)
         for calls in range(1, 3 * BURST + 1):
-            task = await client.send_message([TextPart(kind="text", text="hi")],
+            task = await client.send_message([V1TextPart(text="hi")],
                                              agent_id="echo")
-            assert task.status.state == "completed"
+            assert task.status.state == "TASK_STATE_COMPLETED"
             if waits:
                 return calls
         return 0

@@ -5,8 +5,9 @@ The fixture (tests/fixtures/release-3.4, made by tests/fixtures/make_release_dat
 release) holds a SQLite data dir, a PostgreSQL dump and the answers that release gave:
 tasks/get and GetTask for every task, and the replay of each task's logged events by
 tasks/resubscribe and SubscribeToTask from the start. A node of this release starts on a copy,
-migrates it (schema 12 to 13: every task and event to A2A 1.0), and must give the same answers;
-its rows are then in 1.0's form, and a second start migrates nothing.
+migrates it (schema 12 to 14: every task and event to A2A 1.0, and the delegation records, of
+which it holds none: tests/unit/test_store_migration_v14.py converts those), and must give the
+same answers; its rows are then in 1.0's form, and a second start migrates nothing.
 """
 
 from __future__ import annotations
@@ -96,11 +97,11 @@ def test_a_sqlite_data_dir_of_3_4_upgrades_and_reads_back_the_same(
 ) -> None:
     answers = expected("sqlite")
     before = schema(sqlite_data_dir)
-    assert (before["version"], before["latest"], before["pending"]) == (12, 13, ["13"])
+    assert (before["version"], before["latest"], before["pending"]) == (12, 14, ["13", "14"])
     with LiveNode(sqlite_data_dir) as node:
         assert_reads_back(node, answers)
     after = schema(sqlite_data_dir)
-    assert (after["version"], after["pending"]) == (13, [])
+    assert (after["version"], after["pending"]) == (14, [])
     assert_rows_in_1_0(*sqlite_rows(sqlite_data_dir), answers)
     rows = sqlite_rows(sqlite_data_dir)
     with LiveNode(sqlite_data_dir) as node:  # a second start: nothing to migrate
@@ -110,7 +111,7 @@ def test_a_sqlite_data_dir_of_3_4_upgrades_and_reads_back_the_same(
 
 def test_db_migrate_upgrades_a_sqlite_data_dir_of_3_4(sqlite_data_dir: Path) -> None:
     migrated = json.loads(cli(sqlite_data_dir, "db", "migrate", "--json").stdout)
-    assert (migrated["from"], migrated["version"], migrated["pending"]) == (12, 13, [])
+    assert (migrated["from"], migrated["version"], migrated["pending"]) == (12, 14, [])
     answers = expected("sqlite")
     assert_rows_in_1_0(*sqlite_rows(sqlite_data_dir), answers)
     with LiveNode(sqlite_data_dir) as node:
@@ -161,10 +162,10 @@ def test_a_postgres_store_of_3_4_upgrades_and_reads_back_the_same(
     url = env["SYNTHORG_DATABASE_URL"]
     answers = expected("postgres")
     before = schema(data_dir, env)
-    assert (before["version"], before["latest"]) == (12, 13)
-    assert [p.split(":")[0] for p in before["pending"]] == ["13"]
+    assert (before["version"], before["latest"]) == (12, 14)
+    assert [p.split(":")[0] for p in before["pending"]] == ["13", "14"]
     with LiveNode(data_dir, env=env) as node:
-        node.wait_for_event("store.migrated", from_version=12, to_version=13)
+        node.wait_for_event("store.migrated", from_version=12, to_version=14)
         assert_reads_back(node, answers)
     rows = asyncio.run(_pg_rows(url))
     assert_rows_in_1_0(*rows, answers)
@@ -173,4 +174,4 @@ def test_a_postgres_store_of_3_4_upgrades_and_reads_back_the_same(
         assert not node.events("store.migrated")
     assert asyncio.run(_pg_rows(url)) == rows
     after = schema(data_dir, env)
-    assert (after["version"], after["pending"]) == (13, [])
+    assert (after["version"], after["pending"]) == (14, [])

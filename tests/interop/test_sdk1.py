@@ -28,7 +28,7 @@ import pytest
 from synthorg.clock import utc_now
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.errors import PeerRpcError
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
@@ -139,7 +139,7 @@ def test_the_1_x_client_sends_gets_lists_and_cancels(node: NodeProcess, binding:
 # -- our Delegator calling the 1.x server -------------------------------------------------------
 
 NODE, NODE_KEY = "node-a", "sdk1-server-link-secret-3f8d"
-TEXT = [TextPart(kind="text", text="hello from synthorg")]
+TEXT = [V1TextPart(text="hello from synthorg")]
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,7 @@ def test_we_call_the_1_x_server_in_1_0(db: Database, tmp_path: Path, sdk1_server
     client = asyncio.run(ours.peer_client("sdk1"))
     assert client.speaks_v1 and client.rpc_url == sdk1_server + "/api/v1/a2a/"
     done = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="echo"))
-    assert done.state == "completed"
+    assert done.state == "TASK_STATE_COMPLETED"
     assert done.task.artifacts and done.task.artifacts[0].parts[0] == TEXT[0]
 
 
@@ -177,9 +177,9 @@ def test_follow_and_cancel_a_parked_1_x_task(
 ) -> None:
     ours = delegator(db, tmp_path, sdk1_server)
     record = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="parker"))
-    assert record.state == "input-required"
-    assert asyncio.run(ours.refresh(record.id)).state == "input-required"
-    assert asyncio.run(ours.cancel(record.id)).state == "canceled"
+    assert record.state == "TASK_STATE_INPUT_REQUIRED"
+    assert asyncio.run(ours.refresh(record.id)).state == "TASK_STATE_INPUT_REQUIRED"
+    assert asyncio.run(ours.cancel(record.id)).state == "TASK_STATE_CANCELED"
 
 
 def test_1_x_errors_surface_and_message_answers_complete(
@@ -192,9 +192,9 @@ def test_1_x_errors_surface_and_message_answers_complete(
     assert missing.value.code == -32001
     # A {message} answer stands for a task completed with it, as a 0.3 Message answer does.
     answered = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="chatty"))
-    assert answered.state == "completed"
+    assert answered.state == "TASK_STATE_COMPLETED"
     assert answered.task.status.message is not None
-    assert answered.task.status.message.parts == [TextPart(kind="text", text="just a message")]
+    assert answered.task.status.message.parts == [V1TextPart(text="just a message")]
     wrong = delegator(db, tmp_path, sdk1_server, key="wrong")
     with pytest.raises(PeerRpcError) as refused:
         asyncio.run(wrong.delegate("sdk1", TEXT))

@@ -18,7 +18,7 @@ import pytest
 from synthorg.delegation.delegator import SETTLED, Delegator
 from synthorg.delegation.errors import PeerRpcError
 from synthorg.delegation.following import follow_stream
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.store.delegations import Delegation
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
@@ -30,7 +30,7 @@ from tests.support.sdk1 import Sdk1Server, needs_sdk1, sdk1_server
 pytestmark = needs_sdk1
 
 NODE, NODE_KEY = "node-a", "sdk1-rest-link-secret-8a2c"
-TEXT = [TextPart(kind="text", text="hello in one binding")]
+TEXT = [V1TextPart(text="hello in one binding")]
 REST, GRPC = "HTTP+JSON", "GRPC"
 
 
@@ -69,9 +69,9 @@ def test_the_card_picks_its_binding_and_a_delegation_completes(
     client = asyncio.run(ours.peer_client("sdk1"))
     assert client.binding == peer.binding and client.rpc_url == where(peer)
     done = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="echo"))
-    assert done.state == "completed" and done.binding == peer.binding
+    assert done.state == "TASK_STATE_COMPLETED" and done.binding == peer.binding
     assert done.task.artifacts and done.task.artifacts[0].parts[0] == TEXT[0]
-    assert asyncio.run(ours.refresh(done.id)).state == "completed"
+    assert asyncio.run(ours.refresh(done.id)).state == "TASK_STATE_COMPLETED"
 
 
 def test_a_parked_task_is_followed_and_canceled(
@@ -79,9 +79,9 @@ def test_a_parked_task_is_followed_and_canceled(
 ) -> None:
     ours = delegator(db, tmp_path, peer.url)
     record = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="parker"))
-    assert record.state == "input-required"
-    assert asyncio.run(ours.refresh(record.id)).state == "input-required"
-    assert asyncio.run(ours.cancel(record.id)).state == "canceled"
+    assert record.state == "TASK_STATE_INPUT_REQUIRED"
+    assert asyncio.run(ours.refresh(record.id)).state == "TASK_STATE_INPUT_REQUIRED"
+    assert asyncio.run(ours.cancel(record.id)).state == "TASK_STATE_CANCELED"
 
 
 def test_a_delegation_streams(db: Database, tmp_path: Path, peer: Sdk1Server) -> None:
@@ -98,7 +98,7 @@ def test_a_delegation_streams(db: Database, tmp_path: Path, peer: Sdk1Server) ->
         return await follow_stream(ours, record, SETTLED, nothing, events=events, last=last)
 
     done = asyncio.run(streamed())
-    assert done.state == "completed"
+    assert done.state == "TASK_STATE_COMPLETED"
     assert done.task.artifacts and done.task.artifacts[0].parts[0] == TEXT[0]
 
 
@@ -111,7 +111,7 @@ def test_its_refusals_read_as_the_errors_they_stand_for(
         asyncio.run(client.get_task("no-such-task"))
     assert missing.value.code == -32001 and missing.value.http_status == 404
     answered = asyncio.run(ours.delegate("sdk1", TEXT, agent_id="chatty"))
-    assert answered.state == "completed"
+    assert answered.state == "TASK_STATE_COMPLETED"
     wrong = delegator(db, tmp_path, peer.url, key="wrong")
     with pytest.raises(PeerRpcError) as refused:
         asyncio.run(wrong.delegate("sdk1", TEXT))

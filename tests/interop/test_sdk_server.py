@@ -15,7 +15,7 @@ import pytest
 
 from synthorg.delegation.delegator import Delegator
 from synthorg.delegation.errors import PeerRpcError
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
 from synthorg.store.sqlite.database import Database, open_database
@@ -28,7 +28,7 @@ pytest.importorskip(
 from tests.interop.sdk_peer import SdkPeer
 
 NODE, KEY = "node-a", "sdk-server-link-secret-71c2"
-TEXT = [TextPart(kind="text", text="hello from synthorg")]
+TEXT = [V1TextPart(text="hello from synthorg")]
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +55,12 @@ def delegator(db: Database, tmp_path: Path, peer: SdkPeer, key: str = KEY) -> De
 def test_delegate_to_the_sdk_echo_agent(db: Database, tmp_path: Path, sdk_peer: SdkPeer) -> None:
     ours = delegator(db, tmp_path, sdk_peer)
     record = asyncio.run(ours.delegate("sdk-peer", TEXT, agent_id="echo"))
-    assert record.state == "completed"
+    assert record.state == "TASK_STATE_COMPLETED"
     texts = [p.text for a in record.task.artifacts or [] for p in a.parts
-             if isinstance(p, TextPart)]
+             if isinstance(p, V1TextPart)]
     assert texts == ["hello from synthorg"]
     refreshed = asyncio.run(ours.refresh(record.id))
-    assert refreshed.state == "completed" and refreshed.task.id == record.remote_task_id
+    assert refreshed.state == "TASK_STATE_COMPLETED" and refreshed.task.id == record.remote_task_id
     # The middleware saw our peer headers.
     assert sdk_peer.gate.seen[-1]["x-a2a-peer-name"] == NODE
     assert sdk_peer.gate.seen[-1]["x-api-key"] == KEY
@@ -71,11 +71,11 @@ def test_follow_and_cancel_a_parked_sdk_task(
 ) -> None:
     ours = delegator(db, tmp_path, sdk_peer)
     record = asyncio.run(ours.delegate("sdk-peer", TEXT, agent_id="parker"))
-    assert record.state == "input-required"
-    assert asyncio.run(ours.follow(record.id, 5.0)).state == "input-required"
+    assert record.state == "TASK_STATE_INPUT_REQUIRED"
+    assert asyncio.run(ours.follow(record.id, 5.0)).state == "TASK_STATE_INPUT_REQUIRED"
     canceled = asyncio.run(ours.cancel(record.id))
-    assert canceled.state == "canceled"
-    assert asyncio.run(ours.refresh(record.id)).state == "canceled"
+    assert canceled.state == "TASK_STATE_CANCELED"
+    assert asyncio.run(ours.refresh(record.id)).state == "TASK_STATE_CANCELED"
 
 
 def test_sdk_errors_surface_with_their_codes(
@@ -108,8 +108,8 @@ def test_a_message_answer_to_message_send_stands_for_a_completed_task(
     Our client records it as a task completed with that message."""
     ours = delegator(db, tmp_path, sdk_peer)
     record = asyncio.run(ours.delegate("sdk-peer", TEXT, agent_id="chatty"))
-    assert record.state == "completed"
+    assert record.state == "TASK_STATE_COMPLETED"
     reply = record.task.status.message
-    assert reply is not None and reply.role == "agent"
-    assert reply.parts == [TextPart(kind="text", text="just a message")]
+    assert reply is not None and reply.role == "ROLE_AGENT"
+    assert reply.parts == [V1TextPart(text="just a message")]
     assert [r.id for r in asyncio.run(ours.store.recent())] == [record.id]

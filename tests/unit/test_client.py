@@ -12,12 +12,12 @@ import pytest
 
 from synthorg.delegation.client import A2AClient, RetryPolicy
 from synthorg.delegation.errors import PeerProtocolError, PeerRpcError, PeerUnavailable
-from synthorg.generated.models import TextPart
+from synthorg.generated.models import V1TextPart
 from synthorg.store.catalog import PeerRecord
 from tests.support.scripted_server import Answer, ScriptedServer
 
 SECRET = "s3cr3t-link-key"
-HI = TextPart(kind="text", text="hi")
+HI = V1TextPart(text="hi")
 
 
 def task_result(task_id: str = "t-1", state: str = "completed") -> dict[str, Any]:
@@ -65,7 +65,7 @@ def test_sends_peer_name_and_api_key_and_validates_task() -> None:
     with ScriptedServer() as server:
         server.script.append(Answer(body=task_result(), echo_id=True))
         task = asyncio.run(make_client(server.url, Clock()).get_task("t-1", history_length=2))
-    assert task.id == "t-1" and task.status.state == "completed"
+    assert task.id == "t-1" and task.status.state == "TASK_STATE_COMPLETED"
     request = server.received[0]
     assert request.path == "/api/v1/a2a/"
     assert request.headers["X-A2A-Peer-Name"] == "node-a"
@@ -197,7 +197,7 @@ def test_a_message_result_stands_for_a_completed_task() -> None:
         client = make_client(server.url, Clock())
         task = asyncio.run(client.send_message([HI]))
         again = asyncio.run(client.send_message([HI]))
-    assert task.status.state == "completed"
+    assert task.status.state == "TASK_STATE_COMPLETED"
     assert task.status.message is not None and task.status.message.messageId == "r-1"
     assert task.history == [task.status.message]
     assert again.id == task.id  # the same reply stands for the same task

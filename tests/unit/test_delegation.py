@@ -18,7 +18,8 @@ import pytest
 
 from synthorg.delegation.delegator import DelegationError, Delegator
 from synthorg.delegation.errors import PeerMisconfigured, PeerRpcError
-from synthorg.generated.models import Task, TextPart
+from synthorg.dialects.objects import state_v03, task_v1
+from synthorg.generated.models import Task, V1TextPart
 from synthorg.store.delegations import Delegation
 from synthorg.store.secretbox import SecretBox
 from synthorg.store.sqlite.catalog import SqliteCatalog
@@ -29,7 +30,7 @@ from tests.support.node import NodeProcess
 from tests.support.scripted_server import Answer, ScriptedServer
 
 SECRET = "delegation-link-secret-5c1e"
-TEXT = [TextPart(kind="text", text="hello")]
+TEXT = [V1TextPart(text="hello")]
 FAST = {"first_delay": 0.005, "max_delay": 0.02}
 
 
@@ -111,8 +112,8 @@ def test_delegate_records_the_remote_task(local: Local, peer: ScriptedServer) ->
     ))
     assert (record.peer, record.remote_task_id) == ("node-b", "remote-1")
     assert record.context_id == "ctx-1"
-    assert record.state == "working" and record.origin_task_id == "in-1"
-    assert record.task == Task.model_validate(task("working"))
+    assert record.state == "TASK_STATE_WORKING" and record.origin_task_id == "in-1"
+    assert record.task == task_v1(Task.model_validate(task("working")))
     assert asyncio.run(local.store.get(record.id)) == record
     assert asyncio.run(local.store.by_origin("in-1")) == record
     request = sent(peer, 0)
@@ -142,7 +143,7 @@ def test_refresh_and_cancel_update_the_record(local: Local, peer: ScriptedServer
     assert refreshed.created_at == record.created_at
     peer.script.append(result("canceled"))
     canceled = asyncio.run(local.delegator().cancel(record.id))
-    assert canceled.state == "canceled"
+    assert canceled.state == "TASK_STATE_CANCELED"
     assert asyncio.run(local.store.get(record.id)) == canceled
     assert [sent(peer, i)["method"] for i in range(3)] == [
         "message/send", "tasks/get", "tasks/cancel",
@@ -160,7 +161,7 @@ def test_records_are_visible_to_another_connection(local: Local, peer: ScriptedS
         seen = asyncio.run(SqliteDelegationStore(other).get(record.id))
     finally:
         other.close()
-    assert seen is not None and seen.state == "completed"
+    assert seen is not None and seen.state == "TASK_STATE_COMPLETED"
 
 
 def test_setup_errors_are_delegation_errors(local: Local, peer: ScriptedServer) -> None:
@@ -181,7 +182,7 @@ def follow(
 ) -> tuple[Delegation, list[str]]:
     seen: list[str] = []
     final = asyncio.run(local.delegator().follow(
-        record.id, timeout, lambda r: seen.append(r.state), **FAST
+        record.id, timeout, lambda r: seen.append(state_v03(r.state)), **FAST
     ))
     return final, seen
 
@@ -192,7 +193,7 @@ def test_follow_reports_changes_and_stops_at_input_required(
     record = started(local, peer, "submitted")
     peer.script.extend([result("working"), result("working"), result("input-required")])
     final, seen = follow(local, record)
-    assert final.state == "input-required"
+    assert final.state == "TASK_STATE_INPUT_REQUIRED"
     assert seen == ["submitted", "working", "input-required"]
     assert len(peer.received) == 4  # no poll after the task settled
     assert asyncio.run(local.store.get(record.id)) == final
@@ -203,7 +204,7 @@ def test_follow_stops_at_a_final_state(local: Local, peer: ScriptedServer, state
     record = started(local, peer)
     peer.script.extend([result("working"), result(state)])
     final, seen = follow(local, record)
-    assert final.state == state and seen == ["working", state]
+    assert state_v03(final.state) == state and seen == ["working", state]
     assert len(peer.received) == 3
 
 
@@ -220,7 +221,7 @@ def test_follow_times_out_cleanly(local: Local, peer: ScriptedServer) -> None:
     with pytest.raises(DelegationError, match=r"still working after 0\.2s; it goes on at the peer"):
         follow(local, record, timeout=0.2)
     kept = asyncio.run(local.store.get(record.id))
-    assert kept is not None and kept.state == "working"
+    assert kept is not None and kept.state == "TASK_STATE_WORKING"
 
 
 def test_a_peer_error_while_following_is_tolerated(local: Local, peer: ScriptedServer) -> None:
@@ -232,10 +233,10 @@ def test_a_peer_error_while_following_is_tolerated(local: Local, peer: ScriptedS
     ])
     troubles: list[str] = []
     final = asyncio.run(local.delegator().follow(
-        record.id, 10.0, lambda r: troubles.append(r.state),
+        record.id, 10.0, lambda r: troubles.append(state_v03(r.state)),
         on_trouble=lambda: troubles.append("trouble"), **FAST,
     ))
-    assert final.state == "completed"
+    assert final.state == "TASK_STATE_COMPLETED"
     # Each failed poll is reported as trouble, apart from the updates, then the change.
     assert troubles == ["working", "trouble", "trouble", "completed"]
 
@@ -250,7 +251,7 @@ def test_follow_reports_every_change_of_the_task_not_only_of_its_state(
     peer.script.extend([result("working"), result("working", **said), result("working", **said),
                         result("completed")])
     final, seen = follow(local, record)
-    assert final.state == "completed"
+    assert final.state == "TASK_STATE_COMPLETED"
     assert seen == ["working", "working", "completed"]  # the message, once; then the end
 
 
@@ -262,7 +263,7 @@ def test_a_peer_failing_until_the_deadline_ends_the_follow(
     with pytest.raises(DelegationError):
         follow(local, record, timeout=0.2)
     kept = asyncio.run(local.store.get(record.id))
-    assert kept is not None and kept.state == "working" and kept.task == record.task
+    assert kept is not None and kept.state == "TASK_STATE_WORKING" and kept.task == record.task
 
 
 def test_an_unreachable_peer_while_following_is_tolerated_until_the_deadline(
@@ -276,11 +277,12 @@ def test_an_unreachable_peer_while_following_is_tolerated_until_the_deadline(
     # The client retries the refused connection a few times; the follow then gives up at
     # its deadline, with the peer's error or the still-unfinished state.
     with pytest.raises(DelegationError, match=r"cannot connect|still working"):
-        asyncio.run(local.delegator().follow(record.id, 0.05, lambda r: seen.append(r.state),
-                                             on_trouble=lambda: seen.append("trouble")))
+        asyncio.run(local.delegator().follow(
+            record.id, 0.05, lambda r: seen.append(state_v03(r.state)),
+            on_trouble=lambda: seen.append("trouble")))
     assert seen[0] == "working" and set(seen[1:]) == {"trouble"} and len(seen) >= 2
     kept = asyncio.run(local.store.get(record.id))
-    assert kept is not None and kept.state == "working"
+    assert kept is not None and kept.state == "TASK_STATE_WORKING"
 
 
 # -- against a real node ---------------------------------------------------------------
@@ -309,8 +311,9 @@ def test_against_a_real_node_echo_completes_with_its_artifact(
     local.link(node_b.url)
     delegator = local.delegator()
     record = asyncio.run(delegator.delegate("node-b", TEXT, agent_id="echo"))
-    assert record.state == "completed"
-    assert record.task.artifacts and record.task.artifacts[0].parts == TEXT
+    assert record.state == "TASK_STATE_COMPLETED"
+    assert record.task.artifacts
+    assert [p.text for p in record.task.artifacts[0].parts] == ["hello"]  # type: ignore[union-attr]
     final = asyncio.run(delegator.follow(record.id, 5.0))
     assert final == record  # already final: nothing to poll
 
@@ -319,10 +322,10 @@ def test_against_a_real_node_parked_then_canceled(local: Local, node_b: NodeProc
     local.link(node_b.url)
     delegator = local.delegator()
     record = asyncio.run(delegator.delegate("node-b", TEXT, agent_id="parker"))
-    assert asyncio.run(delegator.follow(record.id, 5.0)).state == "input-required"
-    assert asyncio.run(delegator.refresh(record.id)).state == "input-required"
+    assert asyncio.run(delegator.follow(record.id, 5.0)).state == "TASK_STATE_INPUT_REQUIRED"
+    assert asyncio.run(delegator.refresh(record.id)).state == "TASK_STATE_INPUT_REQUIRED"
     canceled = asyncio.run(delegator.cancel(record.id))
-    assert canceled.state == "canceled"
+    assert canceled.state == "TASK_STATE_CANCELED"
     assert [r.id for r in asyncio.run(local.store.recent())] == [record.id]
     with pytest.raises(PeerRpcError) as caught:  # final at the peer now
         asyncio.run(delegator.cancel(record.id))

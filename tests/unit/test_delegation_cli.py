@@ -203,7 +203,7 @@ def test_peer_text_cannot_drive_the_terminal(data_dir: Path, peer: ScriptedServe
 
 
 def test_an_ambiguous_task_id_prefix_names_the_candidates(data_dir: Path) -> None:
-    from synthorg.generated.models import Task
+    from synthorg.generated.models import V1Task
     from synthorg.store.delegations import Delegation
     from synthorg.store.sqlite.delegations import SqliteDelegationStore
 
@@ -213,9 +213,10 @@ def test_an_ambiguous_task_id_prefix_names_the_candidates(data_dir: Path) -> Non
         for suffix in ("1111", "2222"):
             local_id = f"abcd{suffix}-0000-4000-8000-000000000000"
             asyncio.run(store.add(Delegation(
-                local_id, "node-b", f"remote-{suffix}", "ctx", f"m-{suffix}", "working", None,
-                Task.model_validate({"kind": "task", "id": f"remote-{suffix}",
-                                     "contextId": "ctx", "status": {"state": "working"}}),
+                local_id, "node-b", f"remote-{suffix}", "ctx", f"m-{suffix}",
+                "TASK_STATE_WORKING", None,
+                V1Task.model_validate({"id": f"remote-{suffix}", "contextId": "ctx",
+                                       "status": {"state": "TASK_STATE_WORKING"}}),
                 "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z")))
     finally:
         db.close()

@@ -13,14 +13,13 @@ from synthorg.cards.peer_card import read_peer_card
 from synthorg.delegation.client import build_message, send_params, stream_params
 from synthorg.delegation.errors import RequestInvalid
 from synthorg.dialects.outbound import PeerDialect, choose
-from synthorg.dialects.outbound_v1 import params_v1
+from synthorg.dialects.outbound_v03 import params_v03
 from synthorg.generated.models import (
-    PushNotificationConfig,
-    TasksCancelParams,
-    TasksGetParams,
-    TasksPushNotificationConfigSetParams,
-    TasksResubscribeParams,
-    TextPart,
+    V1CancelTaskParams,
+    V1CreateTaskPushNotificationConfigParams,
+    V1GetTaskParams,
+    V1SubscribeToTaskParams,
+    V1TextPart,
 )
 
 ENDPOINT = "http://127.0.0.1:8100"
@@ -79,7 +78,7 @@ def test_unreadable_interfaces_are_left_out_not_a_reason_to_refuse_the_card() ->
 
 # -- the calls themselves, as a 1.0 peer gets them ------------------------------------------
 
-MESSAGE = build_message([TextPart(kind="text", text="hi")], agent_id="echo", task_id="t-1",
+MESSAGE = build_message([V1TextPart(text="hi")], agent_id="echo", task_id="t-1",
                         context_id="c-1", message_id="m-1", metadata={"k": "v"})
 
 
@@ -88,7 +87,7 @@ def _wire(params: Any) -> dict[str, Any]:
 
 
 def test_message_send_in_1_0_is_send_message_with_return_immediately_for_non_blocking() -> None:
-    sent = _wire(params_v1(send_params(MESSAGE, blocking=False)))
+    sent = _wire(send_params(MESSAGE, blocking=False))
     assert sent["method"] == "SendMessage"
     assert sent["params"] == {
         "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}],
@@ -96,29 +95,54 @@ def test_message_send_in_1_0_is_send_message_with_return_immediately_for_non_blo
                     "metadata": {"k": "v", "agentId": "echo"}},
         "configuration": {"returnImmediately": True},
     }
-    blocking = _wire(params_v1(send_params(MESSAGE)))
+    blocking = _wire(send_params(MESSAGE))
     assert "configuration" not in blocking["params"]
-    assert _wire(params_v1(stream_params(MESSAGE)))["method"] == "SendStreamingMessage"
+    assert _wire(stream_params(MESSAGE))["method"] == "SendStreamingMessage"
+
+
+def test_message_send_in_0_3_is_message_send_with_blocking_false_for_non_blocking() -> None:
+    sent = _wire(params_v03(send_params(MESSAGE, blocking=False)))
+    assert sent["method"] == "message/send"
+    assert sent["params"] == {
+        "message": {"kind": "message", "messageId": "m-1", "role": "user",
+                    "parts": [{"kind": "text", "text": "hi"}], "taskId": "t-1",
+                    "contextId": "c-1", "metadata": {"k": "v", "agentId": "echo"}},
+        "configuration": {"blocking": False},
+    }
+    assert "configuration" not in _wire(params_v03(send_params(MESSAGE)))["params"]
+    assert _wire(params_v03(stream_params(MESSAGE)))["method"] == "message/stream"
+
+
+PUSH = V1CreateTaskPushNotificationConfigParams.model_validate({
+    "method": "CreateTaskPushNotificationConfig", "taskId": "t-1",
+    "url": "https://a.example/push", "id": "f", "token": "tok",
+    "authentication": {"scheme": "Bearer", "credentials": "tok"}})
 
 
 def test_task_calls_and_the_push_config_in_1_0() -> None:
-    get = _wire(params_v1(TasksGetParams(method="tasks/get", id="t-1", historyLength=0)))
+    get = _wire(V1GetTaskParams(method="GetTask", id="t-1", historyLength=0))
     assert (get["method"], get["params"]) == ("GetTask", {"id": "t-1", "historyLength": 0})
-    cancel = _wire(params_v1(TasksCancelParams(method="tasks/cancel", id="t-1")))
-    assert (cancel["method"], cancel["params"]) == ("CancelTask", {"id": "t-1"})
-    follow = _wire(params_v1(TasksResubscribeParams(method="tasks/resubscribe", id="t-1")))
-    assert (follow["method"], follow["params"]) == ("SubscribeToTask", {"id": "t-1"})
-    config = PushNotificationConfig.model_validate({
-        "url": "https://a.example/push", "id": "f", "token": "tok",
-        "authentication": {"schemes": ["Bearer"], "credentials": "tok"}})
-    push = _wire(params_v1(TasksPushNotificationConfigSetParams(
-        method="tasks/pushNotificationConfig/set", taskId="t-1", pushNotificationConfig=config)))
+    push = _wire(PUSH)
     assert push["method"] == "CreateTaskPushNotificationConfig"
     assert push["params"] == {"taskId": "t-1", "url": "https://a.example/push", "id": "f",
                               "token": "tok",
                               "authentication": {"scheme": "Bearer", "credentials": "tok"}}
 
 
+def test_task_calls_and_the_push_config_in_0_3() -> None:
+    get = _wire(params_v03(V1GetTaskParams(method="GetTask", id="t-1", historyLength=0)))
+    assert (get["method"], get["params"]) == ("tasks/get", {"id": "t-1", "historyLength": 0})
+    cancel = _wire(params_v03(V1CancelTaskParams(method="CancelTask", id="t-1")))
+    assert (cancel["method"], cancel["params"]) == ("tasks/cancel", {"id": "t-1"})
+    follow = _wire(params_v03(V1SubscribeToTaskParams(method="SubscribeToTask", id="t-1")))
+    assert (follow["method"], follow["params"]) == ("tasks/resubscribe", {"id": "t-1"})
+    push = _wire(params_v03(PUSH))
+    assert push["method"] == "tasks/pushNotificationConfig/set"
+    assert push["params"] == {"taskId": "t-1", "pushNotificationConfig": {
+        "url": "https://a.example/push", "id": "f", "token": "tok",
+        "authentication": {"schemes": ["Bearer"], "credentials": "tok"}}}
+
+
 def test_a_message_past_the_specs_bounds_is_not_sent() -> None:
     with pytest.raises(RequestInvalid):
-        build_message([TextPart(kind="text", text="x")], metadata={"visited": list(range(17))})
+        build_message([V1TextPart(text="x")], metadata={"visited": list(range(17))})

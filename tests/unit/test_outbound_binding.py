@@ -13,15 +13,13 @@ from synthorg.delegation.client import build_message, send_params, stream_params
 from synthorg.delegation.rest_binding import default_rest_url, rest_call, status_error
 from synthorg.dialects.errors import http_error
 from synthorg.dialects.outbound import BindingUnusable, PeerDialect, choose
-from synthorg.dialects.outbound_v1 import params_v1
 from synthorg.generated import constants as spec
 from synthorg.generated.models import (
-    PushNotificationConfig,
-    TasksCancelParams,
-    TasksGetParams,
-    TasksPushNotificationConfigSetParams,
-    TasksResubscribeParams,
-    TextPart,
+    V1CancelTaskParams,
+    V1CreateTaskPushNotificationConfigParams,
+    V1GetTaskParams,
+    V1SubscribeToTaskParams,
+    V1TextPart,
 )
 
 ENDPOINT = "http://127.0.0.1:8100"
@@ -76,28 +74,27 @@ def test_the_operators_binding_comes_before_the_cards_order() -> None:
 
 
 def message() -> Any:
-    return build_message([TextPart(kind="text", text="hi")], message_id="m-1", task_id="t1")
+    return build_message([V1TextPart(text="hi")], message_id="m-1", task_id="t1")
 
 
 def test_each_call_is_its_route() -> None:
-    send = rest_call(REST, params_v1(send_params(message(), blocking=False)))
+    send = rest_call(REST, send_params(message(), blocking=False))
     assert (send.http_method, send.url) == ("POST", REST + "/message:send")
     body = json.loads(send.body or b"")
     assert "method" not in body and body["configuration"]["returnImmediately"] is True
     assert body["message"]["messageId"] == "m-1" and body["message"]["role"] == "ROLE_USER"
-    stream = rest_call(REST + "/", params_v1(stream_params(message())))
+    stream = rest_call(REST + "/", stream_params(message()))
     assert (stream.http_method, stream.url) == ("POST", REST + "/message:stream")
-    get = rest_call(REST, params_v1(TasksGetParams(method=spec.TASKS_GET, id="t:1",
-                                                   historyLength=3)))
+    get = rest_call(REST, V1GetTaskParams(method=spec.V1_GET_TASK, id="t:1", historyLength=3))
     assert get == ("GET", REST + "/tasks/t%3A1?historyLength=3", None)
-    cancel = rest_call(REST, params_v1(TasksCancelParams(method=spec.TASKS_CANCEL, id="t1")))
+    cancel = rest_call(REST, V1CancelTaskParams(method=spec.V1_CANCEL_TASK, id="t1"))
     assert (cancel.http_method, cancel.url) == ("POST", REST + "/tasks/t1:cancel")
-    subscribe = rest_call(REST, params_v1(TasksResubscribeParams(method=spec.TASKS_RESUBSCRIBE,
-                                                                 id="t1")))
+    subscribe = rest_call(REST, V1SubscribeToTaskParams(method=spec.V1_SUBSCRIBE_TO_TASK,
+                                                        id="t1"))
     assert subscribe == ("GET", REST + "/tasks/t1:subscribe", None)
-    push = rest_call(REST, params_v1(TasksPushNotificationConfigSetParams(
-        method=spec.TASKS_PUSH_NOTIFICATION_CONFIG_SET, taskId="t1",
-        pushNotificationConfig=PushNotificationConfig(url="https://a.example/push", id="c"))))
+    push = rest_call(REST, V1CreateTaskPushNotificationConfigParams(
+        method=spec.V1_CREATE_TASK_PUSH_NOTIFICATION_CONFIG, taskId="t1",
+        url="https://a.example/push", id="c"))
     assert (push.http_method, push.url) == ("POST", REST + "/tasks/t1/pushNotificationConfigs")
     assert json.loads(push.body or b"")["url"] == "https://a.example/push"
 

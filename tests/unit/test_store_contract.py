@@ -18,10 +18,18 @@ import pytest
 from cryptography.fernet import Fernet
 from pydantic import ValidationError
 
+from synthorg.dialects.objects import task_v1
 from synthorg.errors import SecretUnreadable
-from synthorg.generated.models import Task
+from synthorg.generated.constants import (
+    TASK_STATE_CANCELED,
+    TASK_STATE_COMPLETED,
+    TASK_STATE_INPUT_REQUIRED,
+    TASK_STATE_SUBMITTED,
+    TASK_STATE_WORKING,
+)
+from synthorg.generated.models import Task, V1Task
 from synthorg.store.backend import Stores
-from synthorg.store.delegations import Delegation, load_task
+from synthorg.store.delegations import Delegation, load_task_v03
 from synthorg.store.postgres.backend import PgStores
 from synthorg.store.postgres.options import PgOptions
 from synthorg.store.secretbox import SecretBox
@@ -240,13 +248,13 @@ def test_audit_records_from_every_handle_in_commit_order(bundles: Bundles) -> No
 def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
     one, two = bundles.open(), bundles.open()
     task = _at("submitted", None)
-    record = Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", "t-origin", task,
-                        "2030-01-01T00:00:00.000Z", "2030-01-01T00:00:00.000Z")
+    record = Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", TASK_STATE_SUBMITTED, "t-origin",
+                        task, "2030-01-01T00:00:00.000Z", "2030-01-01T00:00:00.000Z")
     run(one.delegations.add(record))
     assert run(two.delegations.get("d-1")) == record
     assert run(two.delegations.by_origin("t-origin")) == record
     updated = run(two.delegations.update("d-1", _at("completed", None)))
-    assert updated.state == "completed" and updated.task == _at("completed", None)
+    assert updated.state == TASK_STATE_COMPLETED and updated.task == _at("completed", None)
     assert [d.id for d in run(one.delegations.recent())] == ["d-1"]
     with pytest.raises(LookupError):
         run(one.delegations.update("missing", task))
@@ -256,7 +264,7 @@ def test_delegations_add_update_and_look_up(bundles: Bundles) -> None:
 def test_a_delegation_keeps_the_binding_it_was_sent_in(bundles: Bundles) -> None:
     one, two = bundles.open(), bundles.open()
     task = _at("submitted", None)
-    record = Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", None, task,
+    record = Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", TASK_STATE_SUBMITTED, None, task,
                         "2030-01-01T00:00:00.000Z", "2030-01-01T00:00:00.000Z", "HTTP+JSON")
     run(one.delegations.add(record))
     assert run(two.delegations.get("d-1")) == record
@@ -277,12 +285,13 @@ def test_a_peers_binding_is_set_kept_by_put_and_cleared(bundles: Bundles) -> Non
     assert two.catalog.get("peer-a").binding is None  # type: ignore[union-attr]
 
 
-def _at(state: str, second: int | None) -> Task:
+def _at(state: str, second: int | None) -> V1Task:
+    """The remote task in `state` (0.3's name), as the records keep it (1.0's)."""
     status: dict[str, Any] = {"state": state}
     if second is not None:
         status["timestamp"] = f"2030-01-01T00:00:{second:02d}.000Z"
-    return Task.model_validate({"kind": "task", "id": "r-1", "contextId": "c-1",
-                                "status": status})
+    return task_v1(Task.model_validate({"kind": "task", "id": "r-1", "contextId": "c-1",
+                                        "status": status}))
 
 
 def test_a_delegation_keeps_its_task_as_the_wire_writes_it(bundles: Bundles) -> None:
@@ -290,13 +299,13 @@ def test_a_delegation_keeps_its_task_as_the_wire_writes_it(bundles: Bundles) -> 
     its wire name, and the task read back is the task written."""
     one, two = bundles.open(), bundles.open()
     stamp = "2030-01-01T00:00:00.000Z"
-    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", None,
-                                       _at("submitted", 1), stamp, stamp)))
-    pushed = Task.model_validate({
+    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", TASK_STATE_SUBMITTED,
+                                       None, _at("submitted", 1), stamp, stamp)))
+    pushed = task_v1(Task.model_validate({
         "kind": "task", "id": "r-1", "contextId": "c-1", "status": {"state": "completed"},
         "artifacts": [{"artifactId": "a-1", "parts": [
             {"kind": "file", "file": {"bytes": "aGk=", "mimeType": "text/plain"}}]}],
-    })
+    }))
     assert run(two.delegations.update("d-1", pushed)).task == pushed
     assert run(one.delegations.get("d-1")).task == pushed  # type: ignore[union-attr]
 
@@ -306,18 +315,19 @@ def test_a_delegation_never_leaves_a_final_state_nor_goes_back_in_time(
 ) -> None:
     one, two = bundles.open(), bundles.open()
     stamp = "2030-01-01T00:00:00.000Z"
-    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", None,
-                                       _at("submitted", 1), stamp, stamp)))
-    assert run(two.delegations.update("d-1", _at("working", 5))).state == "working"
+    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", TASK_STATE_SUBMITTED,
+                                       None, _at("submitted", 1), stamp, stamp)))
+    assert run(two.delegations.update("d-1", _at("working", 5))).state == TASK_STATE_WORKING
     # an older status arriving late (a retry, a replay, a slow poll) is not taken
     late = run(one.delegations.update("d-1", _at("submitted", 3)))
-    assert late.state == "working" and late.task == _at("working", 5)
-    assert run(two.delegations.update("d-1", _at("input-required", 5))).state == "input-required"
-    assert run(one.delegations.update("d-1", _at("completed", 9))).state == "completed"
+    assert late.state == TASK_STATE_WORKING and late.task == _at("working", 5)
+    waiting = run(two.delegations.update("d-1", _at("input-required", 5)))
+    assert waiting.state == TASK_STATE_INPUT_REQUIRED
+    assert run(one.delegations.update("d-1", _at("completed", 9))).state == TASK_STATE_COMPLETED
     # final: nothing moves it, newer or without a timestamp
     for task in (_at("working", 10), _at("failed", 11), _at("working", None)):
         kept = run(two.delegations.update("d-1", task))
-        assert kept.state == "completed" and kept.task == _at("completed", 9)
+        assert kept.state == TASK_STATE_COMPLETED and kept.task == _at("completed", 9)
     assert run(one.delegations.get("d-1")).task == _at("completed", 9)  # type: ignore[union-attr]
 
 
@@ -326,11 +336,11 @@ def test_a_delegation_without_timestamps_still_never_leaves_a_final_state(
 ) -> None:
     one = bundles.open()
     stamp = "2030-01-01T00:00:00.000Z"
-    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", "submitted", None,
-                                       _at("submitted", None), stamp, stamp)))
-    assert run(one.delegations.update("d-1", _at("working", None))).state == "working"
-    assert run(one.delegations.update("d-1", _at("canceled", None))).state == "canceled"
-    assert run(one.delegations.update("d-1", _at("working", 30))).state == "canceled"
+    run(one.delegations.add(Delegation("d-1", "peer-a", "r-1", "c-1", "m-1", TASK_STATE_SUBMITTED,
+                                       None, _at("submitted", None), stamp, stamp)))
+    assert run(one.delegations.update("d-1", _at("working", None))).state == TASK_STATE_WORKING
+    assert run(one.delegations.update("d-1", _at("canceled", None))).state == TASK_STATE_CANCELED
+    assert run(one.delegations.update("d-1", _at("working", 30))).state == TASK_STATE_CANCELED
 
 
 def test_a_delegation_is_found_by_its_peer_and_remote_task(bundles: Bundles) -> None:
@@ -339,8 +349,8 @@ def test_a_delegation_is_found_by_its_peer_and_remote_task(bundles: Bundles) -> 
     for local, peer, when in (("d-old", "peer-a", "2030-01-01"), ("d-new", "peer-a", "2030-01-02"),
                               ("d-other", "peer-b", "2030-01-03")):
         stamp = f"{when}T00:00:00.000Z"
-        run(one.delegations.add(Delegation(local, peer, "r-1", "c-1", f"m-{local}", "submitted",
-                                           None, task, stamp, stamp)))
+        run(one.delegations.add(Delegation(local, peer, "r-1", "c-1", f"m-{local}",
+                                           TASK_STATE_SUBMITTED, None, task, stamp, stamp)))
     found = run(two.delegations.by_remote("peer-a", "r-1"))
     assert found is not None and found.id == "d-new"  # the newest of that peer's
     other = run(two.delegations.by_remote("peer-b", "r-1"))
@@ -649,8 +659,8 @@ def test_a_task_an_earlier_release_stored_by_field_name_reads_back() -> None:
         "artifacts": [{"artifactId": "a-1", "parts": [
             {"kind": "file", "file": {"bytes_": "aGk=", "mimeType": "text/plain"}}]}],
     })
-    task = load_task(body)
+    task = load_task_v03(body)
     part = task.model_dump(by_alias=True, exclude_none=True)["artifacts"][0]["parts"][0]
     assert part["file"] == {"bytes": "aGk=", "mimeType": "text/plain"}
     with pytest.raises(ValidationError):
-        load_task(body.replace("aGk=", "").replace('"bytes_": ""', '"other": 1'))
+        load_task_v03(body.replace("aGk=", "").replace('"bytes_": ""', '"other": 1'))

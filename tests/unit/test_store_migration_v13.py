@@ -157,7 +157,7 @@ def test_postgres_converts_every_row_once(
     monkeypatch.setattr(pg_schema, "BATCH", BATCH)
     db = PgDatabase(PgOptions(postgres_database))
     try:
-        assert run(db.run(pg_schema.migrate)) == (12, 13)
+        assert run(db.run(pg_schema.migrate)) == (12, pg_schema.SCHEMA_VERSION)
         check_converted(PgTaskStore(db), tasks, pg_rows(postgres_database))
         index = pg_rows(postgres_database, "SELECT 'index', indexdef, 0, '' FROM pg_indexes "
                         "WHERE indexname = 'tasks_unfinished'")

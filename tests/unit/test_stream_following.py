@@ -11,9 +11,9 @@ import pytest
 from synthorg.delegation.errors import PeerProtocolError
 from synthorg.delegation.following import apply_event
 from synthorg.delegation.sse_client import SseEvent, StreamTooLarge, sse_events, stream_event
-from synthorg.dialects.objects import event_v03_json, event_v1_json
-from synthorg.generated.models import StreamEvent, Task, TaskStatus, TextPart
-from synthorg.store.task_codec import dumps_v03
+from synthorg.dialects.objects import event_v03_json, event_v1_json, task_v1
+from synthorg.generated.models import Task, V1StreamResponse, V1Task, V1TaskStatus, V1TextPart
+from synthorg.store.task_codec import dumps, loads
 
 
 async def _chunks(*pieces: bytes) -> AsyncIterator[bytes]:
@@ -52,32 +52,36 @@ def _artifact_event(text: str, append: bool) -> dict[str, Any]:
             "artifact": {"artifactId": "a-1", "parts": [{"kind": "text", "text": text}]}}
 
 
-def _event(result: Any) -> StreamEvent:
+def _event(result: Any) -> V1StreamResponse:
     return stream_event("node-b", result)
 
 
-def _texts(task: Task) -> list[str]:
+def _texts(task: V1Task) -> list[str]:
     assert task.artifacts
-    return [p.text for p in task.artifacts[0].parts if isinstance(p, TextPart)]
+    return [p.text for p in task.artifacts[0].parts if isinstance(p, V1TextPart)]
+
+
+def _task(document: dict[str, Any]) -> V1Task:
+    return task_v1(Task.model_validate(document))
 
 
 def test_events_build_the_task_as_the_peer_has_it() -> None:
-    task = Task.model_validate(TASK)
+    task = _task(TASK)
     task = apply_event(task, _event(_artifact_event("one", False)), "t-1")
     task = apply_event(task, _event(_artifact_event("two", True)), "t-1")
     status = {"kind": "status-update", "taskId": "t-1", "contextId": "c-1", "final": True,
               "status": {"state": "completed"}}
     task = apply_event(task, _event(status), "t-1")
-    assert task.status == TaskStatus(state="completed")
+    assert task.status == V1TaskStatus(state="TASK_STATE_COMPLETED")
     assert _texts(task) == ["one", "two"]
     replaced = apply_event(task, _event(_artifact_event("new", False)), "t-1")
     assert _texts(replaced) == ["new"]
-    # a delegation keeps the wire's form: a task read back is the task written
-    assert Task.model_validate_json(dumps_v03(replaced)) == replaced
+    # a delegation keeps the 1.0 task: a task read back is the task written
+    assert loads(dumps(replaced)) == replaced
 
 
 def test_an_event_of_another_task_or_no_event_at_all_is_refused() -> None:
-    task = Task.model_validate(TASK)
+    task = _task(TASK)
     with pytest.raises(PeerProtocolError):
         apply_event(task, _event({**TASK, "id": "t-2"}), "t-1")
     with pytest.raises(PeerProtocolError, match="node-b: a stream event that is not valid"):
@@ -92,7 +96,7 @@ def test_an_artifact_appended_past_the_spec_bound_is_refused() -> None:
     parts = [{"kind": "text", "text": str(n)} for n in range(600)]
     grown = {"kind": "artifact-update", "taskId": "t-1", "contextId": "c-1", "append": True,
              "artifact": {"artifactId": "a-1", "parts": parts}}
-    task = apply_event(Task.model_validate(TASK), _event({**grown, "append": False}), "t-1")
+    task = apply_event(_task(TASK), _event({**grown, "append": False}), "t-1")
     with pytest.raises(PeerProtocolError, match="past the spec's bounds"):
         apply_event(task, _event(grown), "t-1")
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from synthorg.clock import utc_now
-from synthorg.generated.models import Task
+from synthorg.generated.models import V1Task
 from synthorg.store.delegations import Delegation, load_task, supersedes
 from synthorg.store.postgres.database import Connection, PgDatabase, Row
-from synthorg.store.task_codec import dumps_v03
+from synthorg.store.task_codec import dumps
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
@@ -33,10 +33,10 @@ class PgDelegationStore:
             f"INSERT INTO delegations ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
             "$10, $11)",
             r.id, r.peer, r.remote_task_id, r.context_id, r.message_id, r.state,
-            r.origin_task_id, dumps_v03(r.task), r.created_at, r.updated_at, r.binding,
+            r.origin_task_id, dumps(r.task), r.created_at, r.updated_at, r.binding,
         ), "write")
 
-    async def update(self, local_id: str, task: Task) -> Delegation:
+    async def update(self, local_id: str, task: V1Task) -> Delegation:
         async def job(conn: Connection) -> Row | None:
             # the row locked while it is compared: a racing update waits, then compares
             # against what this one wrote
@@ -48,7 +48,7 @@ class PgDelegationStore:
             row = await conn.fetchrow(
                 f"UPDATE delegations SET state = $1, body = $2, updated_at = $3 WHERE id = $4 "
                 f"RETURNING {_COLUMNS}",
-                task.status.state, dumps_v03(task), utc_now(), local_id,
+                task.status.state, dumps(task), utc_now(), local_id,
             )
             return row
 

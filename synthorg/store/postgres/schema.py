@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from synthorg.errors import SchemaTooNew
+from synthorg.store.delegations import delegation_row_v1
 from synthorg.store.postgres.database import Connection
 from synthorg.store.task_codec import event_row_v1, task_row_v1
 from synthorg.store.tasks import UNFINISHED_STATES
@@ -302,6 +303,25 @@ _V13: tuple[Step, ...] = (
     f"CREATE INDEX tasks_unfinished ON tasks (runner) WHERE state IN ({_UNFINISHED})",
 )
 
+
+async def _delegations_to_v1(conn: Connection) -> None:
+    """Every delegation row's task and state in A2A 1.0's form (synthorg.store.delegations)."""
+    after = ""
+    while rows := await conn.fetch(
+        "SELECT id, body, state FROM delegations WHERE id > $1 ORDER BY id LIMIT $2",
+        after, BATCH,
+    ):
+        after = rows[-1][0]
+        converted = [(local_id, *row_v1) for local_id, body, state in rows
+                     if (row_v1 := delegation_row_v1(body, state)) is not None]
+        await conn.executemany("UPDATE delegations SET body = $2, state = $3 WHERE id = $1",
+                               converted)
+
+
+# v14: delegation records keep the downstream task as the A2A 1.0 document, its state by
+# 1.0's name; the rows written before are converted. One-way, as v13.
+_V14: tuple[Step, ...] = (_delegations_to_v1,)
+
 MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("shared store: catalog, tasks, keys, delegations, settings, runners, audit", _V1),
     ("task event log", _V2),
@@ -317,6 +337,7 @@ MIGRATIONS: tuple[tuple[str, tuple[Step, ...]], ...] = (
     ("catalog and settings changes announced (NOTIFY) with their revision", _V11),
     ("the binding of each peer and each delegation", _V12),
     ("tasks and their logged events as A2A 1.0 documents", _V13),
+    ("delegation records as A2A 1.0 documents", _V14),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 VERSION_CONFLICT_STATE = "SY001"  # raised by synthorg_update_task on a moved version

@@ -6,10 +6,10 @@ import sqlite3
 from typing import Any
 
 from synthorg.clock import utc_now
-from synthorg.generated.models import Task
+from synthorg.generated.models import V1Task
 from synthorg.store.delegations import Delegation, load_task, supersedes
 from synthorg.store.sqlite.database import Database
-from synthorg.store.task_codec import dumps_v03
+from synthorg.store.task_codec import dumps
 
 _COLUMNS = (
     "id, peer, remote_task_id, context_id, message_id, state, origin_task_id, body, "
@@ -37,12 +37,12 @@ class SqliteDelegationStore:
             conn.execute(
                 f"INSERT INTO delegations ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (r.id, r.peer, r.remote_task_id, r.context_id, r.message_id, r.state,
-                 r.origin_task_id, dumps_v03(r.task), r.created_at, r.updated_at, r.binding),
+                 r.origin_task_id, dumps(r.task), r.created_at, r.updated_at, r.binding),
             )
 
         await self._db.write(job)
 
-    async def update(self, local_id: str, task: Task) -> Delegation:
+    async def update(self, local_id: str, task: V1Task) -> Delegation:
         def job(conn: sqlite3.Connection) -> Delegation:
             # read and written in the one writer's transaction: no update slips in between
             row = conn.execute(
@@ -54,7 +54,7 @@ class SqliteDelegationStore:
                 return _record(row)
             conn.execute(
                 "UPDATE delegations SET state = ?, body = ?, updated_at = ? WHERE id = ?",
-                (task.status.state, dumps_v03(task), utc_now(), local_id),
+                (task.status.state, dumps(task), utc_now(), local_id),
             )
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM delegations WHERE id = ?", (local_id,)

@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable
 
 from synthorg.errors import SchemaTooNew
+from synthorg.store.delegations import delegation_row_v1
 from synthorg.store.task_codec import event_row_v1, task_row_v1
 
 # A migration's step: an SQL statement, or a Python function given the connection, for what
@@ -237,8 +238,26 @@ def _events_to_v1(conn: sqlite3.Connection) -> None:
 # refuses the upgraded store (its schema is newer).
 _V13: tuple[Step, ...] = (_tasks_to_v1, _events_to_v1)
 
+
+def _delegations_to_v1(conn: sqlite3.Connection) -> None:
+    """Every delegation row's task and state in A2A 1.0's form (synthorg.store.delegations)."""
+    after = 0
+    while rows := conn.execute(
+        "SELECT rowid, body, state FROM delegations WHERE rowid > ? ORDER BY rowid LIMIT ?",
+        (after, BATCH),
+    ).fetchall():
+        after = rows[-1][0]
+        converted = [(*row_v1, rowid) for rowid, body, state in rows
+                     if (row_v1 := delegation_row_v1(body, state)) is not None]
+        conn.executemany("UPDATE delegations SET body = ?, state = ? WHERE rowid = ?", converted)
+
+
+# v14: delegation records keep the downstream task as the A2A 1.0 document, its state by
+# 1.0's name; the rows written before are converted. One-way, as v13.
+_V14: tuple[Step, ...] = (_delegations_to_v1,)
+
 MIGRATIONS: tuple[tuple[Step, ...], ...] = (
-    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13,
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12, _V13, _V14,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
