@@ -11,12 +11,15 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-# The official a2a-sdk 1.x for the interop tests (tests/interop/test_sdk1.py): it shares the
-# `a2a` import name with the 0.3 SDK of .venv, so it gets a virtualenv of its own, driven as
-# a subprocess. Small: the SDK with its HTTP server, signing and gRPC extras, and uvicorn.
+# The official a2a-sdk 1.x for the interop tests (tests/interop/test_sdk1.py) and the benches'
+# a2a-sdk 1.3.0 rows: it shares the `a2a` import name with the 0.3 SDK of .venv, so it gets a
+# virtualenv of its own, driven as a subprocess. Small: the SDK with its HTTP server, signing
+# and gRPC extras, and uvicorn with uvloop and httptools (as the node and the 0.3 SDK are
+# served in the bench).
 SDK1_VENV := .venv-sdk1
 SDK1_STAMP := $(SDK1_VENV)/.installed
-SDK1_PACKAGES := 'a2a-sdk[http-server,signing,grpc]==1.3.0' 'uvicorn==0.54.0'
+SDK1_PACKAGES := 'a2a-sdk[http-server,signing,grpc]==1.3.0' 'uvicorn==0.54.0' 'uvloop==0.23.0' \
+	'httptools==0.9.0'
 
 sdk1-venv: $(SDK1_STAMP)
 
@@ -40,7 +43,6 @@ test: venv sdk1-venv client-ts-deps
 	$(BIN)/mypy
 	$(BIN)/pytest --durations=25
 
-# The live benchmark (floor, a2a-sdk, this node under wrk); e.g. BENCH_ARGS=--quick.
 # The contract tests with a fresh random seed and many examples per operation (CI runs a
 # fixed 150). The seed is printed first: FUZZ_SEED=<it> make fuzz replays the run. It goes on
 # past a failing operation (every failure of each is collected, each with its reproduction)
@@ -71,7 +73,9 @@ tck-v1: venv tck1-venv
 	$(BIN)/python -m conformance.run_tck --dialect 1.0 --tck-dir $(abspath $(TCK_V1_DIR)) \
 		--tck-python $(TCK1_VENV)/bin/python $(TCK_ARGS)
 
-bench: venv
+# The live benchmark (floor, a2a-sdk 0.3 and 1.3.0, this node under wrk; bench/live.py); e.g.
+# BENCH_ARGS=--quick.
+bench: venv sdk1-venv
 	$(BIN)/python -m bench.live $(BENCH_ARGS)
 
 # GetTask over each binding in one run (bench/bindings.py): this node's gRPC against the

@@ -47,13 +47,12 @@ import httpx
 
 from bench.rounds import add_load_options, finish_load_options
 from bench.serve import RPC_PATH, STARTED
-from bench.servers import ROOT, NodeLauncher, Server, launch
+from bench.servers import ROOT, SDK1_PYTHON, SDK1_SETUP, NodeLauncher, Server, launch
 from bench.system import Pinning, cpu_model, cpu_seconds, plan_pinning
 from bench.wrk import Load, find_wrk, lua_script, run_wrk
 from synthorg.gateway.rest import PREFIX as REST_PREFIX
 from synthorg.generated.grpc import a2a_pb2 as pb
 
-SDK1_PYTHON = ROOT / ".venv-sdk1" / "bin" / "python"
 GET_TASK = "/lf.a2a.v1.A2AService/GetTask"
 V1 = {"A2A-Version": "1.0"}
 GOAL_GRPC = 2.0  # node gRPC / SDK gRPC
@@ -242,7 +241,8 @@ def start_servers(workdir: Path, pinning: Pinning) -> tuple[Server, int, list[Se
         task_file = workdir / "task.bin"
         task_file.write_bytes(_node_task(node, grpc_port))
         if not SDK1_PYTHON.exists():
-            raise BenchError(f"{SDK1_PYTHON.relative_to(ROOT)} is missing: run `make sdk1-venv`")
+            raise BenchError(f"{SDK1_PYTHON.relative_to(ROOT)} is missing: "
+                             f"run `make {SDK1_SETUP}`")
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         others.append(launch("a2a-sdk 1.3.0", "sdk", [
             *pinning.server, str(SDK1_PYTHON), str(ROOT / "bench" / "sdk1_grpc_app.py"),

@@ -1,11 +1,12 @@
 """Live benchmark (`make bench`): real servers on loopback under wrk, in one run.
 
-The floor (a bare Starlette JSON-RPC echo), the official a2a-sdk server and this node (on
-SQLite; on PostgreSQL with one replica and with two), each pinned to one CPU while wrk runs on
-another (PostgreSQL's own server is not pinned); then hostile 100 MiB bodies against the node.
-Prints each row (req/s, p50, p99, mean, p99/mean, ratios against the floor and against
-a2a-sdk for the same method), a summary, and the goal checks as PASS/FAIL lines. Exits 0
-unless something could not run.
+The floor (a bare Starlette JSON-RPC echo), the official a2a-sdk servers (0.3 for tasks/get
+and message/send; 1.3.0 for A2A 1.0 GetTask, run by `.venv-sdk1`, `make sdk1-venv`) and this
+node (on SQLite; on PostgreSQL with one replica and with two), each pinned to one CPU while wrk
+runs on another (PostgreSQL's own server is not pinned); then hostile 100 MiB bodies against
+the node. Prints each row (req/s, p50, p99, mean, p99/mean, ratios against the floor and
+against a2a-sdk for the same method), a summary, and the goal checks as PASS/FAIL lines. Exits
+0 unless something could not run.
 
     .venv/bin/python -m bench.live [--duration S] [--warmup S] [--quick] [--threads 1|2]
                                    [--connections N] [--json PATH]

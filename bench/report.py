@@ -1,7 +1,8 @@
 """The bench's report: the summary tables, the goal checks and the JSON record.
 
 Ratios are taken within one run (absolute figures swing between runs and machines): req/s
-against the floor, and against the a2a-sdk row of the same method.
+against the floor, and against the a2a-sdk row of the same method (tasks/get and message/send:
+the 0.3 SDK; GetTask: the 1.3.0 SDK).
 """
 
 from __future__ import annotations
@@ -180,6 +181,9 @@ def checks(rows: list[Row], hostile: dict[str, list[HostileResult]]) -> list[Che
             against(f"{row.name} >= 5x a2a-sdk message/send", row,
                     sdk_row(rows, "message/send"), "a2a-sdk message/send", 5.0)
             tail(row)
+        elif row.method == "GetTask":  # A2A 1.0, against the 1.3.0 SDK's JSON-RPC
+            against(f"{row.name} >= 3x a2a-sdk 1.3.0 GetTask", row, sdk_row(rows, "GetTask"),
+                    "a2a-sdk 1.3.0 GetTask", 3.0)
         elif row.method == "refused":
             against(f"{row.name} >= 0.8x floor", row, floor, "floor", 0.8)
     for server, results in hostile.items():

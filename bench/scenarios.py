@@ -3,8 +3,9 @@
 Scenarios sharing a launcher run one after another on one server process, in list order. The
 load is built against the running server (e.g. tasks/get first creates the task it reads) and
 checked once with a plain request before wrk runs it. `method` pairs a row with the a2a-sdk
-row of the same method for the "x sdk" ratio; the floor row is the one whose launcher has kind
-"floor".
+row of the same method for the "x sdk" ratio (the 0.3 SDK's tasks/get and message/send, the
+1.3.0 SDK's GetTask, A2A 1.0 with `A2A-Version: 1.0`); the floor row is the one whose launcher
+has kind "floor".
 
 A new row is one more `Scenario`: e.g. a node with two workers,
 `NodeLauncher("node-w2", args=("--workers", "2"))`. The PostgreSQL rows run the node on a
@@ -22,10 +23,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.serve import RPC_PATH
-from bench.servers import Launcher, ModuleLauncher, NodeLauncher, PgNodeLauncher, Server
+from bench.servers import (
+    SDK1_PYTHON,
+    SDK1_SETUP,
+    Launcher,
+    ModuleLauncher,
+    NodeLauncher,
+    PgNodeLauncher,
+    Server,
+)
 from bench.wrk import Load, message_send
 
 TEXT = "hello from the bench"
+V1 = {"A2A-Version": "1.0"}  # A2A 1.0 JSON-RPC (methods GetTask, SendMessage, …)
 
 
 class ProbeError(RuntimeError):
@@ -36,7 +46,7 @@ class ProbeError(RuntimeError):
 class Scenario:
     name: str
     launcher: Launcher
-    method: str  # "echo", "tasks/get", "message/send", "refused"
+    method: str  # "echo", "tasks/get", "message/send", "refused", "GetTask" (A2A 1.0)
     load: Callable[[Server], Load]
 
 
@@ -68,9 +78,25 @@ def probe(server: Server, load: Load) -> str:
     if load.expect_status == 200:
         if "result" not in answer:
             raise ProbeError(f"probe answered an error: {answer.get('error')}")
-        state = (answer["result"].get("status") or {}).get("state")
+        result = answer["result"]
+        asked = _task_asked(load.body)
+        if asked is not None and "status" in result and result.get("id") != asked:
+            raise ProbeError(f"probe asked for task {asked}, answered {result}")
+        state = (result.get("status") or {}).get("state")
         return f"{status} result" + (f" ({state})" if state else "")
     return f"{status} error {(answer.get('error') or {}).get('code')}"
+
+
+def _task_asked(body: bytes) -> str | None:
+    """The task id a tasks/get or GetTask body asks for (None for any other body)."""
+    try:
+        request = json.loads(body) if body else None
+    except ValueError:
+        return None
+    if not isinstance(request, dict) or request.get("method") not in ("tasks/get", "GetTask"):
+        return None
+    asked = (request.get("params") or {}).get("id")
+    return asked if isinstance(asked, str) else None
 
 
 def create_task(server: Server) -> str:
@@ -88,6 +114,25 @@ def tasks_get_body(task_id: str) -> bytes:
                        "params": {"id": task_id}}, separators=(",", ":")).encode()
 
 
+def create_task_v1(server: Server) -> str:
+    """A task of the server's echo agent, created with A2A 1.0 SendMessage."""
+    message = {"messageId": f"setup-{uuid.uuid4()}", "role": "ROLE_USER",
+               "parts": [{"text": TEXT}]}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                       "params": {"message": message}}, separators=(",", ":")).encode()
+    status, answer = post(server, body, {**server.headers, **V1})
+    try:
+        task_id: str = answer["result"]["task"]["id"]
+    except (TypeError, KeyError) as exc:
+        raise ProbeError(f"could not create a task ({status}): {answer}") from exc
+    return task_id
+
+
+def get_task_body(task_id: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+                       "params": {"id": task_id}}, separators=(",", ":")).encode()
+
+
 def echo(server: Server) -> Load:
     return Load(server.headers, body=tasks_get_body(str(uuid.uuid4())))
 
@@ -95,6 +140,13 @@ def echo(server: Server) -> Load:
 def tasks_get(server: Server) -> Load:
     """The task is created through the first process; every replica reads it."""
     return Load(server.headers, body=tasks_get_body(create_task(server)), ports=server.ports)
+
+
+def get_task(server: Server) -> Load:
+    """tasks/get's A2A 1.0 form: the same kind of task (completed, one echo artifact, the
+    user message in its history), created and read over 1.0."""
+    return Load({**server.headers, **V1}, body=get_task_body(create_task_v1(server)),
+                ports=server.ports)
 
 
 def send(server: Server) -> Load:
@@ -109,6 +161,8 @@ def refused(server: Server) -> Load:
 
 FLOOR = ModuleLauncher("floor", "floor", "bench.floor_app")
 SDK = ModuleLauncher("a2a-sdk", "sdk", "bench.sdk_app")
+SDK1 = ModuleLauncher("a2a-sdk 1.3.0", "sdk", "bench.sdk1_jsonrpc_app", python=SDK1_PYTHON,
+                      setup=SDK1_SETUP)
 NODE = NodeLauncher("node")
 # Metrics and traces both off, and both on (traces exported to a local OTLP sink): with the
 # standard head sampling of a busy service (1% of the traces this node starts; a caller's
@@ -124,7 +178,9 @@ SCENARIOS = (
     Scenario("floor: JSON-RPC echo", FLOOR, "echo", echo),
     Scenario("a2a-sdk: tasks/get", SDK, "tasks/get", tasks_get),
     Scenario("a2a-sdk: message/send", SDK, "message/send", send),
+    Scenario("a2a-sdk 1.3.0: GetTask", SDK1, "GetTask", get_task),
     Scenario("node: tasks/get (3 gates)", NODE, "tasks/get", tasks_get),
+    Scenario("node: GetTask (1.0, 3 gates)", NODE, "GetTask", get_task),
     Scenario("node: message/send (durable)", NODE, "message/send", send),
     Scenario("node: 401 wrong key", NODE, "refused", refused),
     Scenario("node, metrics+traces off: tasks/get", NODE_OBS_OFF, "tasks/get", tasks_get),

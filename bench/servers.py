@@ -36,6 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 NODE_STARTED = "a2a.node.started"
+# The official a2a-sdk 1.x (`make sdk1-venv`): it shares the `a2a` import name with the 0.3
+# SDK of this virtualenv, so its servers run in a virtualenv of their own.
+SDK1_PYTHON = ROOT / ".venv-sdk1" / "bin" / "python"
+SDK1_SETUP = "sdk1-venv"
 
 Kind = Literal["floor", "sdk", "node"]
 
@@ -147,16 +151,27 @@ def _wait_for_port(proc: subprocess.Popen[bytes], log: Path, event: str) -> int:
 
 @dataclass(frozen=True)
 class ModuleLauncher:
-    """A baseline server module of this package (`python -m bench.floor_app`, …)."""
+    """A baseline server module of this package (`python -m bench.floor_app`, …), run by
+    this virtualenv's python or by `python`, another's (`SDK1_PYTHON`), which `make <setup>`
+    builds."""
 
     name: str
     kind: Kind
     module: str
+    python: Path | None = None
+    setup: str = ""
 
     def start(self, workdir: Path, pin: list[str]) -> Server:
-        command = [*pin, sys.executable, "-m", self.module]
-        server = launch(self.name, self.kind, command, dict(os.environ),
-                        workdir / f"{self.name}.log", STARTED)
+        python, env = sys.executable, dict(os.environ)
+        if self.python is not None:
+            if not self.python.exists():
+                raise ServerError(f"{self.python.relative_to(ROOT)} is missing: run "
+                                  f"`make {self.setup}`")
+            python = str(self.python)
+            env.pop("PYTHONPATH", None)  # this virtualenv's packages are not the other's
+        command = [*pin, python, "-m", self.module]
+        server = launch(self.name, self.kind, command, env, workdir / f"{self.name}.log",
+                        STARTED)
         # Ignored by these servers; sent so every request has the node's size and shape.
         server.headers = {"X-A2A-Peer-Name": "bench-peer", "X-API-Key": secrets.token_urlsafe(32)}
         return server
