@@ -16,6 +16,11 @@ What it adds to `HttpToolsProtocol`, per connection:
 - TLS. On an HTTPS connection every request's scope carries the ASGI TLS extension
   (`scope["extensions"]["tls"]`, see `tls.py`) with the client certificate the handshake
   verified, read once from the connection's TLS object.
+- One write per answer. A response of known length leaves in one `transport.write`, its
+  head with its body (`_Cycle`): uvicorn writes them apart, two system calls for what is
+  most often one small JSON answer. A streamed (chunked) response's head leaves at once, as
+  does a HEAD answer's (no body follows). An app that fails between head and body leaves only
+  the close on the wire.
 - Count. A connection beyond `max_connections` open in this process is answered 503 as soon as
   it is accepted and closed at once, before anything on it is read; the connections already
   open are not touched.
@@ -30,10 +35,14 @@ the answer rather than a reset, and then the socket is closed.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
 from synthorg import jsonrpc
 from synthorg.generated.constants import INVALID_REQUEST, MEDIA_TYPE_APPLICATION_JSON
@@ -41,6 +50,9 @@ from synthorg.http.limits import DEFAULT_LIMITS, ServerLimits
 from synthorg.observability.events.a2a import INBOUND_REJECTED
 from synthorg.observability.log import emit
 from synthorg.tls.context import scope_extension
+
+if TYPE_CHECKING:
+    from uvicorn._types import ASGISendEvent
 
 LINGER_SECONDS = 1.0
 RETRY_AFTER_SECONDS = 1
@@ -188,6 +200,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._header_timer.cancel()
             self._header_timer = None
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and type(cycle) is RequestResponseCycle:
+            # uvicorn builds its own cycle; its task has not run yet, so the cycle can still
+            # take the subclass that holds a head for its body (no state of its own to set).
+            cycle.__class__ = _Cycle
 
     def on_message_complete(self) -> None:
         self._awaiting_body = False
@@ -358,6 +375,79 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             limit=refusal.limit,
             client=self.client[0] if self.client else None,
         )
+
+
+class _Cycle(RequestResponseCycle):
+    """uvicorn's request cycle, writing a fixed-length response's head with its body."""
+
+    _head: bytes | None = None  # the response head, held for the body's first write
+
+    async def send(self, message: ASGISendEvent) -> None:
+        if self.flow.write_paused and not self.disconnected:
+            # uvicorn's own wait, taken first: no other task (receive's 100 Continue) ever
+            # finds the stand-ins below in place of the transport.
+            await self.flow.drain()
+        transport = self.transport
+        if not self.response_started:
+            # uvicorn writes the head once it has checked it: take the bytes instead.
+            taken = _Taken(transport)
+            self.transport = cast(asyncio.Transport, taken)
+            try:
+                await super().send(message)
+            finally:
+                self.transport = transport
+            if taken.data is None:
+                return  # the client has gone
+            if self.chunked_encoding or self.scope["method"] == "HEAD":
+                # A stream: its head now, its chunks as they come. HEAD: no body write follows.
+                transport.write(taken.data)
+            else:
+                self._head = taken.data
+            return
+        head, self._head = self._head, None
+        if head is None:
+            await super().send(message)
+            return
+        # The body's first write carries the head; whatever else uvicorn does with the
+        # transport (close it, on a Connection: close answer) goes straight through.
+        self.transport = cast(asyncio.Transport, _Prefixed(transport, head))
+        try:
+            await super().send(message)
+        finally:
+            self.transport = transport
+
+
+class _Taken:
+    """Stands for the transport while uvicorn writes a response head: keeps the bytes."""
+
+    __slots__ = ("data", "transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.data: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        self.data = data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+class _Prefixed:
+    """Stands for the transport while uvicorn writes a body: the first write carries `head`."""
+
+    __slots__ = ("head", "transport")
+
+    def __init__(self, transport: asyncio.Transport, head: bytes) -> None:
+        self.transport = transport
+        self.head: bytes | None = head
+
+    def write(self, data: bytes) -> None:
+        head, self.head = self.head, None
+        self.transport.write(data if head is None else head + data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
 
 
 def _peer_address(transport: asyncio.Transport) -> tuple[str, int] | None:
