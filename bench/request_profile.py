@@ -14,9 +14,13 @@ Each round gives each row two runs of the same load:
 Each sample is charged to one part of the node by its stack (`bench.stack_rules`, one table of
 rules), samples of a waiting thread left out. A part's CPU per request is its share of each
 thread's samples times that thread's CPU per request (median over the rounds), summed over
-the threads. Shares of samples, not timers: the request runs untouched; at the default
-length (about 7,500 samples a row) a share's sampling error is under half a percentage point
-(the sample counts are printed).
+the threads. A part's CPU includes the kernel's on its behalf (the socket write in uvicorn's
+send, SQLite's file writes, the event lines' write): a sample shows where the thread was, not
+whether it was in the kernel. Shares of samples, not timers: the request runs untouched; at
+the default length (up to 7,500 samples a row) a share's sampling error is about half a
+percentage point at most (the sample counts are printed). `--frames N` lists, per part, the
+frames that decided the most of it; "other" always lists its innermost frames, for a rule to
+add.
 
 py-spy (a binary wheel) is in the dev extras (`make venv`); elsewhere `pip install py-spy`. It
 reads another process's memory: it needs ptrace rights over the node (root, or
@@ -112,7 +116,8 @@ def plain(run: Run, server: Server, seconds: int, cpu: int | None) -> tuple[dict
     sample = measure(server, lambda: run(seconds), cpu)
     after = thread_cpu_seconds(server.pid)
     requests = max(sample.result.requests, 1)
-    found = {tid: (spent - before.get(tid, 0.0)) * 1e6 / requests for tid, spent in after.items()}
+    found = {tid: (spent - before.get(tid, 0.0)) * 1e6 / requests
+             for tid, spent in after.items() if spent > before.get(tid, 0.0)}
     gone = sample.server_cpu_s * 1e6 / requests - sum(found.values())
     if gone > 0:
         found[GONE] = gone
