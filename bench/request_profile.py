@@ -45,18 +45,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import stack_rules
-from bench.rounds import add_load_options, each_round, finish_load_options, measure
+from bench.rounds import add_load_options, each_round, finish_load_options, measure, unexpected
 from bench.scenarios import probe
 from bench.server_choice import NODE_ROWS, plain_config, start_node_uvicorn
 from bench.servers import Server
-from bench.system import cpu_model, plan_pinning, thread_cpu_seconds
+from bench.system import Pinning, cpu_model, plan_pinning, thread_cpu_seconds
 from bench.wrk import Load, WrkError, WrkResult, find_wrk, lua_script, run_wrk
 
 SPY_GRACE = 30  # seconds py-spy may take past its duration to write its output
 GONE = -1  # the CPU of threads that exited during a run, in place of a thread id
-PARTS = (stack_rules.SERVER, stack_rules.LOOP, stack_rules.GLUE, stack_rules.GATES,
-         stack_rules.PARSE, stack_rules.HANDLER, stack_rules.STORE, stack_rules.REPLY,
-         stack_rules.EVENTS, stack_rules.OBSERVERS, stack_rules.OTHER)
+
+class SpyError(RuntimeError):
+    pass
+
 
 Run = Callable[[float], WrkResult]  # one wrk run of a row's load, for so many seconds
 
@@ -109,9 +110,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return finish_load_options(parser, parser.parse_args(argv))
 
 
-def plain(run: Run, server: Server, seconds: int, cpu: int | None) -> tuple[dict[int, float],
-                                                                          float]:
-    """One run: the CPU µs per request of each thread of the node, and the req/s."""
+def plain(run: Run, server: Server, seconds: int,
+          cpu: int | None) -> tuple[dict[int, float], WrkResult]:
+    """One run: the CPU µs per request of each thread of the node, and wrk's result."""
     before = thread_cpu_seconds(server.pid)
     sample = measure(server, lambda: run(seconds), cpu)
     after = thread_cpu_seconds(server.pid)
@@ -121,7 +122,7 @@ def plain(run: Run, server: Server, seconds: int, cpu: int | None) -> tuple[dict
     gone = sample.server_cpu_s * 1e6 / requests - sum(found.values())
     if gone > 0:
         found[GONE] = gone
-    return found, sample.result.rps
+    return found, sample.result
 
 
 def sampled(spy: str, pid: int, seconds: int, rate: int, out: Path, run: Run) -> None:
@@ -140,7 +141,7 @@ def sampled(spy: str, pid: int, seconds: int, rate: int, out: Path, run: Run) ->
             spy_proc.kill()
             spy_proc.wait()
     if spy_proc.returncode != 0 or not out.exists():
-        raise RuntimeError(f"py-spy failed ({spy_proc.returncode}): "
+        raise SpyError(f"py-spy failed ({spy_proc.returncode}): "
                            f"{err.decode(errors='replace').strip()[-400:]}")
 
 
@@ -149,7 +150,7 @@ def table(rows: list[Row], loop_thread: int) -> str:
     totals = [sum(row.cpu_us().values()) for row in rows]
     lines = ["| CPU µs per request (share) | " + " | ".join(r.name for r in rows) + " |",
              "|---|" + "---|" * len(rows)]
-    for name in PARTS:
+    for name in stack_rules.CATEGORIES:
         cells = [f"{found.get(name, 0.0):.1f} ({found.get(name, 0.0) / total:.0%})"
                  for found, total in zip(parts, totals, strict=True)]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -178,6 +179,37 @@ def table(rows: list[Row], loop_thread: int) -> str:
     return "\n".join(lines)
 
 
+def start_rows(server: Server, workdir: Path) -> list[Row]:
+    rows: list[Row] = []
+    for name, build in NODE_ROWS:
+        load = build(server)
+        answer = probe(server, load)
+        script = workdir / f"row-{len(rows)}.lua"
+        script.write_text(lua_script(load, secrets.token_hex(4)))
+        rows.append(Row(name, load, script))
+        print(f"  {name}: probe {answer}", flush=True)
+    return rows
+
+
+def run_rounds(args: argparse.Namespace, spy: str, wrk: str, pinning: Pinning, server: Server,
+               rows: list[Row], keep: Path) -> None:
+    for index, row in enumerate(each_round(rows, args.rounds)):
+        run = wrk_runner(wrk, pinning.load, server.rpc_url, row.script, args.connections)
+        if args.warmup:
+            run(args.warmup)
+        threads, result = plain(run, server, args.duration, pinning.server_cpu)
+        row.thread_us.append(threads)
+        row.rps.append(result.rps)
+        out = keep / f"{row.name.split()[0].replace('/', '-')}-{index}"
+        sampled(spy, server.pid, args.duration, args.rate, out, run)
+        for line in out.read_text().splitlines():
+            row.samples.add(line)
+        wrong = unexpected(result, row.load.expect_status)
+        print(f"  {row.name}: {result.rps:,.0f} req/s, {sum(threads.values()):.0f} µs CPU/req "
+              f"({threads.get(server.pid, 0.0):.0f} on the loop's thread)"
+              + (f", {wrong} unexpected answers" if wrong else ""), flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     spy = find_py_spy()
@@ -198,38 +230,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.raw:
         args.raw.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="synthorg-profile-") as tmp:
-        workdir = Path(tmp)
-        server = start_node_uvicorn(workdir, pinning.server, "node", plain_config())
+        server = start_node_uvicorn(Path(tmp), pinning.server, "node", plain_config())
         try:
-            rows: list[Row] = []
-            for name, build in NODE_ROWS:
-                load = build(server)
-                answer = probe(server, load)
-                script = workdir / f"row-{len(rows)}.lua"
-                script.write_text(lua_script(load, secrets.token_hex(4)))
-                rows.append(Row(name, load, script))
-                print(f"  {name}: probe {answer}", flush=True)
-            for index, row in enumerate(each_round(rows, args.rounds)):
-                run = wrk_runner(wrk, pinning.load, server.rpc_url, row.script,
-                                 args.connections)
-                if args.warmup:
-                    run(args.warmup)
-                threads, rps = plain(run, server, args.duration,
-                                     pinning.server_cpu)
-                row.thread_us.append(threads)
-                row.rps.append(rps)
-                out = (args.raw or workdir) / f"{row.name.split()[0].replace('/', '-')}-{index}"
-                sampled(spy, server.pid, args.duration, args.rate, out, run)
-                for line in out.read_text().splitlines():
-                    row.samples.add(line)
-                print(f"  {row.name}: {rps:,.0f} req/s, {sum(threads.values()):.0f} µs CPU/req "
-                      f"({threads.get(server.pid, 0.0):.0f} on the loop's thread)", flush=True)
+            rows = start_rows(server, Path(tmp))
+            run_rounds(args, spy, wrk, pinning, server, rows, args.raw or Path(tmp))
+        except SpyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         finally:
             server.stop()
     print("\n" + table(rows, server.pid))
     for row in rows:
         print("\n" + deciding_frames(row, args.frames), end="")
-    print()
     return 0
 
 
@@ -240,7 +252,7 @@ def deciding_frames(row: Row, top: int) -> str:
     for (name, frame), us in row.charged().items():
         by_part.setdefault(name, []).append((us, frame))
     lines = []
-    for name in PARTS:
+    for name in stack_rules.CATEGORIES:
         shown = top if name != stack_rules.OTHER else max(top, 4)
         found = sorted(by_part.get(name, []), reverse=True)[:shown]
         if found:

@@ -40,6 +40,7 @@ REPLY = "reply (encode, ASGI send)"
 EVENTS = "event lines (log.py, writer thread)"
 OBSERVERS = "metrics + tracing observers"
 OTHER = "other"
+CATEGORIES = (SERVER, LOOP, GLUE, GATES, PARSE, HANDLER, STORE, REPLY, EVENTS, OBSERVERS, OTHER)
 
 # (category, file pattern, function pattern), fnmatch-style, tried in order for each frame.
 RULES: tuple[tuple[str, str, str], ...] = (
