@@ -141,8 +141,8 @@ def sampled(spy: str, pid: int, seconds: int, rate: int, out: Path, run: Run) ->
             spy_proc.kill()
             spy_proc.wait()
     if spy_proc.returncode != 0 or not out.exists():
-        raise SpyError(f"py-spy failed ({spy_proc.returncode}): "
-                           f"{err.decode(errors='replace').strip()[-400:]}")
+        message = err.decode(errors="replace").split("Stack backtrace:")[0].strip()
+        raise SpyError(f"py-spy failed ({spy_proc.returncode}): {message[:400]}")
 
 
 def table(rows: list[Row], loop_thread: int) -> str:
