@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench bench-bindings bench-servers bench-scale tck clean
+.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench bench-bindings bench-servers bench-profile bench-scale tck clean
 
 venv: $(STAMP)
 
@@ -91,6 +91,12 @@ bench-bindings: venv sdk1-venv
 # (bench/server_choice.py; docs/performance.md "Server choice"); e.g. BENCH_ARGS=--quick.
 bench-servers: venv
 	$(BIN)/python -m bench.server_choice $(BENCH_ARGS)
+
+# Where a live request's CPU goes, per row (tasks/get, a 401, message/send), by part of the
+# node: py-spy samples under wrk (bench/request_profile.py; docs/performance.md); e.g.
+# BENCH_ARGS=--quick. py-spy needs ptrace rights over the node (root, or ptrace_scope 0).
+bench-profile: venv
+	$(BIN)/python -m bench.request_profile $(BENCH_ARGS)
 
 # One node with --workers 2 against --workers 1 on this machine's cores, wrk beside them
 # (bench/scale_out.py; docs/performance.md "Scale-out on one machine").

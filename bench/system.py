@@ -122,3 +122,16 @@ def reset_peak_rss(pid: int) -> bool:
     except OSError:
         return False
     return True
+
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """User plus system CPU time used so far by each live thread of `pid`, by thread id."""
+    found = {}
+    for task in (PROC / str(pid) / "task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # exited meanwhile
+        found[int(task.name)] = (int(fields[11]) + int(fields[12])) / _TICKS
+    return found
