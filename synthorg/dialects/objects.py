@@ -48,6 +48,7 @@ from synthorg.generated.models import (
     V1TaskPushNotificationConfig,
 )
 from synthorg.sequenced import Sequenced
+from synthorg.settled import is_settled, settle
 
 Json = dict[str, Any]
 
@@ -239,6 +240,8 @@ def task_v03(task: V1Task) -> Task:
         return found[1]
     converted = Task.model_validate(task_v03_json(_dump(task)))
     _V03_OF[key] = (weakref.ref(task, _forget(key)), converted)
+    if is_settled(task):  # answered again while `task` stands, and as unchanging
+        settle(converted)
     return converted
 
 

@@ -27,6 +27,7 @@ from synthorg.generated.constants import (
     V1_UNSUPPORTED_OPERATION,
     RpcErrorSpec,
 )
+from synthorg.settled import json_of
 
 RequestId = jsonrpc.RequestId
 
@@ -53,12 +54,13 @@ def rpc_error(error: errors.SynthorgError) -> tuple[RpcErrorSpec, str, dict[str,
 
 
 def encoded(result: BaseModel | list[Any] | None) -> bytes:
-    """A result as JSON bytes, serialised once (the JSON names, no null members)."""
+    """A result as JSON bytes, serialised once (the JSON names, no null members); a settled
+    model's (a task version's, see `synthorg.settled`) made once for all its answers."""
     if result is None:
         return b"null"
     if isinstance(result, list):  # a list of models (tasks/pushNotificationConfig/list)
         return b"[" + b", ".join(encoded(item) for item in result) + b"]"
-    return result.__pydantic_serializer__.to_json(result, by_alias=True, exclude_none=True)
+    return json_of(result)
 
 
 def result_body(request_id: RequestId, result: BaseModel | list[Any] | None) -> bytes:

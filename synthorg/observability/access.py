@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -158,6 +159,10 @@ _ROUTES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 )
 
 
+# Paths are the caller's to choose (a task's id is in some), so the memo is bounded: a hit is
+# one lookup instead of a walk over every operation's pattern (up to twice), and a flood of
+# new paths only costs each its walk, as before.
+@lru_cache(maxsize=512)
 def operation_of(http_method: str, path: str) -> str:
     """The spec's operationId for the request (method and path), else `other`."""
     for method, operation_id, pattern in _ROUTES:

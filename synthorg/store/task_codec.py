@@ -28,6 +28,7 @@ from synthorg.generated.models import (
     V1TaskStatusUpdateEvent,
     V1TextPart,
 )
+from synthorg.settled import settle
 from synthorg.store.tasks import RESTART_MESSAGE, StoredTask
 
 
@@ -120,6 +121,7 @@ class TaskCache:
             self._bytes -= old[1]
         if size > self._max_bytes // 4:
             return  # one huge task would push out everything else
+        settle(stored.task)  # handed out for every read of its version
         self._entries[key] = (stored, size)
         self._bytes += size
         while self._bytes > self._max_bytes:

@@ -4,7 +4,13 @@ observers' hooks in the same order."""
 
 from __future__ import annotations
 
-from synthorg.observability.access import OTHER, RequestRecord, call_started, finished
+from synthorg.observability.access import (
+    OTHER,
+    RequestRecord,
+    call_started,
+    finished,
+    operation_of,
+)
 
 
 class Hooks:
@@ -38,3 +44,19 @@ def test_a_call_record_has_its_method_and_bytes_when_its_observers_start() -> No
 
 def test_a_method_the_spec_does_not_define_is_other() -> None:
     assert call_started("grpc", "NoSuchRpc", "1.0", (), 0).method == OTHER
+
+
+def test_an_operation_is_the_same_from_the_memo_and_the_memo_is_bounded() -> None:
+    cases = [
+        ("POST", "/api/v1/a2a/", "gateway.rpc"),
+        ("GET", "/api/v1/a2a/rest/tasks/t-1", "gateway.rest.get_task"),
+        ("POST", "/api/v1/a2a/rest/tasks/t-1:cancel", "gateway.rest.cancel_task"),
+        ("GET", "/api/v1/a2a/", "gateway.rpc"),  # a wrong method on a known path
+        ("GET", "/no/such/path", OTHER),
+    ]
+    for _ in range(2):  # the second round answers from the memo
+        assert [operation_of(m, p) for m, p, _ in cases] == [op for _, _, op in cases]
+    for i in range(2000):  # caller-chosen paths do not grow it without bound
+        operation_of("GET", f"/api/v1/a2a/rest/tasks/t-{i}")
+    info = operation_of.cache_info()
+    assert info.maxsize is not None and info.currsize <= info.maxsize

@@ -493,6 +493,21 @@ def test_a_second_handle_sees_writes_at_once(store: TaskStore, handles: Handles)
     assert run(store.get("peer-a", "t-1")).task.status.state == "TASK_STATE_COMPLETED"  # type: ignore[union-attr]
 
 
+def test_a_read_cached_at_one_version_gives_way_to_another_handles_write(
+    store: TaskStore, handles: Handles
+) -> None:
+    task = make_task("t-1")
+    run(store.create("peer-a", key("m-1"), task))
+    first = run(store.get("peer-a", "t-1"))
+    assert first == StoredTask(task, 0)
+    assert run(store.get("peer-a", "t-1")) is first  # the same version: the cached task
+    done = with_state(task, "completed")
+    run(handles.open().update("peer-a", done, 0))
+    after = run(store.get("peer-a", "t-1"))
+    assert after == StoredTask(done, 1)  # the body of the version read, not the cached one
+    assert run(store.get("peer-a", "t-1")) is after
+
+
 def test_two_handles_racing_one_key_and_one_version_each_win_once(handles: Handles) -> None:
     """Two replicas at once: one task per key, one write per version, across handles."""
     first, second = handles.open(), handles.open()

@@ -24,6 +24,11 @@ from synthorg.store.tasks import (
     event_seq,
 )
 
+_GET = (
+    "SELECT version, CASE WHEN version = ? THEN NULL ELSE body END FROM tasks "
+    "WHERE id = ? AND peer = ?"
+)
+
 
 class SqliteTaskStore:
     def __init__(self, db: Database, runner: Runner | None = None) -> None:
@@ -34,17 +39,23 @@ class SqliteTaskStore:
         self._read = TaskCache()
 
     async def get(self, peer: str, task_id: str) -> StoredTask | None:
-        row = self._db.query_one(
-            "SELECT body, version FROM tasks WHERE id = ? AND peer = ?", (task_id, peer)
-        )
+        cache_key = (peer, task_id)
+        # One statement, so the version and the body are of the same row: the body only when
+        # the version is not the one cached (reading and decoding it would be for nothing).
+        row = self._db.query_one(_GET, (self._read.version_of(cache_key), task_id, peer))
         if row is None:
             return None
-        body, version = row
-        cached = self._read.get((peer, task_id), version)
-        if cached is not None:
-            return cached
+        version, body = row
+        if body is None:
+            cached = self._read.get(cache_key, version)
+            if cached is not None:
+                return cached
+            row = self._db.query_one(_GET, (-1, task_id, peer))  # not cached after all
+            if row is None:
+                return None
+            version, body = row
         stored = StoredTask(loads(body), version)
-        self._read.put((peer, task_id), stored, len(body))
+        self._read.put(cache_key, stored, len(body))
         return stored
 
     async def message_key(self, peer: str, message_id: str) -> MessageKey | None:
