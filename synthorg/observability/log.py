@@ -122,7 +122,8 @@ def configure_logging(level: str = "info") -> None:
     if not any(isinstance(h, _LibraryHandler) for h in root.handlers):
         library = _LibraryHandler(_LIBRARY_LEVEL)
         root.addHandler(library)
-        logging.captureWarnings(True)
+    # Every call, not only the first: a host (or a test) may have turned the capture off since.
+    logging.captureWarnings(True)
 
 
 def _scrub(value: object, depth: int = 0) -> object:
