@@ -6,20 +6,28 @@ Candidates, each pinned to one CPU while wrk runs on the other:
 - uvicorn with its own httptools protocol (what the node's limits cost);
 - Granian (Rust HTTP, one worker, one single-threaded runtime, uvloop) on its ASGI interface,
   and on its own RSGI interface for the floor;
-- a bare httptools + uvloop protocol, no server library: the floor of Python HTTP here.
+- a bare httptools + uvloop protocol, no server library: the floor of Python HTTP here; for
+  the node's rows, the same protocol running its ASGI app with a minimal scope
+  (`BareAsgiProtocol`, none of the node protocol's limits): the cost ceiling of serving the
+  gateway without an ASGI server layer;
+- for reference, the live bench's floor (`bench.floor_app`: a Starlette echo on uvicorn), the
+  one the performance goals are ratios to.
 
-Each serves the floor (a bare JSON-RPC echo, `bench.server_apps`); both uvicorns and Granian's
-ASGI also serve this node, for its rows (tasks/get through the three gates, a 401 refusal, a
-durable message/send). Every row is measured once per round, in an order that rotates, for
-several rounds (`bench.rounds`): medians and spreads. Server CPU per request is the server's
-utime + stime over the run (/proc, every process of it) divided by the requests answered.
+Each serves the floor (a bare JSON-RPC echo, `bench.server_apps`); both uvicorns, Granian's
+ASGI and the bare protocol also serve this node, for its rows (tasks/get through the three
+gates, a 401 refusal, a durable message/send). Every row is measured once per round, in an
+order that rotates, for several rounds (`bench.rounds`): medians and spreads. Server CPU per
+request is the server's utime + stime over the run (/proc, every process of it) divided by
+the requests answered. After the table, each node's tasks/get and 401 against the live floor,
+as the goals put them (tasks/get >= 0.5x, 401 >= 0.8x).
 
 Then the hostile-condition limits (`bench.limit_probes`) against the node under each server,
 with small limits in its config (Granian given its nearest options: a header read timeout, its
 smallest buffer, a bound on concurrent requests).
 
     .venv/bin/python -m bench.server_choice [--rounds N] [--duration S] [--warmup S] [--quick]
-                                            [--connections N] [--json PATH]
+                                            [--connections N] [--only WORDS] [--no-probes]
+                                            [--json PATH]
 """
 
 from __future__ import annotations
@@ -173,6 +181,25 @@ def start_node_uvicorn_stock(workdir: Path, pin: list[str], label: str, config: 
     return server
 
 
+def start_node_bare(workdir: Path, pin: list[str], label: str, config: str) -> Server:
+    """The node's app on the bare httptools + uvloop protocol (`bench.server_apps bare-node`),
+    its lifespan started before it listens."""
+    data_dir, headers = node_data_dir(workdir, label, config)
+    env = {**os.environ, "SYNTHORG_DATA_DIR": str(data_dir)}
+    command = [*pin, sys.executable, "-m", "bench.server_apps", "bare-node"]
+    server = launch(label, "node", command, env, workdir / f"{label}.log", STARTED)
+    server.headers = headers
+    return server
+
+
+def start_live_floor(workdir: Path, pin: list[str], label: str) -> Server:
+    """The live bench's floor (`python -m bench.floor_app`), as `bench.live` serves it."""
+    command = [*pin, sys.executable, "-m", "bench.floor_app"]
+    server = launch(label, "floor", command, dict(os.environ), workdir / f"{label}.log", STARTED)
+    server.headers = {"X-A2A-Peer-Name": PEER, "X-API-Key": secrets.token_urlsafe(32)}
+    return server
+
+
 def start_echo_module(workdir: Path, pin: list[str], label: str, entry: str) -> Server:
     command = [*pin, sys.executable, "-m", "bench.server_apps", entry]
     server = launch(label, "floor", command, dict(os.environ), workdir / f"{label}.log", STARTED)
@@ -190,6 +217,10 @@ def start_echo_granian(workdir: Path, pin: list[str], label: str, interface: str
 
 
 Starter = Callable[[Path, list[str]], Server]
+LIVE_FLOOR = "live floor: Starlette on uvicorn"
+# The goals' ratios to the live floor (throughput, so the floor's CPU per request over the
+# row's): the node's tasks/get at least half the floor's, its 401 at least 0.8 of it.
+GOALS = (("tasks/get", 0.5), ("401 wrong key", 0.8))
 
 
 @dataclass(frozen=True)
@@ -211,7 +242,9 @@ CANDIDATES = (
               lambda w, p: start_node_granian(w, p, "granian-node", plain_config())),
     Candidate("granian rsgi", lambda w, p: start_echo_granian(w, p, "granian-rsgi-echo", "rsgi")),
     Candidate("httptools+uvloop bare",
-              lambda w, p: start_echo_module(w, p, "bare-echo", "bare-echo")),
+              lambda w, p: start_echo_module(w, p, "bare-echo", "bare-echo"),
+              lambda w, p: start_node_bare(w, p, "bare-node", plain_config())),
+    Candidate(LIVE_FLOOR, lambda w, p: start_live_floor(w, p, "live-floor")),
 )
 
 NODE_ROWS: tuple[tuple[str, Callable[[Server], Load]], ...] = (
@@ -238,15 +271,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_load_options(parser, duration=5, warmup=1, quick=(2, 1, 0))
     parser.add_argument("--connections", type=int, default=32, metavar="N",
                         help="wrk connections (default 32)")
+    parser.add_argument("--only", metavar="WORDS",
+                        help="only the candidates whose name contains one of these "
+                        "comma-separated words (e.g. 'node protocol,bare,live')")
     parser.add_argument("--no-probes", action="store_true",
                         help="skip the hostile-condition probes")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
     return finish_load_options(parser, parser.parse_args(argv))
 
 
-def start_rows(workdir: Path, pinning: Pinning, servers: list[Server]) -> list[Row]:
+def chosen(only: str | None) -> tuple[Candidate, ...]:
+    words = [w.strip() for w in (only or "").split(",") if w.strip()]
+    return tuple(c for c in CANDIDATES if not words or any(w in c.name for w in words))
+
+
+def start_rows(workdir: Path, pinning: Pinning, servers: list[Server],
+               candidates: tuple[Candidate, ...] = CANDIDATES) -> list[Row]:
     rows: list[Row] = []
-    for candidate in CANDIDATES:
+    for candidate in candidates:
         floor = candidate.floor(workdir, pinning.server)
         servers.append(floor)
         loads = [("floor: echo", echo(floor), floor)]
@@ -303,7 +345,30 @@ def table(rows: list[Row], rss_after: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
-def run_probes(workdir: Path) -> dict[str, list[limit_probes.Outcome]]:
+def goals_table(rows: list[Row]) -> str:
+    """Each node's goal rows against the live floor, by CPU per request (the floor's over the
+    row's: the throughput ratio on one saturated CPU) and by median req/s."""
+    floor = next((r.samples for r in rows if r.candidate == LIVE_FLOOR), None)
+    if floor is None:
+        return ""
+    lines = ["| server | row | goal | x floor by CPU/req | x floor by req/s |",
+             "|---|---|---|---|---|"]
+    for row in rows:
+        for name, goal in GOALS:
+            if row.row == name:
+                by_cpu = ratio_of(floor.cpu_us().median, row.samples.cpu_us().median)
+                by_rps = ratio_of(row.samples.rps().median, floor.rps().median)
+                verdict = "met" if by_cpu >= goal else "not met"
+                lines.append(f"| {row.candidate} | {name} | >= {goal}x | {by_cpu:.2f} "
+                             f"({verdict}) | {by_rps:.2f} |")
+    return "\n".join(lines)
+
+
+def ratio_of(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else float("nan")
+
+
+def run_probes(workdir: Path, only: str | None = None) -> dict[str, list[limit_probes.Outcome]]:
     limits = limit_probes.Limits()
     config = limits.config_yaml(PEER)
     starters: dict[str, Callable[[], Server]] = {
@@ -314,8 +379,11 @@ def run_probes(workdir: Path) -> dict[str, list[limit_probes.Outcome]]:
         "granian asgi": lambda: start_node_granian(workdir, [], "probe-granian", config,
                                                    granian_probe_options(limits)),
     }
+    names = {c.name for c in chosen(only)}
     found = {}
     for name, start in starters.items():
+        if name not in names:
+            continue
         server = start()
         try:
             outcomes = limit_probes.run_all(server.port, limits, server.headers)
@@ -365,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="synthorg-servers-") as tmp:
         workdir = Path(tmp)
         try:
-            rows = start_rows(workdir, pinning, servers)
+            rows = start_rows(workdir, pinning, servers, chosen(args.only))
             run_rounds(args, wrk, pinning, rows)
             rss_after = {s.name: rss_kib(s.pid) / 1024 for s in servers}
             for server in servers:
@@ -374,8 +442,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for server in servers:
                 stop_process(server.proc)
-        found = {} if args.no_probes else run_probes(workdir)
+        found = {} if args.no_probes else run_probes(workdir, args.only)
     print("\n" + table(rows, rss_after))
+    goals = goals_table(rows)
+    if goals:
+        print("\n" + goals)
     if found:
         print("\n" + probes_table(found))
     if args.json:

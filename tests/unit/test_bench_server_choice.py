@@ -1,10 +1,12 @@
 """The server-choice bench's pieces with logic: the floor apps on each interface (driven through
-that interface, the bare protocol over a real loopback socket), the rounds' arithmetic, the
-probes' parsing and the config they write, and Granian's command line."""
+that interface, the bare protocols over a real loopback socket, the node on the bare one as
+the bench starts it), the rounds' arithmetic, the probes' parsing and the config they write,
+and Granian's command line."""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import subprocess
 import sys
@@ -17,8 +19,22 @@ import yaml
 from bench.limit_probes import Limits, Outcome, parse_status
 from bench.rounds import RowSamples, Sample, Spread, rotation, unexpected
 from bench.scale_out import process_rss
-from bench.server_apps import BareEchoProtocol, asgi_echo, echo_answer, rsgi_echo
-from bench.server_choice import granian_command, granian_probe_options
+from bench.scenarios import probe, refused, tasks_get
+from bench.server_apps import (
+    BareAsgiProtocol,
+    BareEchoProtocol,
+    asgi_echo,
+    echo_answer,
+    rsgi_echo,
+)
+from bench.server_choice import (
+    LIVE_FLOOR,
+    chosen,
+    granian_command,
+    granian_probe_options,
+    plain_config,
+    start_node_bare,
+)
 from bench.servers import Server
 from bench.wrk import WrkResult
 from synthorg.config.company import parse_config
@@ -120,6 +136,67 @@ def test_the_bare_protocol_serves_two_requests_on_one_kept_alive_connection() ->
         head, _, body = answer.partition(b"\r\n\r\n")
         assert f"content-length: {len(body)}".encode() in head
         assert json.loads(body) == ANSWER
+
+
+async def _streamed_or_echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The echo, or on /stream an answer of unknown length in three pieces."""
+    if scope["path"] != "/stream":
+        await asgi_echo(scope, receive, send)
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    for piece in (b"one", b"two"):
+        await send({"type": "http.response.body", "body": piece, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_the_bare_asgi_protocol_answers_pipelined_requests_in_order() -> None:
+    async def exchange() -> bytes:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: BareAsgiProtocol(_streamed_or_echo, loop),
+                                          "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        echo = (b"POST /api/v1/a2a/ HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                + str(len(REQUEST)).encode() + b"\r\n\r\n" + REQUEST)
+        last = b"GET /stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        writer.write(echo + echo + last)  # three requests in one write
+        answers = await asyncio.wait_for(reader.read(), 10)  # until the server closes
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return answers
+
+    answers = asyncio.run(exchange())
+    first, second, third = answers.split(b"HTTP/1.1 200 OK\r\n")[1:]
+    for answer in (first, second):
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert f"content-length: {len(body)}".encode() in head
+        assert json.loads(body) == ANSWER
+    head, _, body = third.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head and b"connection: close" in head
+    assert body == b"3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n"
+
+
+def test_the_node_on_the_bare_protocol_serves_its_gateway_and_its_card(tmp_path: Path) -> None:
+    server = start_node_bare(tmp_path, [], "bare-node", plain_config())
+    try:
+        assert probe(server, tasks_get(server)).startswith("200 result")
+        assert probe(server, refused(server)) == "401 error -32003"
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        conn.request("GET", "/.well-known/agent-card.json")
+        response = conn.getresponse()
+        card = json.loads(response.read())
+        conn.close()
+        assert response.status == 200 and card["name"]
+    finally:
+        server.stop()
+    # SIGTERM ends it through the app's lifespan shut-down, cleanly.
+    assert server.proc.returncode == 0, server.log_tail()
+
+
+def test_only_picks_candidates_by_words_of_their_names() -> None:
+    assert [c.name for c in chosen("bare, live")] == ["httptools+uvloop bare", LIVE_FLOOR]
+    assert len(chosen(None)) == len(chosen("")) > 2
 
 
 def test_a_spread_is_the_median_and_the_extremes() -> None:
