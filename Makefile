@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench bench-bindings bench-servers bench-profile bench-scale tck clean
+.PHONY: venv sdk1-venv tck1-venv tck-v1 demo test fuzz codegen client-ts client-ts-deps client-ts-test lint bench bench-bindings bench-servers bench-profile bench-profile-inprocess bench-scale tck clean
 
 venv: $(STAMP)
 
@@ -101,6 +101,11 @@ bench-servers: venv
 # BENCH_ARGS=--quick. py-spy needs ptrace rights over the node (root, or ptrace_scope 0).
 bench-profile: venv
 	$(BIN)/python -m bench.request_profile $(BENCH_ARGS)
+
+# The same rows and parts in process: the node's ASGI app called straight, no server, no
+# socket (bench/inprocess_profile.py).
+bench-profile-inprocess: venv
+	$(BIN)/python -m bench.inprocess_profile $(BENCH_ARGS)
 
 # One node with --workers 2 against --workers 1 on this machine's cores, wrk beside them
 # (bench/scale_out.py; docs/performance.md "Scale-out on one machine").

@@ -40,9 +40,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from bench import stack_rules
 from bench.rounds import add_load_options, each_round, finish_load_options, measure, unexpected
@@ -145,7 +146,20 @@ def sampled(spy: str, pid: int, seconds: int, rate: int, out: Path, run: Run) ->
         raise SpyError(f"py-spy failed ({spy_proc.returncode}): {message[:400]}")
 
 
-def table(rows: list[Row], loop_thread: int) -> str:
+class Profiled(Protocol):
+    """A profiled row, live (`Row`) or in process (`bench.inprocess_profile`)."""
+
+    name: str
+    rps: list[float]
+    samples: stack_rules.Tally
+
+    def cpu_us(self) -> dict[int, float]: ...
+
+    def charged(self) -> dict[stack_rules.Decided, float]: ...
+
+
+def table(rows: Sequence[Profiled], loop_thread: int,
+          rate: str = "req/s (plain runs, median)") -> str:
     parts = [stack_rules.by_category(row.charged()) for row in rows]
     totals = [sum(row.cpu_us().values()) for row in rows]
     lines = ["| CPU µs per request (share) | " + " | ".join(r.name for r in rows) + " |",
@@ -155,15 +169,15 @@ def table(rows: list[Row], loop_thread: int) -> str:
                  for found, total in zip(parts, totals, strict=True)]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
 
-    def each(show: Callable[[Row], str]) -> str:
+    def each(show: Callable[[Profiled], str]) -> str:
         return " | ".join(show(row) for row in rows)
 
-    def split(row: Row) -> str:
+    def split(row: Profiled) -> str:
         cpu = row.cpu_us()
         loop = cpu.get(loop_thread, 0.0)
         return f"{loop:.1f} / {sum(cpu.values()) - loop:.1f}"
 
-    def counts(row: Row) -> str:
+    def counts(row: Profiled) -> str:
         found = row.samples
         loop = found.samples(loop_thread)
         return (f"{loop} / {found.samples() - loop} ({found.partial}); "
@@ -172,8 +186,7 @@ def table(rows: list[Row], loop_thread: int) -> str:
     lines += [
         "| **whole request** | " + " | ".join(f"**{total:.1f}**" for total in totals) + " |",
         "| of it, the loop's thread / the others | " + each(split) + " |",
-        "| req/s (plain runs, median) | " + each(lambda r: f"{statistics.median(r.rps):,.0f}")
-        + " |",
+        f"| {rate} | " + each(lambda r: f"{statistics.median(r.rps):,.0f}") + " |",
         "| samples: loop / others (cut short); waiting, left out | " + each(counts) + " |",
     ]
     return "\n".join(lines)
@@ -245,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def deciding_frames(row: Row, top: int) -> str:
+def deciding_frames(row: Profiled, top: int) -> str:
     """The frames that decided the most of each part of `row` (of "other": its innermost
     frames, for a rule to add), µs per request each."""
     by_part: dict[str, list[tuple[float, str]]] = {}

@@ -52,6 +52,9 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (PARSE, "synthorg/gateway/pipeline.py", "*"),
     (PARSE, "synthorg/gateway/dialect.py", "*"),
     (SERVER, "synthorg/http/protocol.py", "*"),
+    # In process (bench.inprocess_profile), the driver's scope, receive and send stand for
+    # what a server does.
+    (SERVER, "bench/inprocess_profile.py", "*"),
     (SERVER, "synthorg/http/server.py", "*"),
     (SERVER, "synthorg/http/limits.py", "*"),
     (SERVER, "uvicorn/*", "*"),
