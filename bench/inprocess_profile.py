@@ -26,31 +26,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench import stack_rules
+from bench import pipeline, stack_rules
+from bench.pipeline import PEER, SECRET, build_node, envelope
 from bench.rounds import add_load_options, each_round, finish_load_options
 from bench.system import cpu_model, thread_cpu_seconds
 
-PEER, SECRET = "bench-peer", "bench-link-secret-0123456789"
-PATH = "/api/v1/a2a/"
+if TYPE_CHECKING:
+    from bench.request_profile import Profile
+
+PATH = "/api/v1/a2a/"  # the gateway's JSON-RPC endpoint
 MEASURING = "measuring"  # the child's line when its measured seconds start
 ROWS = ("tasks/get", "401 wrong key", "message/send")
 SPY_GRACE = 30
-
-
-def envelope(method: str, params: dict[str, Any], request_id: int) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
-                       "params": params}).encode()
 
 
 def send_body(i: int) -> bytes:
@@ -59,32 +55,12 @@ def send_body(i: int) -> bytes:
     return envelope("message/send", {"message": message}, i)
 
 
-async def call(app: Any, body: bytes, secret: str = SECRET) -> int:
-    """One POST to the gateway through the ASGI app, as a server would make it; its status."""
-    sent = False
-    status = 0
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-
-    headers = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-               (b"x-a2a-peer-name", PEER.encode()), (b"x-api-key", secret.encode()),
-               (b"content-length", str(len(body)).encode())]
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": "POST", "scheme": "http", "path": PATH, "raw_path": PATH.encode(),
-             "query_string": b"", "root_path": "", "headers": headers,
-             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "state": {}}
-    await app(scope, receive, send)
-    return status
+def call(app: Any, body: bytes, secret: str = SECRET) -> Awaitable[int]:
+    """One POST to the gateway through the ASGI app, as a server would make it (the bench
+    peer's name and `secret`); its status."""
+    headers = [(b"content-type", b"application/json"), (b"x-a2a-peer-name", PEER.encode()),
+               (b"x-api-key", secret.encode())]
+    return pipeline.call(app, PATH, body, headers=headers)
 
 
 # -- the child: one row in a loop ------------------------------------------------------------
@@ -105,13 +81,8 @@ async def row_call(row: str, app: Any, node: Any) -> tuple[Callable[[int], Await
 
 
 async def drive(row: str, warmup: float, seconds: float) -> dict[str, Any]:
-    from synthorg.node import Node
-
     with tempfile.TemporaryDirectory(prefix="synthorg-inprocess-") as tmp:
-        data = Path(tmp)
-        (data / "config.yaml").write_text(f"a2a:\n  enabled: true\n  allowed_peers: [{PEER}]\n")
-        node = Node.build(data)
-        node.catalog.put(PEER, "http://127.0.0.1:9", "api_key", SECRET)
+        node = build_node(Path(tmp))
         app = node.app()
         await node.recover()
         one, expected = await row_call(row, app, node)
@@ -144,23 +115,6 @@ def child(row: str, warmup: float, seconds: float) -> None:
 
 
 # -- the parent: rounds, py-spy, the table ---------------------------------------------------
-
-@dataclass
-class Row:
-    name: str
-    thread_us: list[dict[int, float]] = field(default_factory=list)
-    rps: list[float] = field(default_factory=list)
-    samples: stack_rules.Tally = field(default_factory=stack_rules.Tally)
-
-    def cpu_us(self) -> dict[int, float]:
-        """Each thread's CPU µs per call (by role), the median over the rounds."""
-        threads = {tid for found in self.thread_us for tid in found}
-        return {tid: statistics.median(found.get(tid, 0.0) for found in self.thread_us)
-                for tid in threads}
-
-    def charged(self) -> dict[stack_rules.Decided, float]:
-        return stack_rules.charge(self.samples, self.cpu_us())
-
 
 def start_child(row: str, warmup: float, seconds: float, log: Path) -> subprocess.Popen[str]:
     with log.open("ab") as stderr:
@@ -201,7 +155,7 @@ def renumbered(line: str, roles: dict[int, int]) -> str:
         f"({stack.thread:#x})", f"({roles[stack.thread]})", 1)
 
 
-def measure_row(row: Row, args: argparse.Namespace, spy: str, tmp: Path, index: int) -> None:
+def measure_row(row: Profile, args: argparse.Namespace, spy: str, tmp: Path, index: int) -> None:
     log = tmp / "events.log"
     plain = finish(start_child(row.name, args.warmup, args.duration, log), args.duration)
     row.thread_us.append(by_role(plain))
@@ -239,7 +193,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.request_profile import deciding_frames, find_py_spy, table
+    from bench.request_profile import Profile, deciding_frames, find_py_spy, table
 
     args = parse_args(argv)
     if args.child:
@@ -252,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"in-process profile: {args.rounds} round(s) x (plain {args.duration:g} s + sampled "
           f"{args.duration:g} s) per row ({args.warmup:g} s warm-up), py-spy at {args.rate} Hz; "
           f"machine: {cpu_model()}", flush=True)
-    rows = [Row(name) for name in ROWS]
+    rows = [Profile(name) for name in ROWS]
     with tempfile.TemporaryDirectory(prefix="synthorg-inprocess-profile-") as tmp:
         for index, row in enumerate(each_round(rows, args.rounds)):
             measure_row(row, args, spy, Path(tmp), index)

@@ -59,8 +59,9 @@ def envelope(method: str, params: dict[str, Any], request_id: int) -> bytes:
 V1_HEADER = (b"a2a-version", b"1.0")
 
 
-async def call(app: Any, path: str, body: bytes, *extra: tuple[bytes, bytes]) -> int:
-    """One request through an ASGI app; returns the status."""
+async def call(app: Any, path: str, body: bytes, *extra: tuple[bytes, bytes],
+               headers: list[tuple[bytes, bytes]] = HEADERS) -> int:
+    """One request through an ASGI app (`headers`, then `extra`); returns the status."""
     sent = False
     status = 0
 
@@ -86,7 +87,7 @@ async def call(app: Any, path: str, body: bytes, *extra: tuple[bytes, bytes]) ->
         "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
-        "headers": [*HEADERS, *extra, (b"content-length", str(len(body)).encode())],
+        "headers": [*headers, *extra, (b"content-length", str(len(body)).encode())],
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8000),
         "state": {},

@@ -43,7 +43,6 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from bench import stack_rules
 from bench.rounds import add_load_options, each_round, finish_load_options, measure, unexpected
@@ -64,10 +63,11 @@ Run = Callable[[float], WrkResult]  # one wrk run of a row's load, for so many s
 
 
 @dataclass
-class Row:
+class Profile:
+    """A row's measurements over the rounds, live (`Row`) or in process
+    (`bench.inprocess_profile`)."""
+
     name: str
-    load: Load
-    script: Path
     thread_us: list[dict[int, float]] = field(default_factory=list)  # CPU/req by thread, a round
     rps: list[float] = field(default_factory=list)
     samples: stack_rules.Tally = field(default_factory=stack_rules.Tally)
@@ -81,6 +81,14 @@ class Row:
     def charged(self) -> dict[stack_rules.Decided, float]:
         """CPU µs per request by category and the frame that decided it."""
         return stack_rules.charge(self.samples, self.cpu_us())
+
+
+@dataclass(kw_only=True)
+class Row(Profile):
+    """A live row: its wrk load and script."""
+
+    load: Load
+    script: Path
 
 
 def wrk_runner(wrk: str, pin: list[str], url: str, script: Path, connections: int) -> Run:
@@ -146,19 +154,7 @@ def sampled(spy: str, pid: int, seconds: int, rate: int, out: Path, run: Run) ->
         raise SpyError(f"py-spy failed ({spy_proc.returncode}): {message[:400]}")
 
 
-class Profiled(Protocol):
-    """A profiled row, live (`Row`) or in process (`bench.inprocess_profile`)."""
-
-    name: str
-    rps: list[float]
-    samples: stack_rules.Tally
-
-    def cpu_us(self) -> dict[int, float]: ...
-
-    def charged(self) -> dict[stack_rules.Decided, float]: ...
-
-
-def table(rows: Sequence[Profiled], loop_thread: int,
+def table(rows: Sequence[Profile], loop_thread: int,
           rate: str = "req/s (plain runs, median)") -> str:
     parts = [stack_rules.by_category(row.charged()) for row in rows]
     totals = [sum(row.cpu_us().values()) for row in rows]
@@ -169,15 +165,15 @@ def table(rows: Sequence[Profiled], loop_thread: int,
                  for found, total in zip(parts, totals, strict=True)]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
 
-    def each(show: Callable[[Profiled], str]) -> str:
+    def each(show: Callable[[Profile], str]) -> str:
         return " | ".join(show(row) for row in rows)
 
-    def split(row: Profiled) -> str:
+    def split(row: Profile) -> str:
         cpu = row.cpu_us()
         loop = cpu.get(loop_thread, 0.0)
         return f"{loop:.1f} / {sum(cpu.values()) - loop:.1f}"
 
-    def counts(row: Profiled) -> str:
+    def counts(row: Profile) -> str:
         found = row.samples
         loop = found.samples(loop_thread)
         return (f"{loop} / {found.samples() - loop} ({found.partial}); "
@@ -199,7 +195,7 @@ def start_rows(server: Server, workdir: Path) -> list[Row]:
         answer = probe(server, load)
         script = workdir / f"row-{len(rows)}.lua"
         script.write_text(lua_script(load, secrets.token_hex(4)))
-        rows.append(Row(name, load, script))
+        rows.append(Row(name=name, load=load, script=script))
         print(f"  {name}: probe {answer}", flush=True)
     return rows
 
@@ -258,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def deciding_frames(row: Profiled, top: int) -> str:
+def deciding_frames(row: Profile, top: int) -> str:
     """The frames that decided the most of each part of `row` (of "other": its innermost
     frames, for a rule to add), µs per request each."""
     by_part: dict[str, list[tuple[float, str]]] = {}

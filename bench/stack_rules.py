@@ -55,6 +55,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     # In process (bench.inprocess_profile), the driver's scope, receive and send stand for
     # what a server does.
     (SERVER, "bench/inprocess_profile.py", "*"),
+    (SERVER, "bench/pipeline.py", "call*"),
     (SERVER, "synthorg/http/server.py", "*"),
     (SERVER, "synthorg/http/limits.py", "*"),
     (SERVER, "uvicorn/*", "*"),

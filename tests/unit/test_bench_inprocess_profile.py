@@ -45,9 +45,21 @@ def test_threads_are_renumbered_by_role() -> None:
     assert stack is not None and stack.thread == 2 and stack.count == 3
 
 
-def test_the_drivers_frames_are_the_servers_part() -> None:
+@pytest.mark.parametrize("inner", [
+    "call (bench/inprocess_profile.py:60)",
+    "call (bench/pipeline.py:90);call.<locals>.send (bench/pipeline.py:80)",
+])
+def test_the_drivers_frames_are_the_servers_part(inner: str) -> None:
     line = ("thread (1): MainThread;_run_module_as_main (<frozen runpy>:198);"
-            "drive (bench/inprocess_profile.py:118);call (bench/inprocess_profile.py:80) 4")
+            f"drive (bench/inprocess_profile.py:118);{inner} 4")
     stack = stack_rules.parse_line(line)
     assert stack is not None
     assert stack_rules.decide(stack.frames)[0] == stack_rules.SERVER
+
+
+def test_the_gateway_under_the_driver_is_charged_to_the_node() -> None:
+    line = ("thread (1): MainThread;drive (bench/inprocess_profile.py:118);"
+            "call (bench/pipeline.py:90);Gateway._admit (synthorg/gateway/endpoint.py:236) 2")
+    stack = stack_rules.parse_line(line)
+    assert stack is not None
+    assert stack_rules.decide(stack.frames)[0] == stack_rules.GLUE
