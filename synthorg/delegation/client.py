@@ -343,7 +343,7 @@ class A2AClient:
             return self._as_task(V1_SEND_MESSAGE, result)
         try:
             if self.speaks_v1:
-                reply = V1Message.model_validate(lenient.known(V1Message, result["message"]))
+                reply = lenient.validate(V1Message, result["message"])
             else:
                 reply = objects.message_to_v1(Message.model_validate(result))
         except ValidationError as exc:
@@ -390,7 +390,7 @@ class A2AClient:
         define dropped), a 0.3 peer's validated as 0.3 and converted."""
         try:
             if self.speaks_v1:
-                return V1Task.model_validate(lenient.known(V1Task, result))
+                return lenient.validate(V1Task, result)
             return objects.task_v1(Task.model_validate(result))
         except ValidationError as exc:
             raise PeerProtocolError(

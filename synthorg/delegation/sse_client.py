@@ -100,7 +100,7 @@ def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> V1Stream
     try:
         if payload is None:
             return objects.stream_response_v1(_EVENT.validate_python(result))
-        return cast(V1StreamResponse, payload.model_validate(lenient.known(payload, result)))
+        return cast(V1StreamResponse, lenient.validate(payload, result))
     except ValidationError as exc:
         raise PeerProtocolError(
             f"{peer}: a stream event that is not valid ({exc.error_count()} problems)"

@@ -5,6 +5,8 @@ everything a model defines is kept for its own validation to judge.
 Generic over the generated models (their fields and types say what is known): per model,
 its members by the name it is validated by and, for each, how to read a value of the
 member's type (a nested model, a list or dict of them, a union), built once and cached.
+`validate` filters only an answer its validation finds unknown members in, so the usual
+answer costs its validation alone.
 """
 
 from __future__ import annotations
@@ -12,17 +14,31 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 Reader = Callable[[Any], Any]
+M = TypeVar("M", bound=BaseModel)
+_UNKNOWN = "extra_forbidden"  # the generated models' error for a member they do not define
 
 # A model's members: the key a member is validated by -> how to read its value (None: as is).
 _MEMBERS: dict[type[BaseModel], dict[str, Reader | None]] = {}
 # A member of a union of models: the keys it needs and those it knows.
 _Choice = tuple[type[BaseModel], frozenset[str], frozenset[str]]
+
+
+def validate(model: type[M], data: Any) -> M:
+    """`data` validated as `model`, leniently: an answer with only members the model defines
+    (the usual one) is validated as it is; one the validation finds unknown members in is
+    validated again with them dropped (`known`). ValidationError for what is invalid still."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        if not any(error["type"] == _UNKNOWN for error in exc.errors(include_url=False)):
+            raise
+    return model.model_validate(known(model, data))
 
 
 def known(model: type[BaseModel], data: Any) -> Any:

@@ -105,3 +105,14 @@ def test_members_are_known_by_alias_and_by_name_only_where_the_model_allows_it()
 
     read = lenient.known(Named, {"type": "a", "kind": "b", "inner": {"bytes": "aGk=", "z": 1}})
     assert read == {"type": "a", "kind": "b", "inner": {"bytes": "aGk="}}
+
+
+def test_validate_drops_unknown_members_only_when_there_are_some() -> None:
+    plain = {"id": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_WORKING"}}
+    assert lenient.validate(V1Task, plain) == V1Task.model_validate(plain)
+    later = {**plain, "status": {"state": "TASK_STATE_WORKING", "since": 3}, "later": []}
+    assert lenient.validate(V1Task, later) == V1Task.model_validate(plain)
+    # an invalid member is refused; the unknown ones beside it are not counted as problems
+    with pytest.raises(ValidationError) as caught:
+        lenient.validate(V1Task, {**later, "contextId": ""})
+    assert caught.value.error_count() == 1
