@@ -10,9 +10,11 @@ secret under the record's scheme. Transient failures (connect errors, 429 with R
 `(peer, messageId)` as an idempotency key. A peer's JSON-RPC error surfaces with its code and
 message whatever the HTTP status. Each call is built as the spec's 1.0 params model
 (synthorg/generated/models.py; a 0.3 peer's mapped by synthorg/dialects/outbound_v03.py) and
-serialised once; answers are read into the 1.0 objects (V1Task, V1StreamResponse): validated
-as the spec's model of the peer's dialect, leniently (members this node does not know are
-dropped: a 1.0 answer is read through its 0.3 form, `dialects/objects.py`), then converted.
+serialised once; answers are read into the 1.0 objects (V1Task, V1StreamResponse) as the
+spec's model of the peer's dialect validates them, leniently: members the model does not
+define are dropped at any depth (`dialects/lenient.py`), so a peer on a later revision is
+still understood. A 1.0 peer's answer is read as it is, all 1.0 defines kept; a 0.3 peer's
+is validated as 0.3 and converted (`dialects/objects.py`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from synthorg.delegation.errors import (
 )
 from synthorg.delegation.grpc_peers import refuse_grpc
 from synthorg.delegation.pool import ClientPool, ConnectionKey
-from synthorg.dialects import objects
+from synthorg.dialects import lenient, objects
 from synthorg.dialects.outbound import GRPC, HTTP_JSON, JSONRPC, PeerDialect
 from synthorg.dialects.outbound_v03 import (
     V03_METHOD_NAMES,
@@ -57,12 +59,11 @@ from synthorg.generated.constants import (
     API_KEY_HEADER,
     GATEWAY_RPC,
     KIND_MESSAGE,
-    KIND_TASK,
     MEDIA_TYPE_APPLICATION_JSON,
     PEER_NAME_HEADER,
     PEER_SCHEME_API_KEY,
     PEER_SCHEME_MTLS,
-    STATE_COMPLETED,
+    TASK_STATE_COMPLETED,
     V1_CANCEL_TASK,
     V1_GET_TASK,
     V1_ROLE_USER,
@@ -73,7 +74,6 @@ from synthorg.generated.models import (
     Message,
     SpecModel,
     Task,
-    TaskStatus,
     V1CancelTaskParams,
     V1CreateTaskPushNotificationConfigParams,
     V1GetTaskParams,
@@ -86,6 +86,7 @@ from synthorg.generated.models import (
     V1StreamResponse,
     V1Task,
     V1TaskPayload,
+    V1TaskStatus,
 )
 from synthorg.http.numbers import ascii_int
 from synthorg.observability.outbound import outbound_call, trace_headers
@@ -338,16 +339,13 @@ class A2AClient:
                 raise PeerProtocolError(
                     f"{self.record.name}: {method} answered neither a task nor a message"
                 )
-            try:
-                result = objects.message_v03(result["message"])
-            except (ValueError, KeyError, TypeError, AttributeError):
-                raise PeerProtocolError(
-                    f"{self.record.name}: {method} result is not a valid message"
-                ) from None
         elif not isinstance(result, dict) or result.get("kind") != KIND_MESSAGE:
             return self._as_task(V1_SEND_MESSAGE, result)
         try:
-            reply = Message.model_validate(result)
+            if self.speaks_v1:
+                reply = lenient.validate(V1Message, result["message"])
+            else:
+                reply = objects.message_to_v1(Message.model_validate(result))
         except ValidationError as exc:
             raise PeerProtocolError(
                 f"{self.record.name}: {method} result is not a valid Message "
@@ -363,7 +361,7 @@ class A2AClient:
         if isinstance(event, V1TaskPayload):
             return event.task
         if isinstance(event, V1MessagePayload):
-            return message_task(self.record.name, objects.message_from_v1(event.message))
+            return message_task(self.record.name, event.message)
         raise PeerProtocolError(
             f"{self.record.name}: {self.wire_method(V1_SEND_STREAMING_MESSAGE)} began with "
             "neither a task nor a message"
@@ -388,11 +386,11 @@ class A2AClient:
         return method if self.speaks_v1 else V03_METHOD_NAMES.get(method, method)
 
     def _as_task(self, method: str, result: Any) -> V1Task:
-        """A Task answer as the 1.0 task; a 1.0 peer's read through its 0.3 form, which
-        keeps the members this node knows."""
+        """A Task answer as the 1.0 task: a 1.0 peer's read as 1.0 (members 1.0 does not
+        define dropped), a 0.3 peer's validated as 0.3 and converted."""
         try:
             if self.speaks_v1:
-                result = objects.task_v03_json(result)
+                return lenient.validate(V1Task, result)
             return objects.task_v1(Task.model_validate(result))
         except ValidationError as exc:
             raise PeerProtocolError(
@@ -509,15 +507,15 @@ class A2AClient:
         return payload["result"]
 
 
-def message_task(peer: str, reply: Message) -> V1Task:
+def message_task(peer: str, reply: V1Message) -> V1Task:
     """The task a peer's Message answer stands for: completed with it, its ids the message's
     own or, without them, stable ones derived from the peer and the message."""
     stable = uuid.uuid5(_ANSWERED, f"{peer}\n{reply.messageId}")
     task_id = reply.taskId or str(stable)
     context_id = reply.contextId or task_id
     reply = reply.model_copy(update={"taskId": task_id, "contextId": context_id})
-    return objects.task_v1(Task(
-        kind=KIND_TASK, id=task_id, contextId=context_id,
-        status=TaskStatus(state=STATE_COMPLETED, message=reply, timestamp=utc_now()),
+    return V1Task(
+        id=task_id, contextId=context_id,
+        status=V1TaskStatus(state=TASK_STATE_COMPLETED, message=reply, timestamp=utc_now()),
         history=[reply], artifacts=[],
-    ))
+    )

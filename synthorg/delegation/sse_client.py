@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast, get_args
 
 import httpx
 from pydantic import TypeAdapter, ValidationError
@@ -25,7 +25,7 @@ from synthorg.delegation import grpc_binding
 from synthorg.delegation.client import A2AClient, result_label
 from synthorg.delegation.errors import PIN_MISMATCH, PeerError, PeerProtocolError, PeerUnavailable
 from synthorg.delegation.rest_binding import RestCall, rest_call
-from synthorg.dialects import objects
+from synthorg.dialects import lenient, objects
 from synthorg.dialects.outbound import GRPC, HTTP_JSON
 from synthorg.generated.constants import (
     LAST_EVENT_ID_HEADER,
@@ -46,6 +46,7 @@ STREAM_IDLE_SECONDS = 60.0  # four keep-alive periods of silence: the stream is 
 # (sequence number, event) per event, as 1.0's StreamResponse whatever the peer's dialect
 Events = AsyncGenerator[tuple[int | None, V1StreamResponse], None]
 _EVENT: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
+_V1_EVENTS = lenient.choices(*get_args(V1StreamResponse))  # the payloads of its oneof
 
 
 class SseEvent(NamedTuple):
@@ -88,18 +89,18 @@ async def sse_events(chunks: AsyncIterator[bytes], max_bytes: int) -> AsyncItera
 
 
 def stream_event(peer: str, result: Any, *, speaks_v1: bool = False) -> V1StreamResponse:
-    """One event's result as the 1.0 StreamResponse, validated as the 0.3 event model (a
-    1.0 peer's read through its 0.3 form, which keeps the members this node knows);
-    PeerProtocolError for what is not a valid event."""
-    if speaks_v1:
-        try:
-            result = objects.event_v03_json(result)
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise PeerProtocolError(
-                f"{peer}: a stream event that is not a StreamResponse"
-            ) from None
+    """One event's result as the 1.0 StreamResponse: a 1.0 peer's read as 1.0 (exactly one
+    of its payloads; members 1.0 does not define dropped), a 0.3 peer's validated as the 0.3
+    event and converted. PeerProtocolError for what is not a valid event."""
+    payload = None
+    if speaks_v1 and isinstance(result, dict) and len(result) == 1:
+        payload = lenient.one_of(_V1_EVENTS, result)
+    if speaks_v1 and payload is None:
+        raise PeerProtocolError(f"{peer}: a stream event that is not a StreamResponse")
     try:
-        return objects.stream_response_v1(_EVENT.validate_python(result))
+        if payload is None:
+            return objects.stream_response_v1(_EVENT.validate_python(result))
+        return cast(V1StreamResponse, lenient.validate(payload, result))
     except ValidationError as exc:
         raise PeerProtocolError(
             f"{peer}: a stream event that is not valid ({exc.error_count()} problems)"
