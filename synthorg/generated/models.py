@@ -392,7 +392,7 @@ V1Filename = Annotated[str, Field(min_length=1, max_length=255)]
 
 
 class V1TextPart(SpecModel):
-    """A text part. A mediaType or filename on a text part is not kept (the 0.3 text part has neither)."""
+    """A text part. Its mediaType and filename are kept; a 0.3 caller reads the part without them (the 0.3 text part has neither)."""
 
     text: Annotated[str, Field(max_length=1048576)]
     metadata: Annotated[Metadata | None, NoNull] = None
