@@ -127,8 +127,8 @@ def query_conforms(case: AnyCase) -> bool:
     """Whether every query parameter sent is one the operation declares, with a valid value."""
     declared = {p.definition["name"]: p.definition for p in case.operation.query}
     for name, value in (case.query or {}).items():
-        if value is None:
-            continue  # not sent
+        if value is None or value == []:
+            continue  # not sent: the client writes no parameter for either
         definition = declared.get(name)
         if definition is None:
             return False
