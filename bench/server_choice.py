@@ -334,7 +334,7 @@ def table(rows: list[Row], rss_after: dict[str, float]) -> str:
         rps, cpu = row.samples.rps(), row.samples.cpu_us()
         quiet, count = row.samples.quiet_rps()
         base = baseline.get(row.row)
-        ratio = cpu.median / base.cpu_us().median if base and base.cpu_us().median else float("nan")
+        ratio = ratio_of(cpu.median, base.cpu_us().median) if base else float("nan")
         lines.append(
             f"| {row.candidate} | {row.row} | {cpu.show()} | {ratio:.2f} | {rps.show()} | "
             f"{quiet.show()} ({count}) | "

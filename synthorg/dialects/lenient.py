@@ -52,24 +52,24 @@ def known(model: type[BaseModel], data: Any) -> Any:
     out = {}
     for key, value in data.items():
         if key in members:
-            reader = members[key]
-            out[key] = value if reader is None else reader(value)
+            read = members[key]
+            out[key] = value if read is None else read(value)
     return out
 
 
-def reader(annotation: Any) -> Reader | None:
+def _reader(annotation: Any) -> Reader | None:
     """How to read a value of type `annotation` leniently (None: it holds no model, so as
     is). A union of models reads a value as the member it fits (`one_of`)."""
+    annotation = _unwrapped(annotation)
+    model = _model_of(annotation)
+    if model is not None:
+        return partial(known, model)
     origin = get_origin(annotation)
-    if origin is Annotated:
-        return reader(get_args(annotation)[0])
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return partial(known, annotation)
     if origin is list:
-        inner = reader(get_args(annotation)[0])
+        inner = _reader(get_args(annotation)[0])
         return None if inner is None else partial(_list, inner)
     if origin is dict:
-        inner = reader(get_args(annotation)[1])
+        inner = _reader(get_args(annotation)[1])
         return None if inner is None else partial(_dict, inner)
     if origin is Union or origin is types.UnionType:
         return _union(get_args(annotation))
@@ -118,7 +118,7 @@ def _keys(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
 
 
 def _members(model: type[BaseModel]) -> dict[str, Reader | None]:
-    members = {key: reader(info.annotation) for key, info in _keys(model)}
+    members = {key: _reader(info.annotation) for key, info in _keys(model)}
     _MEMBERS[model] = members
     return members
 
@@ -126,17 +126,23 @@ def _members(model: type[BaseModel]) -> dict[str, Reader | None]:
 def _union(args: tuple[Any, ...]) -> Reader | None:
     members = [arg for arg in args if arg is not types.NoneType]
     if len(members) == 1:  # `X | None`
-        return reader(members[0])
+        return _reader(members[0])
     models = [model for model in map(_model_of, members) if model is not None]
     if models:  # a JSON object is read as the model it fits; anything else as is
         return partial(_one_of_reader, choices(*models))
-    readers = [read for read in map(reader, members) if read is not None]
+    readers = [read for read in map(_reader, members) if read is not None]
     return readers[0] if len(readers) == 1 else None
 
 
-def _model_of(annotation: Any) -> type[BaseModel] | None:
+def _unwrapped(annotation: Any) -> Any:
+    """The type under any `Annotated[...]` layers."""
     while get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
+    return annotation
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    annotation = _unwrapped(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     return None
